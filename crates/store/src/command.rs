@@ -1,0 +1,68 @@
+//! The commands that travel through the Raft log, and what applying one answers.
+//!
+//! Everything that could differ between replicas (uid, creationTimestamp, a generated
+//! name) is already in the object when the command is proposed: apply adds only what
+//! follows from the log itself, the resourceVersion (the entry's index).
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+/// Checks made at apply time, against the stored object.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Precondition {
+    /// The object's resourceVersion must equal this.
+    pub resource_version: Option<u64>,
+    /// The object's uid must equal this.
+    pub uid: Option<String>,
+}
+
+/// One replicated change. `object` is the full JSON of the object to store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Command {
+    /// Store a new object. Fails if the key exists, or if `namespace` is given and that
+    /// namespace does not exist or is terminating.
+    Create { key: String, namespace: Option<String>, object: Bytes },
+    /// Replace an existing object, keeping its uid and creationTimestamp.
+    Update { key: String, object: Bytes, precondition: Precondition },
+    /// Remove an object. Removing a namespace removes everything in it.
+    Delete { key: String, precondition: Precondition },
+    /// Does nothing; used to move the log forward (tests, barriers).
+    Noop,
+}
+
+impl Command {
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Command::Create { key, .. } | Command::Update { key, .. } | Command::Delete { key, .. } => {
+                Some(key)
+            }
+            Command::Noop => None,
+        }
+    }
+}
+
+/// Why a command changed nothing. Each maps to one Kubernetes Status in the REST layer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum WriteError {
+    #[error("not found")]
+    NotFound,
+    #[error("already exists")]
+    AlreadyExists,
+    /// The resourceVersion precondition failed (the object was modified).
+    #[error("resourceVersion conflict")]
+    Conflict,
+    /// The uid precondition failed.
+    #[error("uid precondition failed: wanted {wanted}, object has {actual}")]
+    UidMismatch { wanted: String, actual: String },
+    #[error("namespace {0} not found")]
+    NamespaceNotFound(String),
+    #[error("namespace {0} is terminating")]
+    NamespaceTerminating(String),
+    /// The stored or proposed bytes were not a JSON object (never expected).
+    #[error("invalid object: {0}")]
+    InvalidObject(String),
+}
+
+/// What applying one command answers: the object as stored (for a delete, as it was,
+/// with the deleting resourceVersion), or why nothing changed.
+pub type WriteResult = Result<Bytes, WriteError>;

@@ -1,0 +1,113 @@
+//! The storage traits. Each engine owns one kind of data:
+//!
+//! - [`LogEngine`]: the Raft log (entries by index, opaque bytes) plus a few small
+//!   metadata values (vote, committed, last purged). Appends are buffered until
+//!   [`LogEngine::sync`]; metadata writes are durable when they return.
+//! - [`ObjectEngine`]: the applied state: objects by key, and metadata (the last applied
+//!   log id, the membership). A batch is applied atomically: after a crash either all of
+//!   it or none of it is there, so "applied index" and "objects" never disagree.
+//!
+//! Writes are async so an engine that blocks on disk (RocksDB) moves that work off the
+//! runtime, while the in-memory engine (the simulator's) never leaves it.
+
+use std::future::Future;
+
+use bytes::Bytes;
+
+/// What an engine reports when it cannot do what it was asked. Storage errors are fatal
+/// to a Raft node, so this carries a message and nothing to match on.
+#[derive(Debug, thiserror::Error)]
+#[error("storage: {0}")]
+pub struct StoreError(pub String);
+
+impl StoreError {
+    pub fn new(msg: impl std::fmt::Display) -> Self {
+        StoreError(msg.to_string())
+    }
+}
+
+impl From<StoreError> for std::io::Error {
+    fn from(e: StoreError) -> Self {
+        std::io::Error::other(e.0)
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The Raft log: an ordered run of entries with no holes, `first..=last`.
+pub trait LogEngine: Send + Sync + 'static {
+    /// Appends entries (ascending, contiguous with the current last index). They are
+    /// readable at once but durable only after the next [`LogEngine::sync`] returns.
+    fn append(&self, entries: Vec<(u64, Bytes)>) -> impl Future<Output = StoreResult<()>> + Send;
+
+    /// Makes every append so far durable (an fsync of the log).
+    fn sync(&self) -> impl Future<Output = StoreResult<()>> + Send;
+
+    /// Removes every entry with index >= `index` (a follower's conflicting suffix).
+    fn truncate_from(&self, index: u64) -> impl Future<Output = StoreResult<()>> + Send;
+
+    /// Removes every entry with index <= `index` (covered by a snapshot).
+    fn purge_upto(&self, index: u64) -> impl Future<Output = StoreResult<()>> + Send;
+
+    /// Entries with `start <= index < end`, ascending; missing ones are simply absent.
+    fn read_range(&self, start: u64, end: u64) -> StoreResult<Vec<(u64, Bytes)>>;
+
+    /// The highest index in the log, if any.
+    fn last_entry(&self) -> StoreResult<Option<(u64, Bytes)>>;
+
+    /// Writes a metadata value; durable when this returns.
+    fn put_meta(&self, key: &str, value: Bytes) -> impl Future<Output = StoreResult<()>> + Send;
+
+    fn get_meta(&self, key: &str) -> StoreResult<Option<Bytes>>;
+}
+
+/// One atomic change to the object store.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ObjectBatch {
+    /// `Some(value)` writes the key, `None` deletes it. Applied in order.
+    pub objects: Vec<(String, Option<Bytes>)>,
+    /// Metadata to write in the same atomic batch (e.g. the last applied log id).
+    pub meta: Vec<(String, Bytes)>,
+}
+
+impl ObjectBatch {
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty() && self.meta.is_empty()
+    }
+}
+
+/// A consistent copy of everything in an object store: what a Raft snapshot carries.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ObjectDump {
+    pub objects: Vec<(String, Bytes)>,
+    pub meta: Vec<(String, Bytes)>,
+}
+
+/// The applied state: Kubernetes objects by key, plus metadata.
+pub trait ObjectEngine: Send + Sync + 'static {
+    /// Applies a batch atomically. Readers see all of it or none of it. Durable after the
+    /// next [`ObjectEngine::sync`] (the Raft log already holds what is needed to redo it).
+    fn write(&self, batch: ObjectBatch) -> impl Future<Output = StoreResult<()>> + Send;
+
+    /// Makes every write so far durable.
+    fn sync(&self) -> impl Future<Output = StoreResult<()>> + Send;
+
+    fn get(&self, key: &str) -> StoreResult<Option<Bytes>>;
+
+    /// Keys starting with `prefix` and greater than `start_after`, ascending, at most
+    /// `limit` of them.
+    fn scan(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, Bytes)>>;
+
+    fn get_meta(&self, key: &str) -> StoreResult<Option<Bytes>>;
+
+    /// A consistent copy of all objects and metadata, taken at one point.
+    fn dump(&self) -> StoreResult<ObjectDump>;
+
+    /// Replaces everything with `dump`, atomically and durably (snapshot install).
+    fn restore(&self, dump: ObjectDump) -> impl Future<Output = StoreResult<()>> + Send;
+}
