@@ -1,0 +1,87 @@
+//! The handle the REST layer holds: the one way into replication and the local state.
+//!
+//! - [`Cluster::write`] proposes a command: on the leader directly, from a follower by
+//!   forwarding it to the leader over the peer RPC. A leader change mid-request is retried
+//!   until the deadline; a command is proposed at most once per attempt and its outcome
+//!   is what the log decided, so a retry never double-applies a precondition-checked write.
+//! - [`Cluster::read_barrier`] makes the next local read linearizable: it obtains a read
+//!   index from the leader and waits until this node has applied it.
+//! - [`Cluster::get`] / [`Cluster::scan`] read this node's applied state as it is.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kuorum_store::{Command, WriteResult};
+
+/// Why the cluster could not answer. Each maps to a Kubernetes Status in the REST layer
+/// (Timeout → 504 Timeout, NoLeader/Shutdown → 503 ServiceUnavailable, Fatal → 500).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ClusterError {
+    #[error("no leader is known; the cluster may be electing one or have lost quorum")]
+    NoLeader,
+    #[error("the request did not complete within its deadline")]
+    Timeout,
+    #[error("the node is shutting down")]
+    Shutdown,
+    #[error("{0}")]
+    Fatal(String),
+}
+
+/// Reads of the local applied state (object-safe, so the handle is not generic).
+pub trait LocalReader: Send + Sync + 'static {
+    fn get(&self, key: &str) -> Result<Option<Bytes>, ClusterError>;
+    fn scan(&self, prefix: &str, start_after: Option<&str>, limit: usize) -> Result<Vec<(String, Bytes)>, ClusterError>;
+}
+
+/// What a write does; implemented by the node's replication.
+#[allow(async_fn_in_trait)]
+pub(crate) trait Replicator: Send + Sync + 'static {
+    fn node_id(&self) -> u64;
+    fn write(&self, cmd: Command, deadline: Duration) -> futures::future::BoxFuture<'_, Result<WriteResult, ClusterError>>;
+    fn read_barrier(&self, deadline: Duration) -> futures::future::BoxFuture<'_, Result<u64, ClusterError>>;
+    fn applied_index(&self) -> u64;
+    fn leader(&self) -> Option<u64>;
+}
+
+/// A cheap, cloneable handle to one node's replication and state.
+#[derive(Clone)]
+pub struct Cluster {
+    pub(crate) replicator: Arc<dyn Replicator>,
+    pub(crate) reader: Arc<dyn LocalReader>,
+}
+
+impl Cluster {
+    pub fn node_id(&self) -> u64 {
+        self.replicator.node_id()
+    }
+
+    /// Proposes `cmd` and answers what applying it decided.
+    pub async fn write(&self, cmd: Command, deadline: Duration) -> Result<WriteResult, ClusterError> {
+        self.replicator.write(cmd, deadline).await
+    }
+
+    /// Waits until a read of the local state is linearizable; answers the applied index
+    /// the read will see (>= the leader's commit index when it was asked).
+    pub async fn read_barrier(&self, deadline: Duration) -> Result<u64, ClusterError> {
+        self.replicator.read_barrier(deadline).await
+    }
+
+    /// The last log index applied to this node's state.
+    pub fn applied_index(&self) -> u64 {
+        self.replicator.applied_index()
+    }
+
+    /// The current leader as this node knows it.
+    pub fn leader(&self) -> Option<u64> {
+        self.replicator.leader()
+    }
+
+    pub fn get(&self, key: &str) -> Result<Option<Bytes>, ClusterError> {
+        self.reader.get(key)
+    }
+
+    pub fn scan(&self, prefix: &str, start_after: Option<&str>, limit: usize) -> Result<Vec<(String, Bytes)>, ClusterError> {
+        self.reader.scan(prefix, start_after, limit)
+    }
+}
