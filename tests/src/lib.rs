@@ -1,1 +1,698 @@
+//! End-to-end harness: real `kuorum serve` processes on loopback, driven by real clients.
+//!
+//! A [`Cluster`] starts N nodes on free 127.0.0.1 ports with their own data dirs under one
+//! temp dir, waits for `/readyz` and for a leader (`GET /debug/kuorum/raft`), and can
+//! SIGKILL and restart nodes with the same arguments and data dir. It writes a kubeconfig
+//! per node and runs kubectl against it. Dropping the cluster kills every node it started;
+//! if the thread is panicking it first prints the tail of each node's log.
+//!
+//! Where things are found:
+//! - the binary: `$KUORUM_BIN`, else `kuorum` next to the test executable's profile dir,
+//!   else `$CARGO_TARGET_DIR/release/kuorum`, else `~/.cache/kuorum-target/release/kuorum`;
+//! - kubectl: `$KUBECTL`, else `$KUORUM_VENV/bin/kubectl`, else
+//!   `~/.cache/kuorum-venv/bin/kubectl` (never the `kubectl` on PATH: on the dev machines
+//!   that is an unrelated build).
+//!
+//! When `$KUORUM_BIN` (or `$KUBECTL`) is set it must exist, so CI (scripts/test.sh sets
+//! both) fails loudly. When unset and nothing is found, [`Cluster::start_or_skip`] returns
+//! `None` and the test prints SKIP, so a debug `cargo test --workspace` without a release
+//! build does not fail for that reason alone.
 
+use std::collections::BTreeSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Value};
+
+pub use serde_json;
+
+/// Default bound for waiting on startup, elections and catch-up.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------------------------------
+// Locating the binaries
+// ---------------------------------------------------------------------------------------
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"))
+}
+
+/// The `kuorum` binary to test, or `None` if it cannot be found and `$KUORUM_BIN` is unset.
+/// Panics if `$KUORUM_BIN` names a file that does not exist.
+pub fn kuorum_bin() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("KUORUM_BIN") {
+        let p = PathBuf::from(p);
+        assert!(p.is_file(), "KUORUM_BIN={} does not exist (build with `cargo build --release -p kuorum`)", p.display());
+        return Some(p);
+    }
+    let mut candidates = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        // target/<profile>/deps/<test>-<hash>  →  target/<profile>/kuorum
+        if let Some(profile_dir) = exe.parent().and_then(Path::parent) {
+            candidates.push(profile_dir.join("kuorum"));
+            if let Some(target) = profile_dir.parent() {
+                candidates.push(target.join("release").join("kuorum"));
+            }
+        }
+    }
+    if let Some(t) = std::env::var_os("CARGO_TARGET_DIR") {
+        candidates.push(PathBuf::from(t).join("release").join("kuorum"));
+    }
+    candidates.push(home().join(".cache/kuorum-target/release/kuorum"));
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+/// The kubectl to use, or `None` if it cannot be found and `$KUBECTL` is unset.
+pub fn kubectl_bin() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("KUBECTL") {
+        let p = PathBuf::from(p);
+        assert!(p.is_file(), "KUBECTL={} does not exist (run scripts/setup.sh)", p.display());
+        return Some(p);
+    }
+    let venv = std::env::var_os("KUORUM_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home().join(".cache/kuorum-venv"));
+    Some(venv.join("bin/kubectl")).filter(|p| p.is_file())
+}
+
+/// Free loopback ports: bind `n` listeners on port 0 at once (so they differ), then
+/// release them. Another process could take one in between; that window is tiny.
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> =
+        (0..n).map(|_| TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0")).collect();
+    listeners.iter().map(|l| l.local_addr().unwrap().port()).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// HTTP
+// ---------------------------------------------------------------------------------------
+
+/// A reply: status code and the body parsed as JSON (`Value::Null` if empty or not JSON;
+/// the raw text is kept too).
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Reply {
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+    /// `reason` of a `Status` body (e.g. "Conflict", "AlreadyExists", "NotFound").
+    pub fn reason(&self) -> Option<&str> {
+        self.body.get("reason").and_then(Value::as_str)
+    }
+    pub fn rv(&self) -> Option<&str> {
+        self.body.pointer("/metadata/resourceVersion").and_then(Value::as_str)
+    }
+}
+
+/// Blocking JSON client with a bounded timeout. One instance keeps its connections alive.
+#[derive(Clone)]
+pub struct Http {
+    client: reqwest::blocking::Client,
+}
+
+impl Default for Http {
+    fn default() -> Self {
+        Self::with_timeout(Duration::from_secs(10))
+    }
+}
+
+impl Http {
+    pub fn with_timeout(timeout: Duration) -> Self {
+        let client = reqwest::blocking::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(Duration::from_secs(2))
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()
+            .expect("reqwest client");
+        Http { client }
+    }
+
+    /// Sends `method url` with an optional JSON body. Transport errors (refused, timeout)
+    /// are `Err`; any HTTP status is `Ok`.
+    pub fn request(&self, method: &str, url: &str, body: Option<&Value>) -> Result<Reply> {
+        let method = reqwest::Method::from_bytes(method.as_bytes())?;
+        let mut req = self.client.request(method, url).header("Accept", "application/json");
+        if let Some(b) = body {
+            req = req.header("Content-Type", "application/json").body(serde_json::to_vec(b)?);
+        }
+        let resp = req.send().with_context(|| format!("{url}"))?;
+        let status = resp.status().as_u16();
+        let text = resp.text().with_context(|| format!("reading body of {url}"))?;
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Ok(Reply { status, body, text })
+    }
+
+    pub fn get(&self, url: &str) -> Result<Reply> {
+        self.request("GET", url, None)
+    }
+    pub fn post(&self, url: &str, body: &Value) -> Result<Reply> {
+        self.request("POST", url, Some(body))
+    }
+    pub fn put(&self, url: &str, body: &Value) -> Result<Reply> {
+        self.request("PUT", url, Some(body))
+    }
+    pub fn delete(&self, url: &str) -> Result<Reply> {
+        self.request("DELETE", url, None)
+    }
+
+    /// Names of every item in a LIST (no resourceVersion: a linearizable read), following
+    /// `metadata.continue`. `path` is e.g. `/api/v1/namespaces/default/configmaps`.
+    pub fn list_names(&self, base: &str, path: &str) -> Result<BTreeSet<String>> {
+        let mut names = BTreeSet::new();
+        let mut cont: Option<String> = None;
+        for _ in 0..10_000 {
+            let url = match &cont {
+                None => format!("{base}{path}?limit=500"),
+                Some(c) => format!("{base}{path}?limit=500&continue={}", urlencode(c)),
+            };
+            let r = self.get(&url)?;
+            if r.status != 200 {
+                bail!("LIST {url}: {} {}", r.status, r.text);
+            }
+            for item in r.body["items"].as_array().ok_or_else(|| anyhow!("LIST {url}: no items: {}", r.text))? {
+                let name = item.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+                names.insert(name.to_string());
+            }
+            match r.body.pointer("/metadata/continue").and_then(Value::as_str) {
+                Some(c) if !c.is_empty() => cont = Some(c.to_string()),
+                _ => return Ok(names),
+            }
+        }
+        bail!("LIST {path}: too many pages")
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// A ConfigMap manifest.
+pub fn configmap(namespace: &str, name: &str, data: Value) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data,
+    })
+}
+
+/// `GET /debug/kuorum/raft` as seen by one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RaftStatus {
+    pub id: u64,
+    pub leader: Option<u64>,
+    pub term: u64,
+    pub last_applied: u64,
+    pub voters: Vec<u64>,
+}
+
+impl RaftStatus {
+    fn from_json(v: &Value) -> Result<Self> {
+        let u = |k: &str| v.get(k).and_then(Value::as_u64).ok_or_else(|| anyhow!("raft status: no {k} in {v}"));
+        Ok(RaftStatus {
+            id: u("id")?,
+            leader: v.get("leader").and_then(Value::as_u64),
+            term: u("term").unwrap_or(0),
+            last_applied: u("last_applied").unwrap_or(0),
+            voters: v
+                .get("voters")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_u64).collect())
+                .unwrap_or_default(),
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Processes
+// ---------------------------------------------------------------------------------------
+
+/// One `kuorum serve` process (or its stopped slot).
+pub struct Node {
+    pub id: u64,
+    pub rest_port: u16,
+    pub peer_port: u16,
+    pub data_dir: PathBuf,
+    pub log_path: PathBuf,
+    child: Option<Child>,
+    /// Starts so far (1 after the first start).
+    pub starts: u32,
+}
+
+impl Node {
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.rest_port)
+    }
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+}
+
+/// Options for [`Cluster::start_with`].
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    pub nodes: usize,
+    /// Parent of the temp dir holding data dirs, logs and kubeconfigs (default: system temp).
+    pub parent_dir: Option<PathBuf>,
+    /// Extra arguments after `serve ...`.
+    pub extra_args: Vec<String>,
+    /// `RUST_LOG` for the nodes (default: `$KUORUM_E2E_LOG` or "info").
+    pub rust_log: Option<String>,
+    /// How long to wait for readiness and a leader.
+    pub wait: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions { nodes: 3, parent_dir: None, extra_args: vec![], rust_log: None, wait: WAIT }
+    }
+}
+
+/// N real nodes on loopback. Drop kills them all.
+pub struct Cluster {
+    pub bin: PathBuf,
+    pub nodes: Vec<Node>,
+    pub peers_arg: String,
+    dir: Option<tempfile::TempDir>,
+    root: PathBuf,
+    opts: ClusterOptions,
+    http: Http,
+}
+
+impl Cluster {
+    /// Starts `n` nodes and waits for readiness and a leader; `None` (after printing SKIP)
+    /// when there is no binary to test and `$KUORUM_BIN` is unset.
+    pub fn start_or_skip(n: usize) -> Option<Cluster> {
+        let Some(bin) = kuorum_bin() else {
+            eprintln!("SKIP: no kuorum binary found (set KUORUM_BIN or run scripts/test.sh)");
+            return None;
+        };
+        Some(Cluster::start_with(bin, ClusterOptions { nodes: n, ..Default::default() }).expect("start cluster"))
+    }
+
+    /// Starts the nodes, then waits for `/readyz` on all and for an agreed leader.
+    pub fn start_with(bin: PathBuf, opts: ClusterOptions) -> Result<Cluster> {
+        let dir = match &opts.parent_dir {
+            Some(p) => {
+                fs::create_dir_all(p)?;
+                tempfile::Builder::new().prefix("kuorum-e2e-").tempdir_in(p)?
+            }
+            None => tempfile::Builder::new().prefix("kuorum-e2e-").tempdir()?,
+        };
+        let root = dir.path().to_path_buf();
+        let ports = free_ports(opts.nodes * 2);
+        let mut nodes = Vec::new();
+        for i in 0..opts.nodes {
+            let id = i as u64 + 1;
+            let data_dir = root.join(format!("node{id}"));
+            fs::create_dir_all(&data_dir)?;
+            nodes.push(Node {
+                id,
+                rest_port: ports[2 * i],
+                peer_port: ports[2 * i + 1],
+                data_dir,
+                log_path: root.join(format!("node{id}.log")),
+                child: None,
+                starts: 0,
+            });
+        }
+        let peers_arg =
+            nodes.iter().map(|n| format!("{}=127.0.0.1:{}", n.id, n.peer_port)).collect::<Vec<_>>().join(",");
+        let mut c = Cluster { bin, nodes, peers_arg, dir: Some(dir), root, opts, http: Http::with_timeout(Duration::from_secs(5)) };
+        for id in c.ids() {
+            c.spawn(id)?;
+        }
+        let wait = c.opts.wait;
+        c.wait_ready(wait)?;
+        c.wait_leader(wait)?;
+        Ok(c)
+    }
+
+    /// Node ids, 1-based.
+    pub fn ids(&self) -> Vec<u64> {
+        self.nodes.iter().map(|n| n.id).collect()
+    }
+    /// Ids of nodes whose process is running.
+    pub fn running(&self) -> Vec<u64> {
+        self.nodes.iter().filter(|n| n.is_running()).map(|n| n.id).collect()
+    }
+    pub fn node(&self, id: u64) -> &Node {
+        &self.nodes[(id - 1) as usize]
+    }
+    fn node_mut(&mut self, id: u64) -> &mut Node {
+        &mut self.nodes[(id - 1) as usize]
+    }
+    pub fn url(&self, id: u64) -> String {
+        self.node(id).url()
+    }
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(Node::url).collect()
+    }
+    /// The temp dir holding data dirs, logs and kubeconfigs.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    pub fn http(&self) -> &Http {
+        &self.http
+    }
+
+    /// The exact command line a node runs with (same on every restart).
+    pub fn serve_args(&self, id: u64) -> Vec<String> {
+        let n = self.node(id);
+        let mut args = vec![
+            "serve".to_string(),
+            "--id".into(),
+            id.to_string(),
+            "--listen".into(),
+            format!("127.0.0.1:{}", n.rest_port),
+            "--peer-listen".into(),
+            format!("127.0.0.1:{}", n.peer_port),
+            "--peers".into(),
+            self.peers_arg.clone(),
+            "--data-dir".into(),
+            n.data_dir.display().to_string(),
+        ];
+        args.extend(self.opts.extra_args.iter().cloned());
+        args
+    }
+
+    fn spawn(&mut self, id: u64) -> Result<()> {
+        assert!(!self.node(id).is_running(), "node {id} is already running");
+        let args = self.serve_args(id);
+        let log_path = self.node(id).log_path.clone();
+        let mut log = OpenOptions::new().create(true).append(true).open(&log_path)?;
+        use std::io::Write;
+        writeln!(log, "===== harness: start {} {}", self.bin.display(), args.join(" "))?;
+        let rust_log = self
+            .opts
+            .rust_log
+            .clone()
+            .or_else(|| std::env::var("KUORUM_E2E_LOG").ok())
+            .unwrap_or_else(|| "info".into());
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(&args)
+            .env("RUST_LOG", rust_log)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        die_with_parent(&mut cmd);
+        let child = cmd.spawn().with_context(|| format!("spawn {}", self.bin.display()))?;
+        let n = self.node_mut(id);
+        n.child = Some(child);
+        n.starts += 1;
+        Ok(())
+    }
+
+    /// SIGKILL a node and reap it. Its data dir stays.
+    pub fn kill(&mut self, id: u64) {
+        if let Some(mut child) = self.node_mut(id).child.take() {
+            let _ = child.kill(); // SIGKILL on Unix
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM a node and wait up to `grace` for it to exit, then SIGKILL.
+    pub fn stop(&mut self, id: u64, grace: Duration) -> Option<ExitStatus> {
+        let mut child = self.node_mut(id).child.take()?;
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(st)) = child.try_wait() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        child.wait().ok()
+    }
+
+    /// Starts a stopped node again with the same arguments and data dir, and waits for its
+    /// `/readyz`.
+    pub fn restart(&mut self, id: u64) -> Result<()> {
+        self.kill(id);
+        self.spawn(id)?;
+        self.wait_node_ready(id, self.opts.wait)
+    }
+
+    /// Fails early if a node we think is running has exited.
+    pub fn check_alive(&mut self) -> Result<()> {
+        for n in &mut self.nodes {
+            if let Some(child) = &mut n.child {
+                if let Ok(Some(st)) = child.try_wait() {
+                    n.child = None;
+                    bail!("node {} exited unexpectedly ({st}); log {}", n.id, n.log_path.display());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn wait_node_ready(&mut self, id: u64, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let url = format!("{}/readyz", self.url(id));
+        let mut last: String;
+        loop {
+            self.check_alive()?;
+            match self.http.get(&url) {
+                Ok(r) if r.status == 200 => return Ok(()),
+                Ok(r) => last = format!("{} {}", r.status, r.text),
+                Err(e) => last = format!("{e:#}"),
+            }
+            if Instant::now() > deadline {
+                bail!("node {id} not ready after {timeout:?}: {last}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until every running node answers `/readyz` with 200.
+    pub fn wait_ready(&mut self, timeout: Duration) -> Result<()> {
+        for id in self.running() {
+            self.wait_node_ready(id, timeout)?;
+        }
+        Ok(())
+    }
+
+    pub fn raft_status(&self, id: u64) -> Result<RaftStatus> {
+        let r = self.http.get(&format!("{}/debug/kuorum/raft", self.url(id)))?;
+        if r.status != 200 {
+            bail!("node {id} /debug/kuorum/raft: {} {}", r.status, r.text);
+        }
+        RaftStatus::from_json(&r.body)
+    }
+
+    /// Waits until every running node reports the same, running leader; returns its id.
+    pub fn wait_leader(&mut self, timeout: Duration) -> Result<u64> {
+        let deadline = Instant::now() + timeout;
+        let mut last: String;
+        loop {
+            self.check_alive()?;
+            let running = self.running();
+            let views: Vec<Result<RaftStatus>> = running.iter().map(|&id| self.raft_status(id)).collect();
+            let leaders: Vec<Option<u64>> =
+                views.iter().map(|v| v.as_ref().ok().and_then(|s| s.leader)).collect();
+            if let Some(Some(l)) = leaders.first() {
+                if leaders.iter().all(|x| *x == Some(*l)) && running.contains(l) {
+                    return Ok(*l);
+                }
+            }
+            last = format!("{views:?}");
+            if Instant::now() > deadline {
+                bail!("no agreed leader after {timeout:?}: {last}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Current leader (waits for one).
+    pub fn leader(&mut self) -> Result<u64> {
+        let wait = self.opts.wait;
+        self.wait_leader(wait)
+    }
+
+    /// Running nodes other than the leader.
+    pub fn followers(&mut self) -> Result<Vec<u64>> {
+        let l = self.leader()?;
+        Ok(self.running().into_iter().filter(|&id| id != l).collect())
+    }
+
+    /// Writes (once) and returns a kubeconfig pointing at node `id`.
+    pub fn kubeconfig(&self, id: u64) -> Result<PathBuf> {
+        let path = self.root.join(format!("kubeconfig-{id}"));
+        if !path.exists() {
+            fs::write(&path, kubeconfig_yaml(&format!("kuorum-{id}"), &self.url(id)))?;
+        }
+        Ok(path)
+    }
+
+    /// Runs kubectl against node `id` (its own kubeconfig and discovery cache), bounded by
+    /// 60 s. Panics if there is no kubectl (call [`kubectl_bin`] first to skip instead).
+    pub fn kubectl(&self, id: u64, args: &[&str]) -> Result<Output> {
+        let kubectl = kubectl_bin().expect("no kubectl: run scripts/setup.sh or set KUBECTL");
+        let kubeconfig = self.kubeconfig(id)?;
+        let cache = self.root.join(format!("kube-cache-{id}"));
+        let mut full: Vec<String> = vec![
+            format!("--kubeconfig={}", kubeconfig.display()),
+            format!("--cache-dir={}", cache.display()),
+            "--request-timeout=20s".into(),
+        ];
+        full.extend(args.iter().map(|s| s.to_string()));
+        run_bounded(&kubectl, &full, &self.root, Duration::from_secs(60))
+    }
+
+    /// Prints the last `lines` lines of every node's log to stderr.
+    pub fn dump_logs(&self, lines: usize) {
+        for n in &self.nodes {
+            eprintln!("----- node {} log ({}) -----", n.id, n.log_path.display());
+            eprintln!("{}", tail(&n.log_path, lines));
+        }
+    }
+
+    /// Keep the temp dir after drop (also with `KUORUM_E2E_KEEP=1`).
+    pub fn keep_dir(&mut self) -> PathBuf {
+        if let Some(d) = self.dir.take() {
+            let _ = d.keep();
+        }
+        self.root.clone()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let panicking = std::thread::panicking();
+        for id in self.ids() {
+            self.kill(id);
+        }
+        if panicking {
+            self.dump_logs(60);
+        }
+        if panicking || std::env::var_os("KUORUM_E2E_KEEP").is_some() {
+            let root = self.keep_dir();
+            eprintln!("kept cluster dir {}", root.display());
+        }
+    }
+}
+
+/// On Linux the node gets SIGKILL if the thread that started it dies, so a test process
+/// killed from outside leaves no servers behind.
+fn die_with_parent(cmd: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
+}
+
+/// A kubeconfig with one cluster/context/user for a plain-HTTP server.
+pub fn kubeconfig_yaml(name: &str, server: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: {server}\n\
+         contexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: {name}\n\
+         current-context: {name}\nusers:\n- name: {name}\n  user: {{}}\n"
+    )
+}
+
+/// Exit status and output of a finished command.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+    /// Panics with the full output unless the command succeeded.
+    pub fn ok(self, what: &str) -> Self {
+        assert!(self.success(), "{what} failed ({:?})\nstdout:\n{}\nstderr:\n{}", self.code, self.stdout, self.stderr);
+        self
+    }
+    pub fn json(&self) -> Result<Value> {
+        serde_json::from_str(&self.stdout).with_context(|| format!("not JSON: {}", self.stdout))
+    }
+}
+
+/// Runs `prog args` in `dir` with output captured to files, killing it after `timeout`.
+pub fn run_bounded(prog: &Path, args: &[String], dir: &Path, timeout: Duration) -> Result<Output> {
+    let out = tempfile::tempfile_in(dir)?;
+    let err = tempfile::tempfile_in(dir)?;
+    let mut child = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(err.try_clone()?)
+        .spawn()
+        .with_context(|| format!("spawn {}", prog.display()))?;
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("{} {} timed out after {timeout:?}", prog.display(), args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let read = |mut f: File| -> Result<String> {
+        f.seek(SeekFrom::Start(0))?;
+        let mut s = String::new();
+        f.read_to_string(&mut s)?;
+        Ok(s)
+    };
+    Ok(Output { code: status.code(), stdout: read(out)?, stderr: read(err)? })
+}
+
+/// Last `lines` lines of a file (empty if missing).
+pub fn tail(path: &Path, lines: usize) -> String {
+    let text = fs::read(path).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Polls `f` every 100 ms until it returns `Ok(Some(t))` or `timeout` passes; the error
+/// names the last failure.
+pub fn eventually<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Result<Option<T>>) -> Result<T> {
+    let deadline = Instant::now() + timeout;
+    let mut last: String;
+    loop {
+        match f() {
+            Ok(Some(t)) => return Ok(t),
+            Ok(None) => last = "condition not met".into(),
+            Err(e) => last = format!("{e:#}"),
+        }
+        if Instant::now() > deadline {
+            bail!("{what}: not true after {timeout:?}; last: {last}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
