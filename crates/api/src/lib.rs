@@ -1,4 +1,17 @@
 //! Kubernetes API types and machinery that kuorum serves, free of any transport or
-//! storage: the seams through which a node gets time and randomness ([`seams`]).
+//! storage:
+//!
+//! - [`registry`]: the built-in resources (group, version, kind, names, scope, verbs).
+//! - [`discovery`]: the discovery documents and `/version`, built from the registry.
+//! - [`status`]: [`ApiError`], every failure as the `metav1.Status` kube-apiserver sends.
+//! - [`validation`]: name rules with kube-apiserver's exact error text.
+//! - [`seams`]: the seams through which a node gets time and randomness.
 
+pub mod discovery;
+pub mod registry;
 pub mod seams;
+pub mod status;
+pub mod validation;
+
+pub use registry::{GroupKind, GroupResource, ResourceDef, Scope};
+pub use status::{ApiError, Reason};

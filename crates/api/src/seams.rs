@@ -132,7 +132,9 @@ mod tests {
         assert_eq!(&u[14..15], "4", "version 4");
         let s = name_suffix(&a);
         assert_eq!(s.len(), 5);
-        assert!(s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
+        assert!(s
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
         assert_ne!(new_uid(&SplitMix64::new(8)), new_uid(&SplitMix64::new(9)));
     }
 }
