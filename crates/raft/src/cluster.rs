@@ -31,15 +31,27 @@ pub enum ClusterError {
 /// Reads of the local applied state (object-safe, so the handle is not generic).
 pub trait LocalReader: Send + Sync + 'static {
     fn get(&self, key: &str) -> Result<Option<Bytes>, ClusterError>;
-    fn scan(&self, prefix: &str, start_after: Option<&str>, limit: usize) -> Result<Vec<(String, Bytes)>, ClusterError>;
+    fn scan(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Bytes)>, ClusterError>;
 }
 
 /// What a write does; implemented by the node's replication.
 #[allow(async_fn_in_trait)]
 pub(crate) trait Replicator: Send + Sync + 'static {
     fn node_id(&self) -> u64;
-    fn write(&self, cmd: Command, deadline: Duration) -> futures::future::BoxFuture<'_, Result<WriteResult, ClusterError>>;
-    fn read_barrier(&self, deadline: Duration) -> futures::future::BoxFuture<'_, Result<u64, ClusterError>>;
+    fn write(
+        &self,
+        cmd: Command,
+        deadline: Duration,
+    ) -> futures::future::BoxFuture<'_, Result<WriteResult, ClusterError>>;
+    fn read_barrier(
+        &self,
+        deadline: Duration,
+    ) -> futures::future::BoxFuture<'_, Result<u64, ClusterError>>;
     fn applied_index(&self) -> u64;
     fn leader(&self) -> Option<u64>;
 }
@@ -57,7 +69,11 @@ impl Cluster {
     }
 
     /// Proposes `cmd` and answers what applying it decided.
-    pub async fn write(&self, cmd: Command, deadline: Duration) -> Result<WriteResult, ClusterError> {
+    pub async fn write(
+        &self,
+        cmd: Command,
+        deadline: Duration,
+    ) -> Result<WriteResult, ClusterError> {
         self.replicator.write(cmd, deadline).await
     }
 
@@ -81,7 +97,12 @@ impl Cluster {
         self.reader.get(key)
     }
 
-    pub fn scan(&self, prefix: &str, start_after: Option<&str>, limit: usize) -> Result<Vec<(String, Bytes)>, ClusterError> {
+    pub fn scan(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Bytes)>, ClusterError> {
         self.reader.scan(prefix, start_after, limit)
     }
 }

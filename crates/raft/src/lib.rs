@@ -1,7 +1,23 @@
-//! Replication for kuorum: the openraft type config, the storage adaptors that put
-//! openraft on top of kuorum-store's engines, tonic peer RPC (raft, write forwarding,
-//! read index), and [`Cluster`], the handle the REST layer uses.
+//! Replication for kuorum: the openraft type config ([`types`]), the storage adaptors that
+//! put openraft on top of kuorum-store's engines ([`log_store`], [`state_machine`]), tonic
+//! peer RPC ([`network`] dials, [`service`] answers: raft, write forwarding, read index),
+//! and [`Cluster`], the handle the REST layer uses.
 
 pub mod cluster;
+pub(crate) mod codec;
+pub mod log_store;
+pub mod network;
+pub mod node;
+pub(crate) mod replicator;
+pub mod service;
+pub mod state_machine;
+pub mod testing;
+pub mod types;
+
+pub mod pb {
+    tonic::include_proto!("kuorum.peer.v1");
+}
 
 pub use cluster::{Cluster, ClusterError, LocalReader};
+pub use network::{Dialer, PeerIo, TcpDialer};
+pub use node::{start_raft, RaftNodeConfig, RaftTiming, StartedRaft};

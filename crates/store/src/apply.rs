@@ -48,7 +48,11 @@ pub struct BatchApplier<'e, E: ObjectEngine> {
 
 impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
     pub fn new(engine: &'e E) -> Self {
-        Self { engine, overlay: BTreeMap::new(), order: Vec::new() }
+        Self {
+            engine,
+            overlay: BTreeMap::new(),
+            order: Vec::new(),
+        }
     }
 
     fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
@@ -91,10 +95,19 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
         Ok(ApplyOutcome { result, changes })
     }
 
-    fn apply_inner(&mut self, index: u64, cmd: &Command, changes: &mut Vec<Change>) -> StoreResult<WriteResult> {
+    fn apply_inner(
+        &mut self,
+        index: u64,
+        cmd: &Command,
+        changes: &mut Vec<Change>,
+    ) -> StoreResult<WriteResult> {
         match cmd {
             Command::Noop => Ok(Ok(Bytes::new())),
-            Command::Create { key, namespace, object } => {
+            Command::Create {
+                key,
+                namespace,
+                object,
+            } => {
                 if let Some(ns) = namespace {
                     match self.get(&keys::namespace_key(ns))? {
                         None => return Ok(Err(WriteError::NamespaceNotFound(ns.clone()))),
@@ -114,10 +127,19 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
                 set_resource_version(&mut obj, index);
                 let bytes = to_bytes(&obj);
                 self.put(key, Some(bytes.clone()));
-                changes.push(Change { key: key.clone(), rv: index, object: Some(bytes.clone()), prev: None });
+                changes.push(Change {
+                    key: key.clone(),
+                    rv: index,
+                    object: Some(bytes.clone()),
+                    prev: None,
+                });
                 Ok(Ok(bytes))
             }
-            Command::Update { key, object, precondition } => {
+            Command::Update {
+                key,
+                object,
+                precondition,
+            } => {
                 let Some(old_bytes) = self.get(key)? else {
                     return Ok(Err(WriteError::NotFound));
                 };
@@ -142,7 +164,12 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
                 set_resource_version(&mut obj, index);
                 let bytes = to_bytes(&obj);
                 self.put(key, Some(bytes.clone()));
-                changes.push(Change { key: key.clone(), rv: index, object: Some(bytes.clone()), prev: Some(old_bytes) });
+                changes.push(Change {
+                    key: key.clone(),
+                    rv: index,
+                    object: Some(bytes.clone()),
+                    prev: Some(old_bytes),
+                });
                 Ok(Ok(bytes))
             }
             Command::Delete { key, precondition } => {
@@ -161,11 +188,21 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
                     for k in self.keys_in_namespace(&ns)? {
                         let prev = self.get(&k)?;
                         self.put(&k, None);
-                        changes.push(Change { key: k, rv: index, object: None, prev });
+                        changes.push(Change {
+                            key: k,
+                            rv: index,
+                            object: None,
+                            prev,
+                        });
                     }
                 }
                 self.put(key, None);
-                changes.push(Change { key: key.clone(), rv: index, object: None, prev: Some(old_bytes) });
+                changes.push(Change {
+                    key: key.clone(),
+                    rv: index,
+                    object: None,
+                    prev: Some(old_bytes),
+                });
                 set_resource_version(&mut old, index);
                 Ok(Ok(to_bytes(&old)))
             }
@@ -174,7 +211,9 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
 
     /// The writes of every command applied so far, with `meta`, as one atomic batch.
     pub fn into_batch(self, meta: Vec<(String, Bytes)>) -> ObjectBatch {
-        let BatchApplier { mut overlay, order, .. } = self;
+        let BatchApplier {
+            mut overlay, order, ..
+        } = self;
         let objects = order
             .into_iter()
             .map(|k| {
@@ -187,7 +226,11 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
 }
 
 /// Applies a single command and writes it: the convenience the tests use.
-pub async fn apply_command<E: ObjectEngine>(engine: &E, index: u64, cmd: &Command) -> StoreResult<ApplyOutcome> {
+pub async fn apply_command<E: ObjectEngine>(
+    engine: &E,
+    index: u64,
+    cmd: &Command,
+) -> StoreResult<ApplyOutcome> {
     let mut applier = BatchApplier::new(engine);
     let outcome = applier.apply(index, cmd)?;
     engine.write(applier.into_batch(Vec::new())).await?;
@@ -195,7 +238,9 @@ pub async fn apply_command<E: ObjectEngine>(engine: &E, index: u64, cmd: &Comman
 }
 
 fn namespace_name_of_key(key: &str) -> Option<String> {
-    key.strip_prefix("/registry/core/namespaces/").filter(|n| !n.contains('/')).map(str::to_string)
+    key.strip_prefix("/registry/core/namespaces/")
+        .filter(|n| !n.contains('/'))
+        .map(str::to_string)
 }
 
 fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, WriteError> {
@@ -216,7 +261,9 @@ fn metadata(obj: &Map<String, Value>) -> Option<&Map<String, Value>> {
 }
 
 fn metadata_mut(obj: &mut Map<String, Value>) -> &mut Map<String, Value> {
-    let entry = obj.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    let entry = obj
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
     if !entry.is_object() {
         *entry = Value::Object(Map::new());
     }
@@ -224,7 +271,9 @@ fn metadata_mut(obj: &mut Map<String, Value>) -> &mut Map<String, Value> {
 }
 
 fn meta_str<'a>(obj: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
-    metadata(obj).and_then(|m| m.get(field)).and_then(Value::as_str)
+    metadata(obj)
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
 }
 
 /// The resourceVersion stored in an object, if it has a numeric one.
@@ -246,7 +295,10 @@ fn check_precondition(old: &Map<String, Value>, p: &Precondition) -> Result<(), 
     if let Some(uid) = &p.uid {
         let actual = meta_str(old, "uid").unwrap_or_default();
         if actual != uid {
-            return Err(WriteError::UidMismatch { wanted: uid.clone(), actual: actual.to_string() });
+            return Err(WriteError::UidMismatch {
+                wanted: uid.clone(),
+                actual: actual.to_string(),
+            });
         }
     }
     if let Some(rv) = p.resource_version {
@@ -283,7 +335,10 @@ fn same_apart_from_rv(old: &Map<String, Value>, new: &Map<String, Value>) -> boo
 
 /// metadata.generation counts changes of the desired state (`spec`).
 fn bump_generation(old: &Map<String, Value>, new: &mut Map<String, Value>) {
-    let Some(old_gen) = metadata(old).and_then(|m| m.get("generation")).and_then(Value::as_i64) else {
+    let Some(old_gen) = metadata(old)
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+    else {
         return;
     };
     if old.get("spec") != new.get("spec") {

@@ -21,11 +21,22 @@ pub struct Precondition {
 pub enum Command {
     /// Store a new object. Fails if the key exists, or if `namespace` is given and that
     /// namespace does not exist or is terminating.
-    Create { key: String, namespace: Option<String>, object: Bytes },
+    Create {
+        key: String,
+        namespace: Option<String>,
+        object: Bytes,
+    },
     /// Replace an existing object, keeping its uid and creationTimestamp.
-    Update { key: String, object: Bytes, precondition: Precondition },
+    Update {
+        key: String,
+        object: Bytes,
+        precondition: Precondition,
+    },
     /// Remove an object. Removing a namespace removes everything in it.
-    Delete { key: String, precondition: Precondition },
+    Delete {
+        key: String,
+        precondition: Precondition,
+    },
     /// Does nothing; used to move the log forward (tests, barriers).
     Noop,
 }
@@ -33,10 +44,23 @@ pub enum Command {
 impl Command {
     pub fn key(&self) -> Option<&str> {
         match self {
-            Command::Create { key, .. } | Command::Update { key, .. } | Command::Delete { key, .. } => {
-                Some(key)
-            }
+            Command::Create { key, .. }
+            | Command::Update { key, .. }
+            | Command::Delete { key, .. } => Some(key),
             Command::Noop => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Command::Create { key, .. } => write!(f, "create {key}"),
+            Command::Update {
+                key, precondition, ..
+            } => write!(f, "update {key} {precondition:?}"),
+            Command::Delete { key, precondition } => write!(f, "delete {key} {precondition:?}"),
+            Command::Noop => write!(f, "noop"),
         }
     }
 }

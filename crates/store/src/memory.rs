@@ -122,12 +122,19 @@ impl LogEngine for MemoryLogEngine {
             return Ok(Vec::new());
         }
         let g = lock(&self.inner);
-        Ok(g.visible.entries.range(start..end).map(|(i, b)| (*i, b.clone())).collect())
+        Ok(g.visible
+            .entries
+            .range(start..end)
+            .map(|(i, b)| (*i, b.clone()))
+            .collect())
     }
 
     fn last_entry(&self) -> StoreResult<Option<(u64, Bytes)>> {
         let g = lock(&self.inner);
-        Ok(g.visible.entries.last_key_value().map(|(i, b)| (*i, b.clone())))
+        Ok(g.visible
+            .entries
+            .last_key_value()
+            .map(|(i, b)| (*i, b.clone())))
     }
 
     async fn put_meta(&self, key: &str, value: Bytes) -> StoreResult<()> {
@@ -244,8 +251,18 @@ impl ObjectEngine for MemoryObjectEngine {
     fn dump(&self) -> StoreResult<ObjectDump> {
         let g = lock(&self.inner);
         Ok(ObjectDump {
-            objects: g.visible.objects.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            meta: g.visible.meta.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            objects: g
+                .visible
+                .objects
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            meta: g
+                .visible
+                .meta
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
         })
     }
 

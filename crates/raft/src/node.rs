@@ -1,0 +1,185 @@
+//! Starting replication for one node: build the openraft instance over the given engines
+//! and dialer, bootstrap a static membership on first start, and hand back the
+//! [`Cluster`] handle and the peer service to serve.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kuorum_store::{LogEngine, ObjectEngine};
+use openraft::async_runtime::WatchReceiver;
+use openraft::BasicNode;
+
+use crate::cluster::{Cluster, ClusterError, LocalReader};
+use crate::log_store::LogStore;
+use crate::network::{Channels, Dialer, PeerNetwork};
+use crate::replicator::RaftReplicator;
+use crate::service::PeerService;
+use crate::state_machine::StateMachine;
+use crate::types::{NodeId, Raft};
+
+/// Timing of one node's Raft. The defaults suit loopback and LAN clusters on small
+/// machines: a leader is detected dead within ~1-2 s.
+#[derive(Debug, Clone)]
+pub struct RaftTiming {
+    pub heartbeat: Duration,
+    pub election_min: Duration,
+    pub election_max: Duration,
+    /// Build a snapshot (and allow purging the log) after this many applied entries.
+    pub snapshot_every: u64,
+}
+
+impl Default for RaftTiming {
+    fn default() -> Self {
+        Self {
+            heartbeat: Duration::from_millis(150),
+            election_min: Duration::from_millis(1000),
+            election_max: Duration::from_millis(2000),
+            snapshot_every: 10_000,
+        }
+    }
+}
+
+/// What a node needs to know to replicate.
+#[derive(Debug, Clone)]
+pub struct RaftNodeConfig {
+    pub id: NodeId,
+    /// Every voter's id and peer address, this node included. Used to bootstrap a new
+    /// cluster; a restarted node recovers its membership from disk instead.
+    pub members: BTreeMap<NodeId, String>,
+    pub timing: RaftTiming,
+}
+
+/// A running node's replication.
+pub struct StartedRaft<E: ObjectEngine> {
+    pub cluster: Cluster,
+    pub raft: Raft<StateMachine<E>>,
+    pub state_machine: StateMachine<E>,
+    peer_service: Option<PeerService<StateMachine<E>>>,
+}
+
+impl<E: ObjectEngine> StartedRaft<E> {
+    /// The tonic service peers call; serve it on the node's peer listener.
+    pub fn take_peer_server(
+        &mut self,
+    ) -> Option<crate::pb::peer_server::PeerServer<PeerService<StateMachine<E>>>> {
+        self.peer_service.take().map(PeerService::into_server)
+    }
+}
+
+struct EngineReader<E>(Arc<E>);
+
+impl<E: ObjectEngine> LocalReader for EngineReader<E> {
+    fn get(&self, key: &str) -> Result<Option<Bytes>, ClusterError> {
+        self.0
+            .get(key)
+            .map_err(|e| ClusterError::Fatal(e.to_string()))
+    }
+
+    fn scan(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Bytes)>, ClusterError> {
+        self.0
+            .scan(prefix, start_after, limit)
+            .map_err(|e| ClusterError::Fatal(e.to_string()))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("invalid raft config: {0}")]
+    Config(String),
+    #[error("raft: {0}")]
+    Raft(String),
+    #[error("storage: {0}")]
+    Storage(#[from] std::io::Error),
+}
+
+/// Starts replication on the current tokio runtime. On an empty store, the static
+/// membership in `cfg.members` is proposed (every node may do so: identical proposals
+/// are harmless, and an initialized node refuses a second one).
+pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
+    cfg: RaftNodeConfig,
+    log_engine: Arc<L>,
+    object_engine: Arc<E>,
+    dialer: Arc<dyn Dialer>,
+) -> Result<StartedRaft<E>, StartError> {
+    let t = &cfg.timing;
+    let config = openraft::Config {
+        cluster_name: "kuorum".into(),
+        heartbeat_interval: t.heartbeat.as_millis() as u64,
+        election_timeout_min: t.election_min.as_millis() as u64,
+        election_timeout_max: t.election_max.as_millis() as u64,
+        install_snapshot_timeout: 10_000,
+        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(t.snapshot_every),
+        max_in_snapshot_log_to_keep: 1000,
+        enable_pre_vote: Some(true),
+        ..Default::default()
+    };
+    let config = Arc::new(
+        config
+            .validate()
+            .map_err(|e| StartError::Config(e.to_string()))?,
+    );
+
+    let channels = Channels::new(dialer);
+    let log_store = LogStore::new(log_engine);
+    let state_machine = StateMachine::new(object_engine.clone())?;
+    let raft = openraft::Raft::new(
+        cfg.id,
+        config,
+        PeerNetwork::new(channels.clone()),
+        log_store,
+        state_machine.clone(),
+    )
+    .await
+    .map_err(|e| StartError::Raft(e.to_string()))?;
+
+    if !raft
+        .is_initialized()
+        .await
+        .map_err(|e| StartError::Raft(e.to_string()))?
+    {
+        let members: BTreeMap<NodeId, BasicNode> = cfg
+            .members
+            .iter()
+            .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
+            .collect();
+        if let Err(e) = raft.initialize(members).await {
+            // Another node's identical proposal got here first: fine.
+            tracing::debug!("initialize: {e}");
+        }
+    }
+
+    let replicator = RaftReplicator {
+        id: cfg.id,
+        raft: raft.clone(),
+        channels,
+        applied_rx: state_machine.applied_rx(),
+        engine: object_engine.clone(),
+    };
+    let cluster = Cluster {
+        replicator: Arc::new(replicator),
+        reader: Arc::new(EngineReader(object_engine)),
+    };
+    Ok(StartedRaft {
+        cluster,
+        raft: raft.clone(),
+        state_machine,
+        peer_service: Some(PeerService::new(raft)),
+    })
+}
+
+/// The ids of the voters this node currently knows.
+pub fn voter_ids<E: ObjectEngine>(raft: &Raft<StateMachine<E>>) -> BTreeSet<NodeId> {
+    raft.metrics()
+        .borrow_watched()
+        .membership_config
+        .membership()
+        .voter_ids()
+        .collect()
+}

@@ -1,0 +1,219 @@
+//! Writes and read barriers from any node: the leader proposes locally, a follower asks
+//! the leader over the peer RPC. Both retry across leader changes until the deadline.
+//!
+//! A retry after an attempt whose outcome is unknown (the leader's entry was discarded,
+//! or the RPC to the leader broke after it was sent) can meet its own earlier success. A
+//! create settles this by the uid the proposer chose: "already exists" with our uid is our
+//! own write, answered as a success. (Updates without a precondition are idempotent at
+//! apply: re-applying identical content changes nothing.)
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use kuorum_store::{Command, ObjectEngine, WriteError, WriteResult};
+use openraft::async_runtime::WatchReceiver;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::cluster::{ClusterError, Replicator};
+use crate::codec::{decode, encode};
+use crate::network::Channels;
+use crate::pb;
+use crate::service::{propose_local, read_index_local, ForwardReply, ReadIndexReply};
+use crate::state_machine::StateMachine;
+use crate::types::{NodeId, Raft};
+
+/// How long to wait before retrying when no leader is known or the leader moved.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+pub(crate) struct RaftReplicator<E: ObjectEngine> {
+    pub(crate) id: NodeId,
+    pub(crate) raft: Raft<StateMachine<E>>,
+    pub(crate) channels: Channels,
+    pub(crate) applied_rx: watch::Receiver<u64>,
+    pub(crate) engine: Arc<E>,
+}
+
+enum Attempt<T> {
+    Done(T),
+    /// Nothing was appended: retry freely.
+    Retry,
+    /// The outcome is unknown: retry, remembering it may have been applied.
+    Uncertain,
+}
+
+impl<E: ObjectEngine> RaftReplicator<E> {
+    fn leader_addr(&self, leader: NodeId) -> Option<String> {
+        let m = self.raft.metrics();
+        let m = m.borrow_watched();
+        m.membership_config
+            .membership()
+            .get_node(&leader)
+            .map(|n| n.addr.clone())
+    }
+
+    fn current_leader(&self) -> Option<NodeId> {
+        self.raft.metrics().borrow_watched().current_leader
+    }
+
+    async fn write_once(
+        &self,
+        cmd: &Command,
+        remaining: Duration,
+    ) -> Attempt<Result<WriteResult, ClusterError>> {
+        let Some(leader) = self.current_leader() else {
+            return Attempt::Retry;
+        };
+        let reply = if leader == self.id {
+            match tokio::time::timeout(remaining, propose_local(&self.raft, cmd.clone())).await {
+                Ok(r) => r,
+                Err(_) => return Attempt::Uncertain,
+            }
+        } else {
+            let Some(addr) = self.leader_addr(leader) else {
+                return Attempt::Retry;
+            };
+            let mut client = match self.channels.client(&addr) {
+                Ok(c) => c,
+                Err(_) => return Attempt::Retry,
+            };
+            let req = pb::RaftMessage {
+                data: Bytes::from(encode(cmd)),
+            };
+            match tokio::time::timeout(remaining, client.forward(req)).await {
+                Ok(Ok(resp)) => match decode::<ForwardReply>(&resp.into_inner().data) {
+                    Ok(r) => r,
+                    Err(_) => return Attempt::Uncertain,
+                },
+                // Refused before the leader saw it: safe to retry.
+                Ok(Err(s)) if s.code() == tonic::Code::Unavailable => return Attempt::Retry,
+                Ok(Err(_)) | Err(_) => return Attempt::Uncertain,
+            }
+        };
+        match reply {
+            ForwardReply::Applied(r) => Attempt::Done(Ok(r)),
+            ForwardReply::NotLeader { .. } => Attempt::Retry,
+            ForwardReply::Unknown(_) => Attempt::Uncertain,
+            ForwardReply::Failed(msg) => Attempt::Done(Err(ClusterError::Fatal(msg))),
+        }
+    }
+
+    /// Turns "already exists" into success when the stored object is our own create.
+    fn settle(&self, cmd: &Command, result: WriteResult, uncertain: bool) -> WriteResult {
+        match (cmd, &result) {
+            (Command::Create { key, object, .. }, Err(WriteError::AlreadyExists)) if uncertain => {
+                let ours = uid_of(object);
+                match self.engine.get(key) {
+                    Ok(Some(stored)) if ours.is_some() && uid_of(&stored) == ours => Ok(stored),
+                    _ => result,
+                }
+            }
+            _ => result,
+        }
+    }
+
+    async fn wait_applied(&self, index: u64, deadline: Instant) -> Result<u64, ClusterError> {
+        let mut rx = self.applied_rx.clone();
+        let res = tokio::time::timeout_at(deadline, rx.wait_for(|a| *a >= index)).await;
+        match res {
+            Ok(Ok(a)) => Ok(*a),
+            Ok(Err(_)) => Err(ClusterError::Shutdown),
+            Err(_) => Err(ClusterError::Timeout),
+        }
+    }
+
+    async fn read_index_once(&self, remaining: Duration) -> Option<u64> {
+        let leader = self.current_leader()?;
+        let reply = if leader == self.id {
+            tokio::time::timeout(remaining, read_index_local(&self.raft))
+                .await
+                .ok()?
+        } else {
+            let addr = self.leader_addr(leader)?;
+            let mut client = self.channels.client(&addr).ok()?;
+            let resp = tokio::time::timeout(remaining, client.read_index(pb::ReadIndexRequest {}))
+                .await
+                .ok()?
+                .ok()?;
+            decode::<ReadIndexReply>(&resp.into_inner().data).ok()?
+        };
+        match reply {
+            ReadIndexReply::Index(i) => Some(i),
+            ReadIndexReply::NotLeader { .. } | ReadIndexReply::Failed(_) => None,
+        }
+    }
+}
+
+fn uid_of(object: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(object).ok()?;
+    v.get("metadata")?.get("uid")?.as_str().map(str::to_string)
+}
+
+impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
+    fn node_id(&self) -> u64 {
+        self.id
+    }
+
+    fn write(
+        &self,
+        cmd: Command,
+        deadline: Duration,
+    ) -> BoxFuture<'_, Result<WriteResult, ClusterError>> {
+        Box::pin(async move {
+            let deadline = Instant::now() + deadline;
+            let mut uncertain = false;
+            loop {
+                let now = Instant::now();
+                if now >= deadline {
+                    return Err(if uncertain || self.current_leader().is_some() {
+                        ClusterError::Timeout
+                    } else {
+                        ClusterError::NoLeader
+                    });
+                }
+                match self.write_once(&cmd, deadline - now).await {
+                    Attempt::Done(r) => return r.map(|res| self.settle(&cmd, res, uncertain)),
+                    Attempt::Retry => {}
+                    Attempt::Uncertain => uncertain = true,
+                }
+                tokio::time::sleep(
+                    RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now())),
+                )
+                .await;
+            }
+        })
+    }
+
+    fn read_barrier(&self, deadline: Duration) -> BoxFuture<'_, Result<u64, ClusterError>> {
+        Box::pin(async move {
+            let deadline = Instant::now() + deadline;
+            loop {
+                let now = Instant::now();
+                if now >= deadline {
+                    return Err(if self.current_leader().is_some() {
+                        ClusterError::Timeout
+                    } else {
+                        ClusterError::NoLeader
+                    });
+                }
+                if let Some(index) = self.read_index_once(deadline - now).await {
+                    return self.wait_applied(index, deadline).await;
+                }
+                tokio::time::sleep(
+                    RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now())),
+                )
+                .await;
+            }
+        })
+    }
+
+    fn applied_index(&self) -> u64 {
+        *self.applied_rx.borrow()
+    }
+
+    fn leader(&self) -> Option<u64> {
+        self.current_leader()
+    }
+}

@@ -1,0 +1,179 @@
+//! Peer RPC, server side: the tonic `Peer` service. Raft messages go straight to
+//! openraft; `Forward` and `ReadIndex` are what followers ask of the leader.
+
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use openraft::errors::ClientWriteError;
+use openraft::storage::RaftStateMachine;
+use openraft::ReadPolicy;
+use serde::{Deserialize, Serialize};
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::codec::{decode, encode};
+use crate::pb;
+use crate::state_machine::{Snapshot, SnapshotData};
+use crate::types::{NodeId, Raft, SnapshotMeta, TypeConfig, Vote};
+use kuorum_store::{Command, WriteResult};
+
+/// The leader's answer to a forwarded write.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ForwardReply {
+    /// Committed and applied: what apply decided.
+    Applied(WriteResult),
+    /// Not appended here; try the leader this node knows of.
+    NotLeader {
+        leader: Option<NodeId>,
+    },
+    /// Appended here but discarded by a leader change: it may or may not commit.
+    Unknown(String),
+    Failed(String),
+}
+
+/// The leader's answer to a read-index request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ReadIndexReply {
+    /// Reads that wait until this index is applied are linearizable.
+    Index(u64),
+    NotLeader {
+        leader: Option<NodeId>,
+    },
+    Failed(String),
+}
+
+/// The `Peer` service of one node.
+pub struct PeerService<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> {
+    raft: Raft<SM>,
+}
+
+impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> PeerService<SM> {
+    pub fn new(raft: Raft<SM>) -> Self {
+        Self { raft }
+    }
+
+    pub fn into_server(self) -> pb::peer_server::PeerServer<Self> {
+        pb::peer_server::PeerServer::new(self).max_decoding_message_size(usize::MAX)
+    }
+}
+
+fn reply<T: Serialize>(v: &T) -> Result<Response<pb::RaftMessage>, Status> {
+    Ok(Response::new(pb::RaftMessage {
+        data: Bytes::from(encode(v)),
+    }))
+}
+
+fn bad(e: impl std::fmt::Display) -> Status {
+    Status::invalid_argument(e.to_string())
+}
+
+/// Answers the leader's write for a command proposed on this node.
+pub(crate) async fn propose_local<SM: RaftStateMachine<TypeConfig>>(
+    raft: &Raft<SM>,
+    cmd: Command,
+) -> ForwardReply {
+    match raft.client_write(cmd).await {
+        Ok(resp) => ForwardReply::Applied(resp.data),
+        Err(e) => match e.api_error() {
+            Some(ClientWriteError::ForwardToLeader(f)) => ForwardReply::NotLeader {
+                leader: f.leader_id,
+            },
+            Some(ClientWriteError::LogEntryDiscarded(f)) => ForwardReply::Unknown(f.to_string()),
+            Some(other) => ForwardReply::Failed(other.to_string()),
+            None => ForwardReply::Failed(e.to_string()),
+        },
+    }
+}
+
+/// The leader's read index for a linearizable read.
+pub(crate) async fn read_index_local<SM: RaftStateMachine<TypeConfig>>(
+    raft: &Raft<SM>,
+) -> ReadIndexReply {
+    match raft.get_read_linearizer(ReadPolicy::ReadIndex).await {
+        Ok(lin) => ReadIndexReply::Index(lin.read_log_id().index()),
+        Err(e) => match e.api_error() {
+            Some(openraft::errors::LinearizableReadError::ForwardToLeader(f)) => {
+                ReadIndexReply::NotLeader {
+                    leader: f.leader_id,
+                }
+            }
+            _ => ReadIndexReply::Failed(e.to_string()),
+        },
+    }
+}
+
+#[tonic::async_trait]
+impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_server::Peer
+    for PeerService<SM>
+{
+    async fn append_entries(
+        &self,
+        req: Request<pb::RaftMessage>,
+    ) -> Result<Response<pb::RaftMessage>, Status> {
+        let rpc = decode(&req.into_inner().data).map_err(bad)?;
+        reply(
+            &self
+                .raft
+                .append_entries(rpc)
+                .await
+                .map_err(|e| e.to_string()),
+        )
+    }
+
+    async fn vote(
+        &self,
+        req: Request<pb::RaftMessage>,
+    ) -> Result<Response<pb::RaftMessage>, Status> {
+        let rpc = decode(&req.into_inner().data).map_err(bad)?;
+        reply(&self.raft.vote(rpc).await.map_err(|e| e.to_string()))
+    }
+
+    async fn pre_vote(
+        &self,
+        req: Request<pb::RaftMessage>,
+    ) -> Result<Response<pb::RaftMessage>, Status> {
+        let rpc = decode(&req.into_inner().data).map_err(bad)?;
+        reply(&self.raft.pre_vote(rpc).await.map_err(|e| e.to_string()))
+    }
+
+    async fn install_snapshot(
+        &self,
+        req: Request<Streaming<pb::SnapshotChunk>>,
+    ) -> Result<Response<pb::RaftMessage>, Status> {
+        let mut stream = req.into_inner();
+        let mut head: Option<(Vote, SnapshotMeta)> = None;
+        let mut data = BytesMut::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk?;
+            if !chunk.meta.is_empty() {
+                head = Some(decode(&chunk.meta).map_err(bad)?);
+            }
+            data.extend_from_slice(&chunk.data);
+        }
+        let (vote, meta) = head.ok_or_else(|| bad("snapshot stream without meta"))?;
+        let snapshot = Snapshot {
+            meta,
+            snapshot: data.to_vec(),
+        };
+        reply(
+            &self
+                .raft
+                .install_full_snapshot(vote, snapshot)
+                .await
+                .map_err(|e| e.to_string()),
+        )
+    }
+
+    async fn forward(
+        &self,
+        req: Request<pb::RaftMessage>,
+    ) -> Result<Response<pb::RaftMessage>, Status> {
+        let cmd: Command = decode(&req.into_inner().data).map_err(bad)?;
+        reply(&propose_local(&self.raft, cmd).await)
+    }
+
+    async fn read_index(
+        &self,
+        _req: Request<pb::ReadIndexRequest>,
+    ) -> Result<Response<pb::RaftMessage>, Status> {
+        reply(&read_index_local(&self.raft).await)
+    }
+}

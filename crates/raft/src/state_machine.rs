@@ -1,0 +1,237 @@
+//! openraft's state machine on top of any [`ObjectEngine`].
+//!
+//! A run of committed entries is applied by [`BatchApplier`] into one atomic batch that
+//! also records the last applied log id and the membership, so after a crash the objects
+//! and "how far we applied" never disagree. Responders are answered only after the batch
+//! is written. The applied index is then published on a watch channel, which is what
+//! read barriers and NotOlderThan reads wait on.
+//!
+//! Snapshots are a consistent dump of the engine (objects + metadata), encoded once and
+//! streamed to peers in chunks by the network layer.
+
+use std::io;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures::{Stream, TryStreamExt};
+use kuorum_store::apply::BatchApplier;
+use kuorum_store::engine::ObjectDump;
+use kuorum_store::ObjectEngine;
+use openraft::entry::RaftEntry;
+use openraft::storage::{EntryResponder, RaftStateMachine};
+use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder};
+use tokio::sync::watch;
+
+use crate::codec::{decode, encode};
+use crate::types::{LogId, SnapshotMeta, StoredMembership, TypeConfig};
+
+const META_APPLIED: &str = "last_applied";
+const META_MEMBERSHIP: &str = "membership";
+
+pub type SnapshotData = Vec<u8>;
+pub type Snapshot = openraft::alias::SnapshotOf<TypeConfig, SnapshotData>;
+
+struct Shared<E> {
+    engine: Arc<E>,
+    /// The index of the last applied entry. Only ever increases, except when a snapshot
+    /// is installed over a state that was behind it (then it jumps forward too).
+    applied_tx: watch::Sender<u64>,
+    current_snapshot: Mutex<Option<(SnapshotMeta, Arc<Vec<u8>>)>>,
+}
+
+/// The applied state of one node. Cloning shares it.
+pub struct StateMachine<E: ObjectEngine> {
+    shared: Arc<Shared<E>>,
+}
+
+impl<E: ObjectEngine> Clone for StateMachine<E> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<E: ObjectEngine> StateMachine<E> {
+    pub fn new(engine: Arc<E>) -> io::Result<Self> {
+        let applied: Option<LogId> = engine
+            .get_meta(META_APPLIED)?
+            .map(|b| decode(&b))
+            .transpose()?;
+        let (applied_tx, _) = watch::channel(applied.map(|l| l.index()).unwrap_or(0));
+        Ok(Self {
+            shared: Arc::new(Shared {
+                engine,
+                applied_tx,
+                current_snapshot: Mutex::new(None),
+            }),
+        })
+    }
+
+    pub fn engine(&self) -> &Arc<E> {
+        &self.shared.engine
+    }
+
+    /// Follows the applied index.
+    pub fn applied_rx(&self) -> watch::Receiver<u64> {
+        self.shared.applied_tx.subscribe()
+    }
+
+    fn read_meta(&self) -> io::Result<(Option<LogId>, StoredMembership)> {
+        let e = &self.shared.engine;
+        let applied = e.get_meta(META_APPLIED)?.map(|b| decode(&b)).transpose()?;
+        let membership = e
+            .get_meta(META_MEMBERSHIP)?
+            .map(|b| decode(&b))
+            .transpose()?
+            .unwrap_or_default();
+        Ok((applied, membership))
+    }
+
+    fn publish_applied(&self, index: u64) {
+        self.shared.applied_tx.send_if_modified(|cur| {
+            if index > *cur {
+                *cur = index;
+                true
+            } else {
+                false
+            }
+        });
+    }
+}
+
+impl<E: ObjectEngine> RaftSnapshotBuilder<TypeConfig> for StateMachine<E> {
+    type SnapshotData = SnapshotData;
+
+    async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
+        // Everything in the snapshot must be durable before openraft may purge the log
+        // entries it covers.
+        self.shared.engine.sync().await?;
+        let dump = self.shared.engine.dump()?;
+        let find = |k: &str| {
+            dump.meta
+                .iter()
+                .find(|(mk, _)| mk == k)
+                .map(|(_, v)| v.clone())
+        };
+        let last_log_id: Option<LogId> = find(META_APPLIED).map(|b| decode(&b)).transpose()?;
+        let last_membership: StoredMembership = find(META_MEMBERSHIP)
+            .map(|b| decode(&b))
+            .transpose()?
+            .unwrap_or_default();
+        let meta = SnapshotMeta {
+            last_log_id,
+            last_membership,
+        };
+        let data = encode(&(dump.objects, dump.meta));
+        *self
+            .shared
+            .current_snapshot
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some((meta.clone(), Arc::new(data.clone())));
+        Ok(Snapshot {
+            meta,
+            snapshot: data,
+        })
+    }
+}
+
+impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
+    type SnapshotData = SnapshotData;
+    type SnapshotBuilder = Self;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
+        self.read_meta()
+    }
+
+    async fn apply<Strm>(&mut self, mut entries: Strm) -> Result<(), io::Error>
+    where
+        Strm: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + OptionalSend,
+    {
+        let engine = self.shared.engine.clone();
+        let mut applier = BatchApplier::new(engine.as_ref());
+        let mut replies = Vec::new();
+        let mut last: Option<LogId> = None;
+        let mut membership: Option<StoredMembership> = None;
+
+        while let Some((entry, responder)) = entries.try_next().await? {
+            let log_id = entry.log_id();
+            let index = log_id.index();
+            let result = match &entry.payload {
+                EntryPayload::Normal(cmd) => applier.apply(index, cmd)?.result,
+                EntryPayload::Membership(m) => {
+                    membership = Some(StoredMembership::new(Some(log_id.clone()), m.clone()));
+                    Ok(Bytes::new())
+                }
+                EntryPayload::Blank => Ok(Bytes::new()),
+            };
+            if let Some(r) = responder {
+                replies.push((r, result));
+            }
+            last = Some(log_id);
+        }
+        let Some(last) = last else { return Ok(()) };
+
+        let mut meta = vec![(META_APPLIED.to_string(), Bytes::from(encode(&last)))];
+        if let Some(m) = membership {
+            meta.push((META_MEMBERSHIP.to_string(), Bytes::from(encode(&m))));
+        }
+        engine.write(applier.into_batch(meta)).await?;
+        for (r, result) in replies {
+            r.send(result);
+        }
+        self.publish_applied(last.index());
+        Ok(())
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: SnapshotData,
+    ) -> Result<(), io::Error> {
+        let (objects, mut dump_meta): (Vec<(String, Bytes)>, Vec<(String, Bytes)>) =
+            decode(&snapshot)?;
+        // The snapshot's own meta is authoritative for where it stands.
+        dump_meta.retain(|(k, _)| k != META_APPLIED && k != META_MEMBERSHIP);
+        if let Some(l) = &meta.last_log_id {
+            dump_meta.push((META_APPLIED.to_string(), Bytes::from(encode(l))));
+        }
+        dump_meta.push((
+            META_MEMBERSHIP.to_string(),
+            Bytes::from(encode(&meta.last_membership)),
+        ));
+        self.shared
+            .engine
+            .restore(ObjectDump {
+                objects,
+                meta: dump_meta,
+            })
+            .await?;
+        *self
+            .shared
+            .current_snapshot
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some((meta.clone(), Arc::new(snapshot)));
+        if let Some(l) = &meta.last_log_id {
+            self.publish_applied(l.index());
+        }
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
+        let cur = self
+            .shared
+            .current_snapshot
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        Ok(cur.map(|(meta, data)| Snapshot {
+            meta,
+            snapshot: data.as_ref().clone(),
+        }))
+    }
+}

@@ -1,0 +1,39 @@
+//! Real single-node replication over the in-memory engines, for tests of the layers above
+//! (the REST router's `oneshot` tests). It is a whole openraft node, not a stand-in: one
+//! voter is its own quorum.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kuorum_store::memory::{MemoryLogEngine, MemoryObjectEngine};
+
+use crate::cluster::Cluster;
+use crate::network::TcpDialer;
+use crate::node::{start_raft, RaftNodeConfig, RaftTiming};
+
+/// Starts a one-node cluster on in-memory engines and waits until it leads.
+pub async fn single_node() -> Cluster {
+    let cfg = RaftNodeConfig {
+        id: 1,
+        // A single voter never dials a peer, so the address is never used.
+        members: BTreeMap::from([(1, "127.0.0.1:1".to_string())]),
+        timing: RaftTiming::default(),
+    };
+    let started = start_raft(
+        cfg,
+        Arc::new(MemoryLogEngine::new()),
+        Arc::new(MemoryObjectEngine::new()),
+        Arc::new(TcpDialer),
+    )
+    .await
+    .expect("single node starts");
+    started
+        .raft
+        .wait(Some(std::time::Duration::from_secs(10)))
+        .current_leader(1, "single node leads")
+        .await
+        .expect("single node elects itself");
+    // Keep the raft running for the life of the test process.
+    std::mem::forget(started.raft);
+    started.cluster
+}
