@@ -263,6 +263,10 @@ impl Node {
     pub fn is_running(&self) -> bool {
         self.child.is_some()
     }
+    /// OS process id while running.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
 }
 
 /// Options for [`Cluster::start_with`].

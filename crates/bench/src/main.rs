@@ -1,0 +1,686 @@
+//! kuorum-bench: create throughput and latency of kuorum beside etcd 3.4 on one machine.
+//!
+//! - kuorum: `POST /api/v1/namespaces/default/configmaps` of ConfigMaps carrying a
+//!   `--value-size` (1 KiB) data value, each client on its own keep-alive HTTP/1.1
+//!   connection, clients spread round-robin over all nodes (followers forward to the leader).
+//! - etcd: `Put` of `--value-size` values under fresh keys, each client on its own gRPC
+//!   connection, clients spread round-robin over all members (fsync on, the default).
+//!
+//! Each system gets a fresh 3-node cluster started here (or `--kuorum URLS` / `--etcd
+//! ENDPOINTS`), one system at a time so they never share the CPU. Each concurrency level
+//! runs `--warmup` seconds unrecorded, then `--duration` seconds recorded. Results go to a
+//! JSON file (`--out`); `--markdown` also prints the table rows used in
+//! docs/benchmarks.md, and `--from-json FILE --markdown` re-prints them from a result file.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Parser;
+use kuorum_e2e::{free_ports, Cluster, ClusterOptions};
+use serde::{Deserialize, Serialize};
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "kuorum-bench", about = "Creates/s and latency: kuorum ConfigMaps vs etcd 3.4 puts")]
+struct Args {
+    /// Recorded seconds per run.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Unrecorded seconds before each run's window.
+    #[arg(long, default_value_t = 2.0)]
+    warmup: f64,
+    /// Concurrency levels (comma separated).
+    #[arg(long, value_delimiter = ',', default_value = "1,64")]
+    clients: Vec<usize>,
+    /// Bytes of payload per object (ConfigMap data value / etcd value).
+    #[arg(long, default_value_t = 1024)]
+    value_size: usize,
+    /// Systems to run, in order (comma separated): kuorum, etcd.
+    #[arg(long, value_delimiter = ',', default_value = "kuorum,etcd")]
+    systems: Vec<String>,
+    /// Use this running kuorum cluster (comma-separated base URLs) instead of starting one.
+    #[arg(long)]
+    kuorum: Option<String>,
+    /// kuorum binary to start (default: $KUORUM_BIN, else the release build).
+    #[arg(long)]
+    kuorum_bin: Option<PathBuf>,
+    /// Use this running etcd cluster (comma-separated client URLs) instead of starting one.
+    #[arg(long)]
+    etcd: Option<String>,
+    /// etcd binary to start (Debian's etcd-server ships 3.4 as `etcd`).
+    #[arg(long, default_value = "etcd")]
+    etcd_bin: String,
+    /// Parent directory for the clusters' data dirs (default: the system temp dir).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Where to write the JSON result.
+    #[arg(long, default_value = "bench-result.json")]
+    out: PathBuf,
+    /// Also print the Markdown table rows.
+    #[arg(long)]
+    markdown: bool,
+    /// Print the Markdown table of an existing result file and exit (with --markdown).
+    #[arg(long)]
+    from_json: Option<PathBuf>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+struct RunResult {
+    system: String,
+    workload: String,
+    clients: usize,
+    value_size: usize,
+    seconds: f64,
+    ops: u64,
+    ops_per_sec: f64,
+    errors: u64,
+    first_error: Option<String>,
+    p50_ms: f64,
+    p90_ms: f64,
+    p99_ms: f64,
+    p999_ms: f64,
+    max_ms: f64,
+    mean_ms: f64,
+    /// CPU seconds (user+system) of all server processes during the recorded window;
+    /// null when the servers were not started here.
+    server_cpu_s: Option<f64>,
+    server_cpu_ms_per_op: Option<f64>,
+    /// CPU seconds of this benchmark process (the clients) during the recorded window.
+    client_cpu_s: f64,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+struct Report {
+    started_unix: u64,
+    machine: Machine,
+    args: Vec<String>,
+    kuorum_urls: Option<Vec<String>>,
+    etcd_endpoints: Option<Vec<String>>,
+    results: Vec<RunResult>,
+    failures: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+struct Machine {
+    cpu_model: String,
+    cpus: usize,
+    mem_total: String,
+    kernel: String,
+    etcd_version: Option<String>,
+    kuorum_git: Option<String>,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    if let Some(path) = &args.from_json {
+        let report: Report = serde_json::from_slice(&fs::read(path)?).with_context(|| path.display().to_string())?;
+        print_markdown(&report);
+        return Ok(());
+    }
+    if args.duration <= 0.0 || args.duration > 600.0 || args.warmup < 0.0 || args.warmup > 120.0 {
+        bail!("--duration must be in (0, 600] and --warmup in [0, 120]");
+    }
+    if args.clients.is_empty() || args.clients.iter().any(|&c| c == 0 || c > 1024) {
+        bail!("--clients must be 1..=1024");
+    }
+
+    let started_unix = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
+    let mut report = Report {
+        started_unix,
+        machine: machine(&args),
+        args: std::env::args().collect(),
+        kuorum_urls: None,
+        etcd_endpoints: None,
+        results: vec![],
+        failures: vec![],
+    };
+    eprintln!(
+        "machine: {} x{} ({}), kernel {}; etcd {}",
+        report.machine.cpu_model,
+        report.machine.cpus,
+        report.machine.mem_total,
+        report.machine.kernel,
+        report.machine.etcd_version.as_deref().unwrap_or("?")
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+
+    for system in &args.systems {
+        let outcome = match system.as_str() {
+            "kuorum" => bench_kuorum(&args, &rt, &mut report),
+            "etcd" => bench_etcd(&args, &rt, &mut report),
+            other => Err(anyhow!("unknown system {other:?} (kuorum, etcd)")),
+        };
+        if let Err(e) = outcome {
+            eprintln!("!! {system}: {e:#}");
+            report.failures.push(format!("{system}: {e:#}"));
+        }
+        write_report(&args.out, &report)?;
+    }
+
+    write_report(&args.out, &report)?;
+    eprintln!("\nwrote {}", args.out.display());
+    print_summary(&report);
+    if args.markdown {
+        print_markdown(&report);
+    }
+    if !report.failures.is_empty() {
+        bail!("{} system(s) failed: {:?}", report.failures.len(), report.failures);
+    }
+    Ok(())
+}
+
+fn write_report(path: &Path, report: &Report) -> Result<()> {
+    fs::write(path, serde_json::to_vec_pretty(report)?).with_context(|| path.display().to_string())
+}
+
+// ---------------------------------------------------------------------------------------
+// kuorum
+// ---------------------------------------------------------------------------------------
+
+fn bench_kuorum(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) -> Result<()> {
+    let mut cluster = None;
+    let urls: Vec<String> = match &args.kuorum {
+        Some(list) => list.split(',').map(|u| u.trim().trim_end_matches('/').to_string()).collect(),
+        None => {
+            let bin = match &args.kuorum_bin {
+                Some(b) => b.clone(),
+                None => kuorum_e2e::kuorum_bin()
+                    .ok_or_else(|| anyhow!("no kuorum binary: build it (cargo build --release -p kuorum) or pass --kuorum-bin"))?,
+            };
+            eprintln!("starting a 3-node kuorum cluster ({})", bin.display());
+            let c = Cluster::start_with(
+                bin,
+                ClusterOptions {
+                    nodes: 3,
+                    parent_dir: args.dir.clone(),
+                    rust_log: Some("warn".into()),
+                    ..Default::default()
+                },
+            )?;
+            let urls = c.urls();
+            cluster = Some(c);
+            urls
+        }
+    };
+    report.kuorum_urls = Some(urls.clone());
+    let pids: Option<Vec<u32>> = cluster.as_ref().map(|c| c.nodes.iter().filter_map(|n| n.pid()).collect());
+    if let Some(c) = cluster.as_mut() {
+        let leader = c.leader()?;
+        eprintln!("kuorum nodes {urls:?}, leader node {leader}");
+    }
+    let tag = report.started_unix;
+    for &clients in &args.clients {
+        let mut workers = Vec::new();
+        for t in 0..clients {
+            let url = urls[t % urls.len()].clone();
+            workers.push(Worker::kuorum(url, format!("bench-{tag}-c{clients}-t{t}"), args.value_size)?);
+        }
+        let r = rt.block_on(drive("kuorum", "create ConfigMap (REST)", workers, args, pids.as_deref()))?;
+        report.results.push(r);
+        if let Some(c) = cluster.as_mut() {
+            c.check_alive()?;
+        }
+    }
+    drop(cluster); // kills the nodes before the next system runs
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// etcd
+// ---------------------------------------------------------------------------------------
+
+/// Three etcd members on loopback with their own data dirs; killed on drop.
+struct EtcdCluster {
+    children: Vec<Child>,
+    endpoints: Vec<String>,
+    dir: tempfile::TempDir,
+}
+
+impl EtcdCluster {
+    fn start(bin: &str, parent: Option<&Path>) -> Result<Self> {
+        let dir = match parent {
+            Some(p) => {
+                fs::create_dir_all(p)?;
+                tempfile::Builder::new().prefix("kuorum-bench-etcd-").tempdir_in(p)?
+            }
+            None => tempfile::Builder::new().prefix("kuorum-bench-etcd-").tempdir()?,
+        };
+        let ports = free_ports(6);
+        let peer = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i + 1]);
+        let client = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i]);
+        let initial = (0..3).map(|i| format!("m{}={}", i + 1, peer(i))).collect::<Vec<_>>().join(",");
+        let mut cluster = EtcdCluster { children: vec![], endpoints: (0..3).map(client).collect(), dir };
+        for i in 0..3 {
+            let name = format!("m{}", i + 1);
+            let data = cluster.dir.path().join(&name);
+            let log = fs::File::create(cluster.dir.path().join(format!("{name}.log")))?;
+            let mut cmd = Command::new(bin);
+            cmd.args([
+                "--name",
+                &name,
+                "--data-dir",
+                data.to_str().unwrap(),
+                "--listen-client-urls",
+                &client(i),
+                "--advertise-client-urls",
+                &client(i),
+                "--listen-peer-urls",
+                &peer(i),
+                "--initial-advertise-peer-urls",
+                &peer(i),
+                "--initial-cluster",
+                &initial,
+                "--initial-cluster-state",
+                "new",
+                "--initial-cluster-token",
+                "kuorum-bench",
+                "--logger",
+                "zap",
+                "--log-outputs",
+                "stderr",
+                "--log-level",
+                "warn",
+            ])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+            die_with_parent(&mut cmd);
+            let child = cmd.spawn().with_context(|| format!("spawn {bin} (install Debian etcd-server: scripts/setup.sh)"))?;
+            cluster.children.push(child);
+        }
+        cluster.wait_healthy(Duration::from_secs(30))?;
+        Ok(cluster)
+    }
+
+    fn wait_healthy(&mut self, timeout: Duration) -> Result<()> {
+        let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(2)).build()?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            for (i, c) in self.children.iter_mut().enumerate() {
+                if let Some(st) = c.try_wait()? {
+                    let log = fs::read_to_string(self.dir.path().join(format!("m{}.log", i + 1))).unwrap_or_default();
+                    bail!("etcd member {} exited ({st}):\n{log}", i + 1);
+                }
+            }
+            let healthy = self.endpoints.iter().all(|e| {
+                http.get(format!("{e}/health"))
+                    .send()
+                    .and_then(|r| r.text())
+                    .map(|t| t.contains("\"health\":\"true\""))
+                    .unwrap_or(false)
+            });
+            if healthy {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("etcd not healthy after {timeout:?} (logs in {})", self.dir.path().display());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        self.children.iter().map(Child::id).collect()
+    }
+}
+
+impl Drop for EtcdCluster {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn bench_etcd(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) -> Result<()> {
+    let mut cluster = None;
+    let endpoints: Vec<String> = match &args.etcd {
+        Some(list) => list.split(',').map(|u| u.trim().to_string()).collect(),
+        None => {
+            eprintln!("starting a 3-member etcd cluster ({})", args.etcd_bin);
+            let c = EtcdCluster::start(&args.etcd_bin, args.dir.as_deref())?;
+            let e = c.endpoints.clone();
+            cluster = Some(c);
+            e
+        }
+    };
+    eprintln!("etcd endpoints {endpoints:?}");
+    report.etcd_endpoints = Some(endpoints.clone());
+    let pids = cluster.as_ref().map(EtcdCluster::pids);
+    let tag = report.started_unix;
+    for &clients in &args.clients {
+        let workers = rt.block_on(async {
+            let mut workers = Vec::new();
+            for t in 0..clients {
+                let ep = endpoints[t % endpoints.len()].clone();
+                workers.push(Worker::etcd(ep, format!("/bench/{tag}/c{clients}/t{t}/"), args.value_size).await?);
+            }
+            anyhow::Ok(workers)
+        })?;
+        let r = rt.block_on(drive("etcd", "put (gRPC)", workers, args, pids.as_deref()))?;
+        report.results.push(r);
+    }
+    drop(cluster);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// The load loop
+// ---------------------------------------------------------------------------------------
+
+enum Worker {
+    Kuorum { http: reqwest::Client, url: String, prefix: String, payload: String },
+    Etcd { client: etcd_client::Client, prefix: String, payload: Vec<u8> },
+}
+
+impl Worker {
+    fn kuorum(base: String, prefix: String, size: usize) -> Result<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .pool_max_idle_per_host(1)
+            .tcp_nodelay(true)
+            .build()?;
+        Ok(Worker::Kuorum {
+            http,
+            url: format!("{base}/api/v1/namespaces/default/configmaps"),
+            prefix,
+            payload: "x".repeat(size),
+        })
+    }
+
+    async fn etcd(endpoint: String, prefix: String, size: usize) -> Result<Self> {
+        let opts = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(5))
+            .with_timeout(Duration::from_secs(10));
+        let client = etcd_client::Client::connect([endpoint.as_str()], Some(opts))
+            .await
+            .with_context(|| format!("connect to etcd at {endpoint}"))?;
+        Ok(Worker::Etcd { client, prefix, payload: vec![b'x'; size] })
+    }
+
+    async fn op(&mut self, i: u64) -> Result<()> {
+        match self {
+            Worker::Kuorum { http, url, prefix, payload } => {
+                let body = format!(
+                    r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{prefix}-{i}"}},"data":{{"v":"{payload}"}}}}"#
+                );
+                let resp = http
+                    .post(url.as_str())
+                    .header("Content-Type", "application/json")
+                    .header("Accept", "application/json")
+                    .body(body)
+                    .send()
+                    .await?;
+                let status = resp.status();
+                let bytes = resp.bytes().await?;
+                if status.as_u16() != 201 {
+                    bail!("HTTP {status}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(300)]));
+                }
+                Ok(())
+            }
+            Worker::Etcd { client, prefix, payload } => {
+                client.put(format!("{prefix}{i}"), payload.clone(), None).await?;
+                Ok(())
+            }
+        }
+    }
+}
+
+struct TaskOutcome {
+    latencies_us: Vec<u32>,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+async fn drive(system: &str, workload: &str, workers: Vec<Worker>, args: &Args, pids: Option<&[u32]>) -> Result<RunResult> {
+    let clients = workers.len();
+    let warmup = Duration::from_secs_f64(args.warmup);
+    let window = Duration::from_secs_f64(args.duration);
+    let start = Instant::now();
+    let measure_from = start + warmup;
+    let end = measure_from + window;
+    let done = Arc::new(AtomicU64::new(0));
+    eprintln!("\n== {system} {workload}: {clients} client(s), {:.0}s warmup + {:.0}s", args.warmup, args.duration);
+
+    let mut handles = Vec::new();
+    for mut w in workers {
+        let done = done.clone();
+        handles.push(tokio::spawn(async move {
+            let mut out = TaskOutcome { latencies_us: Vec::with_capacity(4096), errors: 0, first_error: None };
+            let mut i: u64 = 0;
+            loop {
+                let t0 = Instant::now();
+                if t0 >= end {
+                    break;
+                }
+                let r = tokio::time::timeout(Duration::from_secs(15), w.op(i)).await;
+                let t1 = Instant::now();
+                i += 1;
+                match r {
+                    Ok(Ok(())) => {
+                        done.fetch_add(1, Ordering::Relaxed);
+                        if t0 >= measure_from && t1 <= end {
+                            out.latencies_us.push((t1 - t0).as_micros().min(u32::MAX as u128) as u32);
+                        }
+                    }
+                    Ok(Err(e)) => {
+                        out.errors += 1;
+                        out.first_error.get_or_insert_with(|| format!("{e:#}"));
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    Err(_) => {
+                        out.errors += 1;
+                        out.first_error.get_or_insert_with(|| "no reply within 15 s".into());
+                    }
+                }
+            }
+            out
+        }));
+    }
+
+    // Progress once a second; CPU samples at the window's edges.
+    let mut cpu_from: Option<(f64, f64)> = None;
+    let cpu_to: Option<(f64, f64)>;
+    let mut last = 0u64;
+    let mut tick = start;
+    loop {
+        let now = Instant::now();
+        if cpu_from.is_none() && now >= measure_from {
+            cpu_from = Some((pids.map(cpu_seconds).unwrap_or(0.0), cpu_seconds(&[std::process::id()])));
+        }
+        if now >= end {
+            cpu_to = Some((pids.map(cpu_seconds).unwrap_or(0.0), cpu_seconds(&[std::process::id()])));
+            break;
+        }
+        tick += Duration::from_secs(1);
+        let next = [tick, measure_from, end].into_iter().filter(|t| *t > now).min().unwrap_or(end);
+        tokio::time::sleep_until(next.into()).await;
+        if Instant::now() >= tick {
+            let d = done.load(Ordering::Relaxed);
+            let phase = if tick <= measure_from { "warmup" } else { "run" };
+            eprintln!(
+                "  {system} c={clients} {phase:>6} t={:>4.1}s  {:>6} ok/s  total {d}",
+                start.elapsed().as_secs_f64(),
+                d - last
+            );
+            last = d;
+        }
+    }
+
+    let mut lat: Vec<u32> = Vec::new();
+    let mut errors = 0;
+    let mut first_error = None;
+    for h in handles {
+        let o = h.await?;
+        lat.extend(o.latencies_us);
+        errors += o.errors;
+        if first_error.is_none() {
+            first_error = o.first_error;
+        }
+    }
+    lat.sort_unstable();
+    let pct = |p: f64| -> f64 {
+        if lat.is_empty() {
+            return 0.0;
+        }
+        let idx = ((p / 100.0) * lat.len() as f64).ceil() as usize;
+        lat[idx.clamp(1, lat.len()) - 1] as f64 / 1000.0
+    };
+    let ops = lat.len() as u64;
+    let secs = window.as_secs_f64();
+    let (f, t) = (cpu_from.unwrap_or_default(), cpu_to.unwrap_or_default());
+    let server_cpu = pids.map(|_| t.0 - f.0);
+    let r = RunResult {
+        system: system.to_string(),
+        workload: workload.to_string(),
+        clients,
+        value_size: args.value_size,
+        seconds: secs,
+        ops,
+        ops_per_sec: ops as f64 / secs,
+        errors,
+        first_error: first_error.clone(),
+        p50_ms: pct(50.0),
+        p90_ms: pct(90.0),
+        p99_ms: pct(99.0),
+        p999_ms: pct(99.9),
+        max_ms: lat.last().map(|&m| m as f64 / 1000.0).unwrap_or(0.0),
+        mean_ms: if lat.is_empty() { 0.0 } else { lat.iter().map(|&x| x as f64).sum::<f64>() / lat.len() as f64 / 1000.0 },
+        server_cpu_s: server_cpu,
+        server_cpu_ms_per_op: server_cpu.filter(|_| ops > 0).map(|c| c * 1000.0 / ops as f64),
+        client_cpu_s: t.1 - f.1,
+    };
+    eprintln!(
+        "  => {:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms, {} errors{}",
+        r.ops_per_sec,
+        r.p50_ms,
+        r.p99_ms,
+        r.max_ms,
+        r.errors,
+        first_error.map(|e| format!(" (first: {e})")).unwrap_or_default()
+    );
+    if ops == 0 {
+        bail!("{system} with {clients} clients completed no operation");
+    }
+    Ok(r)
+}
+
+// ---------------------------------------------------------------------------------------
+// Reporting and machine facts
+// ---------------------------------------------------------------------------------------
+
+fn print_summary(report: &Report) {
+    println!(
+        "{:<8} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>12}",
+        "system", "clients", "ops/s", "p50 ms", "p99 ms", "p99.9", "max ms", "errors", "srv CPU ms/op"
+    );
+    for r in &report.results {
+        println!(
+            "{:<8} {:>7} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>7} {:>12}",
+            r.system,
+            r.clients,
+            r.ops_per_sec,
+            r.p50_ms,
+            r.p99_ms,
+            r.p999_ms,
+            r.max_ms,
+            r.errors,
+            r.server_cpu_ms_per_op.map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into())
+        );
+    }
+}
+
+fn print_markdown(report: &Report) {
+    println!();
+    println!("| system | workload | clients | creates/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | server CPU ms/op |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in &report.results {
+        println!(
+            "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.1} | {} | {} |",
+            r.system,
+            r.workload,
+            r.clients,
+            r.ops_per_sec,
+            r.p50_ms,
+            r.p99_ms,
+            r.p999_ms,
+            r.max_ms,
+            r.errors,
+            r.server_cpu_ms_per_op.map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into())
+        );
+    }
+}
+
+/// user+system CPU seconds of the given processes (0 for any that is gone).
+fn cpu_seconds(pids: &[u32]) -> f64 {
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    pids.iter()
+        .filter_map(|pid| fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+        .filter_map(|s| {
+            // Fields after the parenthesised command name; utime and stime are fields 14, 15.
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let utime: f64 = f.get(11)?.parse().ok()?;
+            let stime: f64 = f.get(12)?.parse().ok()?;
+            Some((utime + stime) / ticks)
+        })
+        .sum()
+}
+
+fn machine(args: &Args) -> Machine {
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let mem_total = fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("MemTotal"))
+        .map(|l| l.trim_start_matches("MemTotal:").trim().to_string())
+        .unwrap_or_default();
+    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string();
+    let etcd_version = Command::new(&args.etcd_bin)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.lines().next().map(|l| l.trim_start_matches("etcd Version:").trim().to_string()));
+    let kuorum_git = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string());
+    Machine {
+        cpu_model,
+        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        mem_total,
+        kernel,
+        etcd_version,
+        kuorum_git,
+    }
+}
+
+fn die_with_parent(cmd: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
+}
