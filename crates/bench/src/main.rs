@@ -110,6 +110,10 @@ struct Machine {
     cpus: usize,
     mem_total: String,
     kernel: String,
+    /// /proc/loadavg when the run started: anything well above 0 means other work
+    /// (a compile, say) shared the CPU with the benchmark.
+    #[serde(default)]
+    loadavg: String,
     etcd_version: Option<String>,
     kuorum_git: Option<String>,
 }
@@ -139,11 +143,12 @@ fn main() -> Result<()> {
         failures: vec![],
     };
     eprintln!(
-        "machine: {} x{} ({}), kernel {}; etcd {}",
+        "machine: {} x{} ({}), kernel {}, loadavg {}; etcd {}",
         report.machine.cpu_model,
         report.machine.cpus,
         report.machine.mem_total,
         report.machine.kernel,
+        report.machine.loadavg,
         report.machine.etcd_version.as_deref().unwrap_or("?")
     );
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -665,6 +670,7 @@ fn machine(args: &Args) -> Machine {
         cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         mem_total,
         kernel,
+        loadavg: fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_string(),
         etcd_version,
         kuorum_git,
     }
