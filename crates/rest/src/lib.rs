@@ -1,1 +1,85 @@
+//! The Kubernetes REST frontend: routing, content negotiation, one handler per verb, and
+//! discovery, on top of a [`kuorum_raft::Cluster`].
+//!
+//! A request flows top-down: [`route`] turns the path into a target (a resource, maybe a
+//! namespace, name and subresource), [`negotiate`] checks the media types and reads the
+//! body, then one verb module (`get`, `list`, `create`, `update`, `delete`) decodes,
+//! defaults and validates, stores through the cluster and encodes the answer. Reads wait
+//! as [`consistency`] decides. Every failure is a [`kuorum_api::ApiError`], turned into a
+//! `metav1.Status` response in one place ([`error`]).
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::routing::get;
+use axum::Router;
+use kuorum_api::seams::{Clock, Entropy};
+use kuorum_raft::Cluster;
+
+mod consistency;
+mod create;
+mod delete;
+mod discovery;
+pub mod error;
+mod get;
+mod list;
+pub mod negotiate;
+mod object;
+pub mod query;
+mod route;
+mod update;
+
+pub use error::RestError;
+
+/// How long a request may wait for replication by default (kube-apiserver's 60 s).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What every handler needs: the cluster handle and the node's seams.
+#[derive(Clone)]
+pub struct RestState {
+    pub cluster: Cluster,
+    pub clock: Arc<dyn Clock>,
+    pub entropy: Arc<dyn Entropy>,
+    /// The deadline of a write (and of a read barrier).
+    pub request_timeout: Duration,
+}
+
+impl RestState {
+    /// A state with the default request timeout.
+    pub fn new(cluster: Cluster, clock: Arc<dyn Clock>, entropy: Arc<dyn Entropy>) -> Self {
+        RestState {
+            cluster,
+            clock,
+            entropy,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
+}
+
+/// The whole REST API as one router.
+pub fn router(state: RestState) -> Router {
+    Router::new()
+        .route("/version", get(discovery::version))
+        .route("/version/", get(discovery::version))
+        .route("/healthz", get(discovery::healthy))
+        .route("/livez", get(discovery::healthy))
+        .route("/readyz", get(discovery::healthy))
+        .route("/api", get(discovery::api))
+        .route("/api/", get(discovery::api))
+        .route("/apis", get(discovery::apis))
+        .route("/apis/", get(discovery::apis))
+        .route("/api/v1", get(discovery::core_resources))
+        .route("/api/v1/", get(discovery::core_resources))
+        .route("/apis/{group}", get(discovery::group))
+        .route("/apis/{group}/", get(discovery::group))
+        .route("/apis/{group}/{version}", get(discovery::group_resources))
+        .route("/apis/{group}/{version}/", get(discovery::group_resources))
+        .route("/api/v1/{*rest}", axum::routing::any(route::dispatch))
+        .route(
+            "/apis/{group}/{version}/{*rest}",
+            axum::routing::any(route::dispatch),
+        )
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .fallback(error::path_not_found)
+        .with_state(state)
+}

@@ -1,0 +1,173 @@
+//! POST to a collection: parse → decode → default/validate → store → encode.
+//!
+//! The body must be a JSON object whose apiVersion/kind (when given) match the URL; its
+//! namespace, when given, must be the URL's. The name comes from `metadata.name`, or from
+//! `generateName` plus a random suffix (retried a few times if taken). The proposing node
+//! decides everything apply must not: uid, creationTimestamp, the generated name.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use kuorum_api::seams::{name_suffix, new_uid};
+use kuorum_api::validation::{generate_name, validate_name, NameRule};
+use kuorum_api::{ApiError, ResourceDef};
+use kuorum_store::{Command, WriteError};
+use serde_json::{json, Value};
+
+use crate::error::{cluster_error, write_error};
+use crate::negotiate::{self, json_response};
+use crate::object::{self, Object};
+use crate::route::Ctx;
+use crate::RestState;
+
+/// How many generated names are tried before a conflict is reported.
+const GENERATE_NAME_ATTEMPTS: usize = 8;
+
+/// Metadata only the server writes; a client's values are dropped on create.
+const SERVER_OWNED_META: &[&str] = &[
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+];
+
+pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
+    // Parse.
+    let def = ctx.target.def;
+    let namespace = ctx.target.namespace.clone();
+    let dry_run = object::query_dry_run(&ctx.query)?;
+
+    // Decode.
+    negotiate::check_body_content_type(&ctx.headers)?;
+    let body = negotiate::read_body(&ctx.headers, ctx.body).await?;
+    let mut obj = object::decode(&body)?;
+    object::check_type_meta(&mut obj, def)?;
+
+    // Default.
+    place_in_namespace(&mut obj, def, namespace.as_deref())?;
+    set_system_fields(st, &mut obj, def);
+    let given_name = object::meta_str(&obj, "name").map(str::to_string);
+    let prefix = object::meta_str(&obj, "generateName").map(str::to_string);
+
+    let attempts = if given_name.is_none() && prefix.is_some() {
+        GENERATE_NAME_ATTEMPTS
+    } else {
+        1
+    };
+    for attempt in 1..=attempts {
+        let name = match (&given_name, &prefix) {
+            (Some(n), _) => n.clone(),
+            (None, Some(p)) => generate_name(p, &name_suffix(&*st.entropy)),
+            (None, None) => String::new(),
+        };
+        object::meta_mut(&mut obj).insert("name".into(), Value::from(name.as_str()));
+        if def.kind == "Namespace" && def.group.is_empty() {
+            default_namespace(&mut obj);
+        }
+
+        // Validate.
+        let errs = validate_name(NameRule::for_kind(def.kind), Some(&name), prefix.as_deref());
+        if !errs.is_empty() {
+            return Err(ApiError::invalid(def.group_kind(), &name, &errs));
+        }
+        if dry_run {
+            return Ok(json_response(StatusCode::CREATED, object::to_vec(&obj)));
+        }
+
+        // Store.
+        let cmd = Command::Create {
+            key: object::key(def, namespace.as_deref(), &name),
+            namespace: namespace.clone(),
+            object: object::to_vec(&obj).into(),
+        };
+        match st
+            .cluster
+            .write(cmd, st.request_timeout)
+            .await
+            .map_err(cluster_error)?
+        {
+            // Encode.
+            Ok(stored) => {
+                return Ok(json_response(
+                    StatusCode::CREATED,
+                    object::encode_stored(&stored, def)?,
+                ))
+            }
+            Err(WriteError::AlreadyExists) if attempt < attempts => continue,
+            Err(e) => return Err(write_error(e, def, &name)),
+        }
+    }
+    Err(ApiError::internal("generateName attempts exhausted"))
+}
+
+/// Namespaced objects take the URL's namespace (a different one in the body is 400);
+/// cluster-scoped objects have none.
+fn place_in_namespace(
+    obj: &mut Object,
+    def: &ResourceDef,
+    namespace: Option<&str>,
+) -> Result<(), ApiError> {
+    let meta = object::meta_mut(obj);
+    match (namespace, meta.get("namespace").and_then(Value::as_str)) {
+        (Some(url), Some(body)) if !body.is_empty() && body != url => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        (Some(url), _) if def.namespaced() => {
+            meta.insert("namespace".into(), Value::from(url));
+            Ok(())
+        }
+        _ => {
+            meta.remove("namespace");
+            Ok(())
+        }
+    }
+}
+
+/// uid, creationTimestamp and generation from this node; kind-specific defaults.
+fn set_system_fields(st: &RestState, obj: &mut Object, def: &ResourceDef) {
+    let uid = new_uid(&*st.entropy);
+    let now = st.clock.now_rfc3339();
+    let meta = object::meta_mut(obj);
+    for field in SERVER_OWNED_META {
+        meta.remove(*field);
+    }
+    meta.insert("uid".into(), Value::from(uid));
+    meta.insert("creationTimestamp".into(), Value::from(now));
+    if def.tracks_generation {
+        meta.insert("generation".into(), Value::from(1));
+    } else {
+        meta.remove("generation");
+    }
+}
+
+/// A new Namespace is Active, carries the `kubernetes` finalizer and the
+/// `kubernetes.io/metadata.name` label.
+fn default_namespace(obj: &mut Object) {
+    if let Some(name) = object::meta_str(obj, "name").map(str::to_string) {
+        let meta = object::meta_mut(obj);
+        let labels = meta.entry("labels").or_insert_with(|| json!({}));
+        if !labels.is_object() {
+            *labels = json!({});
+        }
+        if let Value::Object(l) = labels {
+            l.insert("kubernetes.io/metadata.name".into(), Value::from(name));
+        }
+    }
+    let spec = obj.entry("spec").or_insert_with(|| json!({}));
+    if !spec.is_object() {
+        *spec = json!({});
+    }
+    if let Value::Object(spec) = spec {
+        let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
+        if !finalizers.is_array() {
+            *finalizers = json!([]);
+        }
+        if let Value::Array(f) = finalizers {
+            if !f.iter().any(|v| v == "kubernetes") {
+                f.push(Value::from("kubernetes"));
+            }
+        }
+    }
+    obj.insert("status".into(), json!({"phase": "Active"}));
+}

@@ -1,0 +1,104 @@
+//! Discovery and other fixed endpoints: `/api`, `/apis` (aggregated v2 when `Accept`
+//! asks for it, legacy otherwise), `/apis/{group}`, `/api/v1`, `/apis/{group}/{version}`,
+//! `/version`, and the health checks.
+
+use axum::extract::Path;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use kuorum_api::discovery as docs;
+use kuorum_api::ApiError;
+use serde_json::Value;
+
+use crate::error::RestError;
+use crate::negotiate::{self, json_response, json_response_as};
+
+fn json(v: &Value) -> Response {
+    json_response(StatusCode::OK, serde_json::to_vec(v).unwrap_or_default())
+}
+
+fn fail(e: ApiError) -> Response {
+    RestError(e).into_response()
+}
+
+/// `GET /version` and `/version/`.
+pub(crate) async fn version() -> Response {
+    json(&docs::version_info())
+}
+
+/// `GET /healthz`, `/livez`, `/readyz`.
+pub(crate) async fn healthy() -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "ok",
+    )
+        .into_response()
+}
+
+/// The host and port clients reached us at, for `serverAddressByClientCIDRs`.
+fn server_address(headers: &HeaderMap) -> String {
+    headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or("127.0.0.1:6443")
+        .to_string()
+}
+
+/// `GET /api`.
+pub(crate) async fn api(headers: HeaderMap) -> Response {
+    if negotiate::wants_aggregated_discovery(&headers) {
+        let body = serde_json::to_vec(&docs::aggregated_core()).unwrap_or_default();
+        return json_response_as(StatusCode::OK, docs::AGGREGATED_CONTENT_TYPE, body);
+    }
+    if let Err(e) = negotiate::check_accept(&headers) {
+        return fail(e);
+    }
+    json(&docs::api_versions(&server_address(&headers)))
+}
+
+/// `GET /apis`.
+pub(crate) async fn apis(headers: HeaderMap) -> Response {
+    if negotiate::wants_aggregated_discovery(&headers) {
+        let body = serde_json::to_vec(&docs::aggregated_groups()).unwrap_or_default();
+        return json_response_as(StatusCode::OK, docs::AGGREGATED_CONTENT_TYPE, body);
+    }
+    if let Err(e) = negotiate::check_accept(&headers) {
+        return fail(e);
+    }
+    json(&docs::api_group_list())
+}
+
+/// `GET /apis/{group}`.
+pub(crate) async fn group(Path(group): Path<String>, headers: HeaderMap) -> Response {
+    if let Err(e) = negotiate::check_accept(&headers) {
+        return fail(e);
+    }
+    match docs::api_group(&group) {
+        Some(doc) => json(&doc),
+        None => fail(ApiError::path_not_found()),
+    }
+}
+
+/// `GET /api/v1`.
+pub(crate) async fn core_resources(headers: HeaderMap) -> Response {
+    resources("", "v1", &headers)
+}
+
+/// `GET /apis/{group}/{version}`.
+pub(crate) async fn group_resources(
+    Path((group, version)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    resources(&group, &version, &headers)
+}
+
+fn resources(group: &str, version: &str, headers: &HeaderMap) -> Response {
+    if let Err(e) = negotiate::check_accept(headers) {
+        return fail(e);
+    }
+    match docs::api_resource_list(group, version) {
+        Some(doc) => json(&doc),
+        None => fail(ApiError::path_not_found()),
+    }
+}

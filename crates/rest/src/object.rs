@@ -1,0 +1,280 @@
+//! Object JSON helpers shared by the verbs: decoding a request body into a JSON object,
+//! type meta (apiVersion/kind) checks, metadata access, storage keys, and the small
+//! parameters every write takes (resourceVersion, dryRun).
+
+use kuorum_api::{ApiError, ResourceDef};
+use kuorum_store::keys::ObjectKey;
+use serde_json::{Map, Value};
+
+use crate::query::Query;
+
+pub(crate) type Object = Map<String, Value>;
+
+/// The metadata fields that must be strings when present.
+const STRING_META: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "resourceVersion",
+    "uid",
+];
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Decodes a request body into a JSON object whose metadata is well formed (400 if not).
+pub(crate) fn decode(body: &[u8]) -> Result<Object, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request(
+            "the request body is empty; expected a JSON object",
+        ));
+    }
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?;
+    let Value::Object(mut obj) = value else {
+        return Err(ApiError::bad_request(format!(
+            "json: cannot unmarshal {} into Go value of type struct: the request body must be a JSON object",
+            json_type(&value)
+        )));
+    };
+    match obj.get("metadata") {
+        None | Some(Value::Object(_)) => {}
+        Some(Value::Null) => {
+            obj.remove("metadata");
+        }
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "json: cannot unmarshal {} into Go struct field .metadata of type v1.ObjectMeta",
+                json_type(other)
+            )))
+        }
+    }
+    if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
+        for field in STRING_META {
+            match meta.get(*field) {
+                Some(Value::Null) => {
+                    meta.remove(*field);
+                }
+                Some(Value::String(_)) | None => {}
+                Some(other) => {
+                    return Err(ApiError::bad_request(format!(
+                        "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{field} of type string",
+                        json_type(other)
+                    )))
+                }
+            }
+        }
+    }
+    for field in ["apiVersion", "kind"] {
+        match obj.get(field) {
+            Some(Value::String(_)) | None => {}
+            Some(Value::Null) => {
+                obj.remove(field);
+            }
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "json: cannot unmarshal {} into Go struct field .{field} of type string",
+                    json_type(other)
+                )))
+            }
+        }
+    }
+    Ok(obj)
+}
+
+/// Checks that the body's apiVersion and kind (when given) are the URL's, and fills in
+/// the missing ones.
+pub(crate) fn check_type_meta(obj: &mut Object, def: &ResourceDef) -> Result<(), ApiError> {
+    let expected = def.api_version();
+    match obj.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if !v.is_empty() && v != expected => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({expected})"
+            )))
+        }
+        _ => {}
+    }
+    match obj.get("kind").and_then(Value::as_str) {
+        Some(k) if !k.is_empty() && k != def.kind => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                def.kind
+            )))
+        }
+        _ => {}
+    }
+    set_type_meta(obj, def);
+    Ok(())
+}
+
+/// Puts `kind` and `apiVersion` first, as kube-apiserver encodes objects.
+pub(crate) fn set_type_meta(obj: &mut Object, def: &ResourceDef) {
+    if obj.get("kind").and_then(Value::as_str) == Some(def.kind)
+        && obj.get("apiVersion").and_then(Value::as_str) == Some(def.api_version().as_str())
+    {
+        return;
+    }
+    let mut out = Map::new();
+    out.insert("kind".into(), Value::from(def.kind));
+    out.insert("apiVersion".into(), Value::from(def.api_version()));
+    for (k, v) in std::mem::take(obj) {
+        if k != "kind" && k != "apiVersion" {
+            out.insert(k, v);
+        }
+    }
+    *obj = out;
+}
+
+/// A stored object as a response body: its bytes, with type meta ensured.
+pub(crate) fn encode_stored(bytes: &[u8], def: &ResourceDef) -> Result<Vec<u8>, ApiError> {
+    let mut obj = parse_stored(bytes)?;
+    set_type_meta(&mut obj, def);
+    Ok(serde_json::to_vec(&obj).unwrap_or_default())
+}
+
+/// Parses bytes the store holds (500 if they are not a JSON object).
+pub(crate) fn parse_stored(bytes: &[u8]) -> Result<Object, ApiError> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(o)) => Ok(o),
+        Ok(_) => Err(ApiError::internal("stored object is not a JSON object")),
+        Err(e) => Err(ApiError::internal(format!(
+            "stored object is not valid JSON: {e}"
+        ))),
+    }
+}
+
+pub(crate) fn to_vec(obj: &Object) -> Vec<u8> {
+    serde_json::to_vec(obj).unwrap_or_default()
+}
+
+pub(crate) fn meta(obj: &Object) -> Option<&Map<String, Value>> {
+    obj.get("metadata").and_then(Value::as_object)
+}
+
+/// The metadata object, created if missing.
+pub(crate) fn meta_mut(obj: &mut Object) -> &mut Map<String, Value> {
+    let entry = obj
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !entry.is_object() {
+        *entry = Value::Object(Map::new());
+    }
+    match entry {
+        Value::Object(m) => m,
+        _ => unreachable!("metadata was just made an object"),
+    }
+}
+
+/// A string metadata field; empty counts as absent.
+pub(crate) fn meta_str<'a>(obj: &'a Object, field: &str) -> Option<&'a str> {
+    meta(obj)
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// The storage key of one object.
+pub(crate) fn key(def: &ResourceDef, namespace: Option<&str>, name: &str) -> String {
+    ObjectKey {
+        group: def.group,
+        resource: def.plural,
+        namespace,
+        name,
+    }
+    .encode()
+}
+
+/// A resourceVersion given by a client: empty is none; otherwise a log index (400 if not).
+pub(crate) fn parse_rv(rv: Option<&str>) -> Result<Option<u64>, ApiError> {
+    match rv {
+        None | Some("") => Ok(None),
+        Some(s) => s
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s:?}"))),
+    }
+}
+
+/// Whether `dryRun=All` was asked for (in the query or a DeleteOptions body).
+pub(crate) fn dry_run<'a>(values: impl Iterator<Item = &'a str>) -> Result<bool, ApiError> {
+    let mut dry = false;
+    for v in values {
+        match v {
+            "All" => dry = true,
+            "" => {}
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "invalid dry run option {other:?}: supported values are \"All\""
+                )))
+            }
+        }
+    }
+    Ok(dry)
+}
+
+/// `dryRun` from the query string.
+pub(crate) fn query_dry_run(q: &Query) -> Result<bool, ApiError> {
+    dry_run(q.get_all("dryRun"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kuorum_api::registry::lookup;
+    use serde_json::json;
+
+    #[test]
+    fn decode_rejects_what_kube_rejects() {
+        assert_eq!(decode(b"").unwrap_err().code, 400);
+        assert_eq!(decode(b"{").unwrap_err().code, 400);
+        assert_eq!(decode(b"[]").unwrap_err().code, 400);
+        assert_eq!(decode(br#"{"metadata":"x"}"#).unwrap_err().code, 400);
+        let e = decode(br#"{"metadata":{"name":5}}"#).unwrap_err();
+        assert!(
+            e.message.contains("metadata.name of type string"),
+            "{}",
+            e.message
+        );
+        let o = decode(br#"{"metadata":{"name":"a","namespace":null}}"#).unwrap();
+        assert_eq!(meta_str(&o, "name"), Some("a"));
+        assert_eq!(meta_str(&o, "namespace"), None);
+    }
+
+    #[test]
+    fn type_meta_is_checked_and_filled() {
+        let cm = lookup("", "v1", "configmaps").unwrap();
+        let mut o = decode(br#"{"data":{}}"#).unwrap();
+        check_type_meta(&mut o, cm).unwrap();
+        assert_eq!(
+            Value::Object(o),
+            json!({"kind":"ConfigMap","apiVersion":"v1","data":{}})
+        );
+        let mut o = decode(br#"{"apiVersion":"apps/v1","kind":"ConfigMap"}"#).unwrap();
+        let e = check_type_meta(&mut o, cm).unwrap_err();
+        assert_eq!(
+            e.message,
+            "the API version in the data (apps/v1) does not match the expected API version (v1)"
+        );
+        let mut o = decode(br#"{"apiVersion":"v1","kind":"Secret"}"#).unwrap();
+        assert_eq!(check_type_meta(&mut o, cm).unwrap_err().code, 400);
+    }
+
+    #[test]
+    fn write_parameters() {
+        assert_eq!(parse_rv(None).unwrap(), None);
+        assert_eq!(parse_rv(Some("")).unwrap(), None);
+        assert_eq!(parse_rv(Some("12")).unwrap(), Some(12));
+        assert_eq!(parse_rv(Some("x")).unwrap_err().code, 400);
+        assert!(dry_run(["All"].into_iter()).unwrap());
+        assert!(!dry_run([].into_iter()).unwrap());
+        assert_eq!(dry_run(["Some"].into_iter()).unwrap_err().code, 400);
+    }
+}

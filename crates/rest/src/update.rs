@@ -1,0 +1,139 @@
+//! PUT of one object: parse → decode → default/validate → store → encode.
+//!
+//! The body's name must be the URL's (and its namespace, when given). A resourceVersion
+//! in the body becomes a precondition checked at apply (409 Conflict if the object moved
+//! on); without one the update is unconditional. A uid in the body is a uid precondition.
+//! Apply keeps uid, creationTimestamp and generation, and bumps generation on spec changes.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use kuorum_api::ApiError;
+use kuorum_store::{Command, Precondition};
+use serde_json::{json, Value};
+
+use crate::error::{cluster_error, write_error};
+use crate::negotiate::{self, json_response};
+use crate::object::{self, Object};
+use crate::route::{Ctx, Target};
+use crate::RestState;
+
+pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
+    // Parse.
+    let t = &ctx.target;
+    let def = t.def;
+    let name = t.name().to_string();
+    let dry_run = object::query_dry_run(&ctx.query)?;
+
+    // Decode.
+    negotiate::check_body_content_type(&ctx.headers)?;
+    let body = negotiate::read_body(&ctx.headers, ctx.body).await?;
+    let mut obj = object::decode(&body)?;
+    object::check_type_meta(&mut obj, def)?;
+
+    // Default/validate.
+    let body_name = object::meta_str(&obj, "name").unwrap_or("");
+    if body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    if let Some(ns) = &t.namespace {
+        match object::meta_str(&obj, "namespace") {
+            Some(body_ns) if body_ns != ns => {
+                return Err(ApiError::bad_request(format!(
+                    "the namespace of the object ({body_ns}) does not match the namespace on the URL ({ns})"
+                )))
+            }
+            _ => {
+                object::meta_mut(&mut obj).insert("namespace".into(), Value::from(ns.as_str()));
+            }
+        }
+    } else {
+        object::meta_mut(&mut obj).remove("namespace");
+    }
+    let precondition = Precondition {
+        resource_version: object::parse_rv(object::meta_str(&obj, "resourceVersion"))?,
+        uid: object::meta_str(&obj, "uid").map(str::to_string),
+    };
+    let meta = object::meta_mut(&mut obj);
+    meta.remove("resourceVersion");
+    meta.remove("generateName");
+    if def.kind == "Namespace" && def.group.is_empty() {
+        keep_namespace_active(&mut obj);
+    }
+    if dry_run {
+        return dry_run_update(st, t, obj, &precondition).await;
+    }
+
+    // Store.
+    let cmd = Command::Update {
+        key: t.key(),
+        object: object::to_vec(&obj).into(),
+        precondition,
+    };
+    match st
+        .cluster
+        .write(cmd, st.request_timeout)
+        .await
+        .map_err(cluster_error)?
+    {
+        // Encode.
+        Ok(stored) => Ok(json_response(
+            StatusCode::OK,
+            object::encode_stored(&stored, def)?,
+        )),
+        Err(e) => Err(write_error(e, def, &name)),
+    }
+}
+
+/// A Namespace keeps its status and finalizers when a client leaves them out.
+fn keep_namespace_active(obj: &mut Object) {
+    if !obj.get("status").is_some_and(Value::is_object) {
+        obj.insert("status".into(), json!({"phase": "Active"}));
+    }
+    if !obj.get("spec").is_some_and(Value::is_object) {
+        obj.insert("spec".into(), json!({"finalizers": ["kubernetes"]}));
+    }
+}
+
+/// `dryRun=All`: check against the local copy and answer what would be stored.
+async fn dry_run_update(
+    st: &RestState,
+    t: &Target,
+    mut obj: Object,
+    p: &Precondition,
+) -> Result<Response, ApiError> {
+    let gr = t.def.group_resource();
+    crate::consistency::wait_for_read(st, &crate::query::Query::default(), false).await?;
+    let Some(stored) = st.cluster.get(&t.key()).map_err(cluster_error)? else {
+        return Err(ApiError::not_found(gr, t.name()));
+    };
+    let old = object::parse_stored(&stored)?;
+    let old_uid = object::meta_str(&old, "uid").unwrap_or("").to_string();
+    if let Some(uid) = &p.uid {
+        if *uid != old_uid {
+            return Err(ApiError::uid_precondition_conflict(
+                gr,
+                t.name(),
+                uid,
+                &old_uid,
+            ));
+        }
+    }
+    let old_rv = object::meta_str(&old, "resourceVersion").unwrap_or("");
+    if let Some(rv) = p.resource_version {
+        if rv.to_string() != old_rv {
+            return Err(ApiError::conflict(gr, t.name()));
+        }
+    }
+    let old_meta = object::meta(&old).cloned().unwrap_or_default();
+    let meta = object::meta_mut(&mut obj);
+    for field in ["uid", "creationTimestamp", "generation", "resourceVersion"] {
+        match old_meta.get(field) {
+            Some(v) => meta.insert(field.into(), v.clone()),
+            None => meta.remove(field),
+        };
+    }
+    object::set_type_meta(&mut obj, t.def);
+    Ok(json_response(StatusCode::OK, object::to_vec(&obj)))
+}
