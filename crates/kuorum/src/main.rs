@@ -1,1 +1,44 @@
-fn main() {}
+//! The `kuorum` command: `serve` runs one node over TCP and RocksDB; `up` runs a local
+//! cluster of `serve` processes and writes a kubeconfig for it.
+
+mod serve;
+mod up;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "kuorum",
+    version,
+    about = "A Kubernetes API server cluster with its storage built in"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run one node.
+    Serve(serve::ServeArgs),
+    /// Run a local cluster of N nodes on 127.0.0.1 until interrupted.
+    Up(up::UpArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    match cli.command {
+        Cmd::Serve(args) => rt.block_on(serve::run(args)),
+        Cmd::Up(args) => rt.block_on(up::run(args)),
+    }
+}

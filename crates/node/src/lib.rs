@@ -1,1 +1,166 @@
+//! One kuorum node, assembled from its seams (DESIGN.md): it never binds or dials by
+//! itself. It is given a REST listener, a stream of incoming peer connections, a dialer
+//! for peers, a clock, an entropy source and its two storage engines; production passes
+//! TCP and RocksDB, the simulator passes turmoil and the in-memory engines.
+//!
+//! [`start_node`] wires replication (kuorum-raft) under the REST router (kuorum-rest),
+//! serves both, and creates the namespaces every cluster has (`default`, `kube-system`,
+//! `kube-public`) once a leader exists.
 
+mod bootstrap;
+mod debug;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use kuorum_api::seams::{Clock, Entropy};
+use kuorum_raft::{Cluster, Dialer, PeerIo, RaftNodeConfig, RaftTiming};
+use kuorum_rest::RestState;
+use kuorum_store::{LogEngine, ObjectEngine};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::task::JoinHandle;
+
+/// What a node is.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub id: u64,
+    /// Every voter's id and peer address, this node included.
+    pub members: BTreeMap<u64, String>,
+    pub timing: RaftTiming,
+    /// Deadline of one write or read barrier.
+    pub request_timeout: Duration,
+}
+
+/// What a node is given from outside: the seams.
+pub struct NodeSeams<L, O, R> {
+    pub rest_listener: R,
+    pub peer_incoming: BoxStream<'static, io::Result<Box<dyn PeerIo>>>,
+    pub dialer: Arc<dyn Dialer>,
+    pub clock: Arc<dyn Clock>,
+    pub entropy: Arc<dyn Entropy>,
+    pub log_engine: Arc<L>,
+    pub object_engine: Arc<O>,
+}
+
+/// A running node. Dropping it does not stop it; call [`RunningNode::shutdown`].
+pub struct RunningNode<O: ObjectEngine> {
+    pub cluster: Cluster,
+    pub raft: kuorum_raft::types::Raft<kuorum_raft::state_machine::StateMachine<O>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl<O: ObjectEngine> RunningNode<O> {
+    /// Stops serving and stops replication.
+    pub async fn shutdown(self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        let _ = self.raft.shutdown().await;
+    }
+}
+
+/// A peer connection as tonic's server wants it.
+struct PeerConn(Box<dyn PeerIo>);
+
+impl AsyncRead for PeerConn {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for PeerConn {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+}
+
+impl tonic::transport::server::Connected for PeerConn {
+    type ConnectInfo = ();
+    fn connect_info(&self) -> Self::ConnectInfo {}
+}
+
+/// Starts a node on the current tokio runtime and returns once it is serving.
+pub async fn start_node<L, O, R>(
+    cfg: NodeConfig,
+    seams: NodeSeams<L, O, R>,
+) -> anyhow::Result<RunningNode<O>>
+where
+    L: LogEngine,
+    O: ObjectEngine,
+    R: axum::serve::Listener,
+    R::Addr: std::fmt::Debug,
+{
+    let raft_cfg = RaftNodeConfig {
+        id: cfg.id,
+        members: cfg.members.clone(),
+        timing: cfg.timing.clone(),
+    };
+    let mut started = kuorum_raft::start_raft(
+        raft_cfg,
+        seams.log_engine,
+        seams.object_engine,
+        seams.dialer,
+    )
+    .await?;
+    let peer_server = started.take_peer_server().expect("peer server taken once");
+    let cluster = started.cluster.clone();
+    let mut tasks = Vec::new();
+
+    let incoming = seams.peer_incoming.map(|r| r.map(PeerConn));
+    tasks.push(tokio::spawn(async move {
+        let res = tonic::transport::Server::builder()
+            .tcp_nodelay(true)
+            .add_service(peer_server)
+            .serve_with_incoming(incoming)
+            .await;
+        if let Err(e) = res {
+            tracing::error!("peer server stopped: {e}");
+        }
+    }));
+
+    let rest = RestState {
+        cluster: cluster.clone(),
+        clock: seams.clock.clone(),
+        entropy: seams.entropy.clone(),
+        request_timeout: cfg.request_timeout,
+    };
+    let app = kuorum_rest::router(rest).merge(debug::router(started.raft.clone()));
+    let listener = seams.rest_listener;
+    tasks.push(tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!("REST server stopped: {e}");
+        }
+    }));
+
+    tasks.push(tokio::spawn(bootstrap::ensure_system_namespaces(
+        cluster.clone(),
+        seams.clock,
+        seams.entropy,
+    )));
+
+    Ok(RunningNode {
+        cluster,
+        raft: started.raft,
+        tasks,
+    })
+}

@@ -1,0 +1,113 @@
+//! `kuorum serve`: one node, with production seams: TCP listeners and dialer, the system
+//! clock, OS-seeded entropy, RocksDB engines in `--data-dir`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use futures::StreamExt;
+use kuorum_api::seams::{SplitMix64, SystemClock};
+use kuorum_node::{start_node, NodeConfig, NodeSeams};
+use kuorum_raft::{PeerIo, RaftTiming, TcpDialer};
+use kuorum_store_rocks::RocksStore;
+use tokio_stream::wrappers::TcpListenerStream;
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// This node's id (a positive integer, unique in the cluster).
+    #[arg(long)]
+    pub id: u64,
+    /// Address for the Kubernetes REST API.
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    pub listen: String,
+    /// Address for node-to-node RPC.
+    #[arg(long, default_value = "127.0.0.1:6543")]
+    pub peer_listen: String,
+    /// Every member as ID=PEERADDR, comma-separated, this node included.
+    #[arg(long, value_delimiter = ',')]
+    pub peers: Vec<String>,
+    /// Where this node keeps its Raft log and objects.
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    /// Deadline of one request's write or consistent read, in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub request_timeout_secs: u64,
+}
+
+fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, String>> {
+    let mut out = BTreeMap::new();
+    for p in peers {
+        let (id, addr) = p
+            .split_once('=')
+            .with_context(|| format!("peer {p:?} is not ID=ADDR"))?;
+        let id: u64 = id
+            .trim()
+            .parse()
+            .with_context(|| format!("peer id in {p:?}"))?;
+        if id == 0 {
+            bail!("node ids start at 1");
+        }
+        out.insert(id, addr.trim().to_string());
+    }
+    Ok(out)
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let members = parse_peers(&args.peers)?;
+    if !members.contains_key(&args.id) {
+        bail!("--peers must include this node (id {})", args.id);
+    }
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    let store = RocksStore::open(&args.data_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+
+    let rest = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("binding {}", args.listen))?;
+    let peer = tokio::net::TcpListener::bind(&args.peer_listen)
+        .await
+        .with_context(|| format!("binding {}", args.peer_listen))?;
+    let peer_incoming = TcpListenerStream::new(peer)
+        .map(|r| {
+            r.map(|s| {
+                let _ = s.set_nodelay(true);
+                Box::new(s) as Box<dyn PeerIo>
+            })
+        })
+        .boxed();
+
+    let cfg = NodeConfig {
+        id: args.id,
+        members,
+        timing: RaftTiming::default(),
+        request_timeout: Duration::from_secs(args.request_timeout_secs),
+    };
+    let seams = NodeSeams {
+        rest_listener: rest,
+        peer_incoming,
+        dialer: Arc::new(TcpDialer),
+        clock: Arc::new(SystemClock),
+        entropy: Arc::new(SplitMix64::from_os()),
+        log_engine: Arc::new(store.log_engine()),
+        object_engine: Arc::new(store.object_engine()),
+    };
+    let node = start_node(cfg, seams).await?;
+    tracing::info!(id = args.id, rest = %args.listen, peer = %args.peer_listen, "kuorum node serving");
+
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    node.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

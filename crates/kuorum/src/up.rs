@@ -1,0 +1,153 @@
+//! `kuorum up`: a local cluster. Starts N `kuorum serve` processes on 127.0.0.1, waits
+//! until they have a leader and the system namespaces, writes a kubeconfig with one
+//! context per node, prints how to use it, and stops the nodes when interrupted.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::Args;
+use tokio::process::{Child, Command};
+
+#[derive(Args, Debug, Clone)]
+pub struct UpArgs {
+    /// How many nodes (3 or 5 make sense: a majority must survive).
+    #[arg(long, default_value_t = 3)]
+    pub nodes: u64,
+    /// Where the nodes keep their data (one directory per node) and the kubeconfig.
+    #[arg(long, default_value = "kuorum-data")]
+    pub data_dir: PathBuf,
+    /// REST port of node 1; node i listens on base-port+i-1, its peer port is base-port+100+i-1.
+    #[arg(long, default_value_t = 6443)]
+    pub base_port: u16,
+}
+
+pub fn kubeconfig(ports: &[u16]) -> String {
+    let mut s = String::from("apiVersion: v1\nkind: Config\nclusters:\n");
+    for (i, p) in ports.iter().enumerate() {
+        let _ = write!(
+            s,
+            "- name: kuorum-node{n}\n  cluster:\n    server: http://127.0.0.1:{p}\n",
+            n = i + 1
+        );
+    }
+    s.push_str("contexts:\n");
+    for i in 0..ports.len() {
+        let _ = write!(s, "- name: kuorum-node{n}\n  context:\n    cluster: kuorum-node{n}\n    user: kuorum-admin\n    namespace: default\n", n = i + 1);
+    }
+    s.push_str("current-context: kuorum-node1\nusers:\n- name: kuorum-admin\n  user: {}\n");
+    s
+}
+
+async fn wait_ready(client: &reqwest::Client, port: u16, deadline: Instant) -> anyhow::Result<()> {
+    loop {
+        let url = format!("http://127.0.0.1:{port}/api/v1/namespaces/default");
+        if let Ok(r) = client.get(&url).send().await {
+            if r.status().is_success() {
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            bail!("node on port {port} did not become ready within the deadline");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn spawn_node(exe: &Path, id: u64, args: &UpArgs, peers: &str) -> anyhow::Result<Child> {
+    let rest = args.base_port + (id - 1) as u16;
+    let peer = args.base_port + 100 + (id - 1) as u16;
+    let dir = args.data_dir.join(format!("node{id}"));
+    std::fs::create_dir_all(&dir)?;
+    let log = std::fs::File::create(args.data_dir.join(format!("node{id}.log")))?;
+    let child = Command::new(exe)
+        .arg("serve")
+        .args(["--id", &id.to_string()])
+        .args(["--listen", &format!("127.0.0.1:{rest}")])
+        .args(["--peer-listen", &format!("127.0.0.1:{peer}")])
+        .args(["--peers", peers])
+        .arg("--data-dir")
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting node {id}"))?;
+    Ok(child)
+}
+
+pub async fn run(args: UpArgs) -> anyhow::Result<()> {
+    if args.nodes == 0 {
+        bail!("--nodes must be at least 1");
+    }
+    std::fs::create_dir_all(&args.data_dir)?;
+    let data_dir = std::fs::canonicalize(&args.data_dir)?;
+    let args = UpArgs { data_dir, ..args };
+    let exe = std::env::current_exe()?;
+    let peers: Vec<String> = (1..=args.nodes)
+        .map(|i| format!("{i}=127.0.0.1:{}", args.base_port + 100 + (i - 1) as u16))
+        .collect();
+    let peers = peers.join(",");
+    let mut children = Vec::new();
+    for id in 1..=args.nodes {
+        children.push(spawn_node(&exe, id, &args, &peers)?);
+    }
+    let ports: Vec<u16> = (0..args.nodes).map(|i| args.base_port + i as u16).collect();
+
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for p in &ports {
+        wait_ready(&client, *p, deadline).await?;
+    }
+    let kc = args.data_dir.join("kubeconfig");
+    std::fs::write(&kc, kubeconfig(&ports))?;
+    println!(
+        "kuorum: {} nodes up (REST on 127.0.0.1:{}..{}), logs in {}",
+        args.nodes,
+        ports[0],
+        ports[ports.len() - 1],
+        args.data_dir.display()
+    );
+    println!("point kubectl at it:");
+    println!("  kubectl --kubeconfig {} get namespaces", kc.display());
+    println!("(one context per node: --context kuorum-node2, ...). Ctrl-C stops the cluster.");
+
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let exited = async {
+        // Report, but keep the rest running: a cluster survives a minority failing.
+        let mut waits: Vec<_> = children
+            .iter_mut()
+            .enumerate()
+            .map(|(i, c)| Box::pin(async move { (i + 1, c.wait().await) }))
+            .collect();
+        while !waits.is_empty() {
+            let ((id, res), _, rest) = futures::future::select_all(waits).await;
+            eprintln!("kuorum: node {id} exited: {res:?}");
+            waits = rest;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+        _ = exited => {}
+    }
+    println!("kuorum: stopping nodes");
+    for c in children.iter_mut() {
+        if let Some(pid) = c.id() {
+            // SIGTERM lets each node stop cleanly.
+            let _ = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+        }
+    }
+    for c in children.iter_mut() {
+        let _ = tokio::time::timeout(Duration::from_secs(10), c.wait()).await;
+        let _ = c.start_kill();
+    }
+    Ok(())
+}
