@@ -59,6 +59,16 @@ pub fn host_name(id: u64) -> String {
 impl SimCluster {
     /// Registers hosts `node1..=nodeN` in `sim`, each running a kuorum node.
     pub fn start(sim: &mut turmoil::Sim<'_>, nodes: u64, seed: u64) -> SimCluster {
+        Self::start_with(sim, nodes, seed, RaftTiming::default())
+    }
+
+    /// As [`SimCluster::start`], with the given Raft timing and snapshot policy.
+    pub fn start_with(
+        sim: &mut turmoil::Sim<'_>,
+        nodes: u64,
+        seed: u64,
+        timing: RaftTiming,
+    ) -> SimCluster {
         let members: BTreeMap<u64, String> = (1..=nodes)
             .map(|i| (i, format!("{}:{PEER_PORT}", host_name(i))))
             .collect();
@@ -67,16 +77,18 @@ impl SimCluster {
             let d = SimNodeDisks::default();
             disks.insert(id, d.clone());
             let members = members.clone();
+            let timing = timing.clone();
             sim.host(host_name(id), move || {
                 let d = d.clone();
                 let members = members.clone();
+                let timing = timing.clone();
                 async move {
                     let rest = turmoil::net::TcpListener::bind(("0.0.0.0", REST_PORT)).await?;
                     let peer = turmoil::net::TcpListener::bind(("0.0.0.0", PEER_PORT)).await?;
                     let cfg = NodeConfig {
                         id,
                         members,
-                        timing: RaftTiming::default(),
+                        timing,
                         request_timeout: Duration::from_secs(10),
                     };
                     let seams = NodeSeams {

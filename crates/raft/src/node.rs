@@ -28,6 +28,9 @@ pub struct RaftTiming {
     pub election_max: Duration,
     /// Build a snapshot (and allow purging the log) after this many applied entries.
     pub snapshot_every: u64,
+    /// Log entries kept behind the latest snapshot, so a briefly lagging follower catches
+    /// up from the log instead of a whole snapshot.
+    pub logs_to_keep: u64,
 }
 
 impl Default for RaftTiming {
@@ -37,6 +40,7 @@ impl Default for RaftTiming {
             election_min: Duration::from_millis(1000),
             election_max: Duration::from_millis(2000),
             snapshot_every: 10_000,
+            logs_to_keep: 1_000,
         }
     }
 }
@@ -116,7 +120,7 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
         election_timeout_max: t.election_max.as_millis() as u64,
         install_snapshot_timeout: 10_000,
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(t.snapshot_every),
-        max_in_snapshot_log_to_keep: 1000,
+        max_in_snapshot_log_to_keep: t.logs_to_keep,
         enable_pre_vote: Some(true),
         ..Default::default()
     };
