@@ -160,6 +160,7 @@ impl fmt::Display for GroupKind<'_> {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 const fn core(
     kind: &'static str,
     plural: &'static str,

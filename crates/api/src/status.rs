@@ -105,7 +105,7 @@ pub struct ApiError {
     pub code: u16,
     pub message: String,
     /// `None` leaves `details` out; `Some(Details::default())` sends `"details":{}`.
-    pub details: Option<Details>,
+    pub details: Option<Box<Details>>,
 }
 
 impl fmt::Display for ApiError {
@@ -147,7 +147,7 @@ impl ApiError {
     }
 
     fn with_details(mut self, details: Details) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
