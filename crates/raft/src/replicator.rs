@@ -4,8 +4,12 @@
 //! A retry after an attempt whose outcome is unknown (the leader's entry was discarded,
 //! or the RPC to the leader broke after it was sent) can meet its own earlier success. A
 //! create settles this by the uid the proposer chose: "already exists" with our uid is our
-//! own write, answered as a success. (Updates without a precondition are idempotent at
-//! apply: re-applying identical content changes nothing.)
+//! own write, answered as a success; an update's conflict on an object that holds exactly
+//! the content it proposed is its own write too. (Updates without a precondition are
+//! idempotent at apply: re-applying identical content changes nothing.) A delete that
+//! meets "not found" after an unknown outcome answers not found: the object is gone
+//! either way, and the client cannot tell whose delete it was (kube-apiserver's answer in
+//! that case is a 504 timeout, which is no more informative).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,16 +104,25 @@ impl<E: ObjectEngine> RaftReplicator<E> {
         }
     }
 
-    /// Turns "already exists" into success when the stored object is our own create.
+    /// After an attempt with an unknown outcome, a retry may meet its own success:
+    /// "already exists" with our uid is our create; a conflict on an object whose content
+    /// is exactly what we wrote is our update.
     fn settle(&self, cmd: &Command, result: WriteResult, uncertain: bool) -> WriteResult {
+        if !uncertain {
+            return result;
+        }
         match (cmd, &result) {
-            (Command::Create { key, object, .. }, Err(WriteError::AlreadyExists)) if uncertain => {
+            (Command::Create { key, object, .. }, Err(WriteError::AlreadyExists)) => {
                 let ours = uid_of(object);
                 match self.engine.get(key) {
                     Ok(Some(stored)) if ours.is_some() && uid_of(&stored) == ours => Ok(stored),
                     _ => result,
                 }
             }
+            (Command::Update { key, object, .. }, Err(WriteError::Conflict)) => match self.engine.get(key) {
+                Ok(Some(stored)) if same_content(&stored, object) => Ok(stored),
+                _ => result,
+            },
             _ => result,
         }
     }
@@ -144,6 +157,21 @@ impl<E: ObjectEngine> RaftReplicator<E> {
             ReadIndexReply::NotLeader { .. } | ReadIndexReply::Failed(_) => None,
         }
     }
+}
+
+/// Equal apart from the fields apply sets (resourceVersion, generation) or keeps from the
+/// stored object (uid, creationTimestamp).
+fn same_content(stored: &[u8], proposed: &[u8]) -> bool {
+    let strip = |b: &[u8]| -> Option<serde_json::Value> {
+        let mut v: serde_json::Value = serde_json::from_slice(b).ok()?;
+        if let Some(m) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            for f in ["resourceVersion", "generation", "uid", "creationTimestamp"] {
+                m.remove(f);
+            }
+        }
+        Some(v)
+    };
+    matches!((strip(stored), strip(proposed)), (Some(a), Some(b)) if a == b)
 }
 
 fn uid_of(object: &[u8]) -> Option<String> {
