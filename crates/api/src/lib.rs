@@ -5,11 +5,13 @@
 //! - [`discovery`]: the discovery documents and `/version`, built from the registry.
 //! - [`status`]: [`ApiError`], every failure as the `metav1.Status` kube-apiserver sends.
 //! - [`validation`]: name rules with kube-apiserver's exact error text.
+//! - [`selector`]: label and field selectors.
 //! - [`seams`]: the seams through which a node gets time and randomness.
 
 pub mod discovery;
 pub mod registry;
 pub mod seams;
+pub mod selector;
 pub mod status;
 pub mod validation;
 

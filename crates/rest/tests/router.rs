@@ -884,3 +884,76 @@ async fn unknown_resources_and_methods() {
         .await;
     assert_eq!(r.json()["reason"], "BadRequest");
 }
+
+#[tokio::test]
+async fn list_selectors() {
+    let app = app().await;
+    app.namespace("default").await;
+    app.namespace("other").await;
+    let cms = "/api/v1/namespaces/default/configmaps";
+    for (name, app_label) in [("a", "web"), ("b", "db"), ("c", "web")] {
+        let r = app
+            .post(
+                cms,
+                json!({"metadata": {"name": name, "labels": {"app": app_label}}}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED);
+    }
+    app.configmap("other", "a").await;
+    let names = |v: serde_json::Value| -> Vec<String> {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        names(
+            app.get(&format!("{cms}?labelSelector=app%3Dweb"))
+                .await
+                .json()
+        ),
+        ["a", "c"]
+    );
+    assert_eq!(
+        names(
+            app.get(&format!("{cms}?labelSelector=app+in+(db,x)"))
+                .await
+                .json()
+        ),
+        ["b"]
+    );
+    assert_eq!(
+        names(
+            app.get(&format!("{cms}?labelSelector=app!%3Dweb"))
+                .await
+                .json()
+        ),
+        ["b"]
+    );
+    assert_eq!(
+        names(
+            app.get(&format!("{cms}?fieldSelector=metadata.name%3Da"))
+                .await
+                .json()
+        ),
+        ["a"]
+    );
+    let all = app
+        .get("/api/v1/configmaps?fieldSelector=metadata.name%3Da,metadata.namespace%3Dother")
+        .await
+        .json();
+    assert_eq!(all["items"].as_array().unwrap().len(), 1);
+    assert_eq!(all["items"][0]["metadata"]["namespace"], "other");
+    app.get(&format!("{cms}?fieldSelector=spec.nodeName%3Dx"))
+        .await
+        .status_of(
+            400,
+            "BadRequest",
+            "field label not supported: spec.nodeName",
+        );
+    let r = app.get(&format!("{cms}?labelSelector=a+b+c")).await;
+    assert_eq!(r.json()["reason"], "BadRequest");
+}
