@@ -2,6 +2,7 @@
 //! asks for it, legacy otherwise), `/apis/{group}`, `/api/v1`, `/apis/{group}/{version}`,
 //! `/version`, and the health checks.
 
+use axum::extract::rejection::PathRejection;
 use axum::extract::Path;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -14,6 +15,13 @@ use crate::negotiate::{self, json_response, json_response_as};
 
 fn json(v: &Value) -> Response {
     json_response(StatusCode::OK, serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// Discovery documents differ by `Accept`; caches must know.
+fn vary_accept(mut resp: Response) -> Response {
+    resp.headers_mut()
+        .insert(header::VARY, header::HeaderValue::from_static("Accept"));
+    resp
 }
 
 fn fail(e: ApiError) -> Response {
@@ -49,28 +57,42 @@ fn server_address(headers: &HeaderMap) -> String {
 pub(crate) async fn api(headers: HeaderMap) -> Response {
     if negotiate::wants_aggregated_discovery(&headers) {
         let body = serde_json::to_vec(&docs::aggregated_core()).unwrap_or_default();
-        return json_response_as(StatusCode::OK, docs::AGGREGATED_CONTENT_TYPE, body);
+        return vary_accept(json_response_as(
+            StatusCode::OK,
+            docs::AGGREGATED_CONTENT_TYPE,
+            body,
+        ));
     }
     if let Err(e) = negotiate::check_accept(&headers) {
         return fail(e);
     }
-    json(&docs::api_versions(&server_address(&headers)))
+    vary_accept(json(&docs::api_versions(&server_address(&headers))))
 }
 
 /// `GET /apis`.
 pub(crate) async fn apis(headers: HeaderMap) -> Response {
     if negotiate::wants_aggregated_discovery(&headers) {
         let body = serde_json::to_vec(&docs::aggregated_groups()).unwrap_or_default();
-        return json_response_as(StatusCode::OK, docs::AGGREGATED_CONTENT_TYPE, body);
+        return vary_accept(json_response_as(
+            StatusCode::OK,
+            docs::AGGREGATED_CONTENT_TYPE,
+            body,
+        ));
     }
     if let Err(e) = negotiate::check_accept(&headers) {
         return fail(e);
     }
-    json(&docs::api_group_list())
+    vary_accept(json(&docs::api_group_list()))
 }
 
 /// `GET /apis/{group}`.
-pub(crate) async fn group(Path(group): Path<String>, headers: HeaderMap) -> Response {
+pub(crate) async fn group(
+    group: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> Response {
+    let Ok(Path(group)) = group else {
+        return fail(ApiError::path_not_found());
+    };
     if let Err(e) = negotiate::check_accept(&headers) {
         return fail(e);
     }
@@ -87,10 +109,13 @@ pub(crate) async fn core_resources(headers: HeaderMap) -> Response {
 
 /// `GET /apis/{group}/{version}`.
 pub(crate) async fn group_resources(
-    Path((group, version)): Path<(String, String)>,
+    gv: Result<Path<(String, String)>, PathRejection>,
     headers: HeaderMap,
 ) -> Response {
-    resources(&group, &version, &headers)
+    match gv {
+        Ok(Path((group, version))) => resources(&group, &version, &headers),
+        Err(_) => fail(ApiError::path_not_found()),
+    }
 }
 
 fn resources(group: &str, version: &str, headers: &HeaderMap) -> Response {

@@ -57,7 +57,6 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     };
     let meta = object::meta_mut(&mut obj);
     meta.remove("resourceVersion");
-    meta.remove("generateName");
     if def.kind == "Namespace" && def.group.is_empty() {
         keep_namespace_active(&mut obj);
     }

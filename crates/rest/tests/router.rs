@@ -58,6 +58,7 @@ async fn aggregated_discovery_has_the_exact_content_type() {
         .await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.content_type(), AGGREGATED_CONTENT_TYPE);
+    assert_eq!(r.headers.get("vary").unwrap(), "Accept");
     let v = r.json();
     assert_eq!(v["kind"], "APIGroupDiscoveryList");
     assert_eq!(v["apiVersion"], "apidiscovery.k8s.io/v2");
@@ -373,6 +374,14 @@ async fn generate_name_appends_a_suffix() {
     }
     names.dedup();
     assert_eq!(names.len(), 3);
+    // An update keeps generateName like any other field.
+    let url = format!("/api/v1/namespaces/default/configmaps/{}", names[0]);
+    let mut cm = app.get(&url).await.json();
+    cm["data"] = json!({"x": "y"});
+    assert_eq!(
+        app.put(&url, cm).await.json()["metadata"]["generateName"],
+        "web-"
+    );
     let long = "p".repeat(80);
     let r = app
         .post(
