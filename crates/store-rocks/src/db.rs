@@ -1,0 +1,150 @@
+//! The one RocksDB instance both engines live in, and the group-commit bookkeeping for
+//! its write-ahead log.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use kuorum_store::{StoreError, StoreResult};
+use rocksdb::{
+    ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, WriteBatch, WriteOptions, DB,
+};
+
+/// Raft log entries: key = index as u64 big-endian, value = the entry bytes.
+pub(crate) const CF_LOG: &str = "log";
+/// The log's small metadata (vote, committed, last purged): key = name, value = bytes.
+pub(crate) const CF_LOG_META: &str = "log_meta";
+/// Objects: key = the storage key (UTF-8), value = the object bytes.
+pub(crate) const CF_OBJECTS: &str = "objects";
+/// The object store's metadata (last applied log id, membership).
+pub(crate) const CF_OBJECT_META: &str = "object_meta";
+
+const ALL_CFS: [&str; 4] = [CF_LOG, CF_LOG_META, CF_OBJECTS, CF_OBJECT_META];
+
+/// Bounds the write-ahead log on disk. With one WAL shared by four column families, a WAL
+/// file can be deleted only once every family's data in it has been flushed to a table;
+/// past this size RocksDB flushes the families holding the oldest WAL back.
+const MAX_TOTAL_WAL_SIZE: u64 = 256 << 20;
+
+pub(crate) fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::new(format!("rocksdb: {context}: {e}"))
+}
+
+/// Runs blocking RocksDB work on tokio's blocking pool, so it never stalls the runtime.
+pub(crate) async fn blocking<T, F>(f: F) -> StoreResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> StoreResult<T> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| err("blocking task", e))?
+}
+
+/// The database plus the group-commit counters. Every unsynced write bumps `written`
+/// once it has returned (so it is in the WAL file, though maybe not on disk);
+/// `synced` is a value of `written` such that every write counted up to it is on disk.
+pub(crate) struct Shared {
+    pub(crate) db: DB,
+    path: PathBuf,
+    written: AtomicU64,
+    synced: AtomicU64,
+    fsyncs: AtomicU64,
+    /// One WAL fsync at a time; callers queued behind it usually find their writes
+    /// covered by the fsync they waited for, and return without one of their own.
+    sync_lock: tokio::sync::Mutex<()>,
+}
+
+impl Shared {
+    pub(crate) fn open(path: &Path) -> StoreResult<Arc<Self>> {
+        std::fs::create_dir_all(path).map_err(|e| err("create directory", e))?;
+
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        opts.set_compression_type(DBCompressionType::Lz4);
+        opts.set_max_total_wal_size(MAX_TOTAL_WAL_SIZE);
+        opts.set_keep_log_file_num(10);
+
+        let cfs = ALL_CFS.iter().map(|name| {
+            let mut cf_opts = Options::default();
+            cf_opts.set_compression_type(DBCompressionType::Lz4);
+            ColumnFamilyDescriptor::new(*name, cf_opts)
+        });
+        let db = DB::open_cf_descriptors(&opts, path, cfs).map_err(|e| err("open", e))?;
+
+        // Whatever a previous process wrote without syncing may still sit in the page
+        // cache, and recovery makes it visible again. Make it durable before anything is
+        // built on it (a vote, an acknowledgement to a leader).
+        db.flush_wal(true).map_err(|e| err("sync on open", e))?;
+
+        Ok(Arc::new(Shared {
+            db,
+            path: path.to_path_buf(),
+            written: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
+            fsyncs: AtomicU64::new(0),
+            sync_lock: tokio::sync::Mutex::new(()),
+        }))
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn fsync_count(&self) -> u64 {
+        self.fsyncs.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn cf(&self, name: &str) -> StoreResult<&ColumnFamily> {
+        self.db
+            .cf_handle(name)
+            .ok_or_else(|| err("column family", format!("{name} is missing")))
+    }
+
+    /// Writes a batch to the memtable and the WAL file, without an fsync. Readable at
+    /// once; durable after the next [`Shared::sync`].
+    pub(crate) fn write(&self, batch: WriteBatch) -> StoreResult<()> {
+        self.db.write(batch).map_err(|e| err("write", e))?;
+        // Counted only now that it is in the WAL file: a sync that reads `written` after
+        // this point and then fsyncs the WAL covers this write.
+        self.written.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Writes a batch and fsyncs the WAL before returning. RocksDB syncs the whole WAL
+    /// up to this record, so every write that returned before this one is durable too.
+    pub(crate) fn write_synced(&self, batch: WriteBatch) -> StoreResult<()> {
+        let covered = self.written.load(Ordering::SeqCst);
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        self.db
+            .write_opt(batch, &wo)
+            .map_err(|e| err("synced write", e))?;
+        self.fsyncs.fetch_add(1, Ordering::SeqCst);
+        self.synced.fetch_max(covered, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Makes every write that returned before this call durable. Concurrent callers
+    /// share fsyncs: a caller whose writes were covered by an fsync that began after
+    /// them returns without another.
+    pub(crate) async fn sync(self: &Arc<Self>) -> StoreResult<()> {
+        let target = self.written.load(Ordering::SeqCst);
+        if self.synced.load(Ordering::SeqCst) >= target {
+            return Ok(());
+        }
+        let _guard = self.sync_lock.lock().await;
+        if self.synced.load(Ordering::SeqCst) >= target {
+            return Ok(());
+        }
+        // Everything counted up to `upto` is already in the WAL file; the fsync below
+        // covers it (and perhaps more, which is only counted by the next sync).
+        let upto = self.written.load(Ordering::SeqCst);
+        let me = Arc::clone(self);
+        blocking(move || me.db.flush_wal(true).map_err(|e| err("sync wal", e))).await?;
+        self.fsyncs.fetch_add(1, Ordering::SeqCst);
+        self.synced.fetch_max(upto, Ordering::SeqCst);
+        Ok(())
+    }
+}

@@ -1,0 +1,442 @@
+//! The RocksDB engines against the conformance suite, the in-memory reference, and
+//! reopening (what a restart sees).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use kuorum_store::conformance::{log_engine_suite, object_engine_suite};
+use kuorum_store::engine::ObjectDump;
+use kuorum_store::memory::MemoryObjectEngine;
+use kuorum_store::{LogEngine, ObjectBatch, ObjectEngine};
+use kuorum_store_rocks::{RocksLogEngine, RocksObjectEngine, RocksStore};
+use tempfile::TempDir;
+
+fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+/// Temporary directories that outlive the engines a suite opens in them.
+#[derive(Default)]
+struct Dirs(Mutex<Vec<TempDir>>);
+
+impl Dirs {
+    fn fresh(&self) -> PathBuf {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        self.0.lock().unwrap().push(dir);
+        path
+    }
+}
+
+fn put(key: &str, value: &str) -> (String, Option<Bytes>) {
+    (key.to_string(), Some(b(value)))
+}
+
+fn keys(pairs: &[(String, Bytes)]) -> Vec<&str> {
+    pairs.iter().map(|(k, _)| k.as_str()).collect()
+}
+
+fn indexes(entries: &[(u64, Bytes)]) -> Vec<u64> {
+    entries.iter().map(|(i, _)| *i).collect()
+}
+
+#[tokio::test]
+async fn log_engine_conforms() {
+    let dirs = Dirs::default();
+    log_engine_suite(|| RocksLogEngine::open(&dirs.fresh()).unwrap()).await;
+}
+
+#[tokio::test]
+async fn object_engine_conforms() {
+    let dirs = Dirs::default();
+    object_engine_suite(|| RocksObjectEngine::open(&dirs.fresh()).unwrap()).await;
+}
+
+#[tokio::test]
+async fn engines_of_one_store_conform() {
+    let dirs = Dirs::default();
+    log_engine_suite(|| RocksStore::open(&dirs.fresh()).unwrap().log_engine()).await;
+    object_engine_suite(|| RocksStore::open(&dirs.fresh()).unwrap().object_engine()).await;
+}
+
+#[tokio::test]
+async fn log_survives_reopen() {
+    let dirs = Dirs::default();
+    let path = dirs.fresh();
+    {
+        let log = RocksLogEngine::open(&path).unwrap();
+        log.append((1..=5).map(|i| (i, b(&format!("e{i}")))).collect())
+            .await
+            .unwrap();
+        log.sync().await.unwrap();
+        log.truncate_from(4).await.unwrap();
+        log.append(vec![(4, b("e4-new"))]).await.unwrap();
+        log.purge_upto(1).await.unwrap();
+        log.put_meta("vote", b("v1")).await.unwrap();
+        log.put_meta("committed", b("c3")).await.unwrap();
+        // Appended after the last durable write and synced on its own.
+        log.append(vec![(5, b("e5-new"))]).await.unwrap();
+        log.sync().await.unwrap();
+    }
+    let log = RocksLogEngine::open(&path).unwrap();
+    assert_eq!(
+        log.read_range(0, 100).unwrap(),
+        vec![
+            (2, b("e2")),
+            (3, b("e3")),
+            (4, b("e4-new")),
+            (5, b("e5-new"))
+        ]
+    );
+    assert_eq!(log.last_entry().unwrap(), Some((5, b("e5-new"))));
+    assert_eq!(log.get_meta("vote").unwrap(), Some(b("v1")));
+    assert_eq!(log.get_meta("committed").unwrap(), Some(b("c3")));
+    assert_eq!(log.get_meta("absent").unwrap(), None);
+
+    // Appends made durable by a metadata write alone (no sync).
+    log.append(vec![(6, b("e6"))]).await.unwrap();
+    log.put_meta("vote", b("v2")).await.unwrap();
+    drop(log);
+    let log = RocksLogEngine::open(&path).unwrap();
+    assert_eq!(log.last_entry().unwrap(), Some((6, b("e6"))));
+    assert_eq!(log.get_meta("vote").unwrap(), Some(b("v2")));
+}
+
+#[tokio::test]
+async fn log_index_order_and_extremes() {
+    let dirs = Dirs::default();
+    let log = RocksLogEngine::open(&dirs.fresh()).unwrap();
+    // Big-endian keys sort numerically: 255 < 256 < 65536.
+    log.append(vec![
+        (0, b("0")),
+        (255, b("255")),
+        (256, b("256")),
+        (65536, b("65536")),
+        (u64::MAX - 1, b("max-1")),
+        (u64::MAX, b("max")),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(
+        indexes(&log.read_range(0, u64::MAX).unwrap()),
+        vec![0, 255, 256, 65536, u64::MAX - 1]
+    );
+    assert_eq!(
+        indexes(&log.read_range(255, 65536).unwrap()),
+        vec![255, 256]
+    );
+    assert_eq!(
+        indexes(&log.read_range(257, 65536).unwrap()),
+        Vec::<u64>::new()
+    );
+    assert!(
+        log.read_range(10, 5).unwrap().is_empty(),
+        "a backwards range reads nothing"
+    );
+    assert_eq!(log.last_entry().unwrap(), Some((u64::MAX, b("max"))));
+
+    log.truncate_from(u64::MAX).await.unwrap();
+    assert_eq!(log.last_entry().unwrap().map(|e| e.0), Some(u64::MAX - 1));
+    log.purge_upto(0).await.unwrap();
+    assert_eq!(indexes(&log.read_range(0, 300).unwrap()), vec![255, 256]);
+    log.truncate_from(256).await.unwrap();
+    assert_eq!(log.last_entry().unwrap().map(|e| e.0), Some(255));
+
+    log.append(vec![(1000, b("x")), (u64::MAX, b("max"))])
+        .await
+        .unwrap();
+    log.purge_upto(u64::MAX).await.unwrap();
+    assert_eq!(
+        log.last_entry().unwrap(),
+        None,
+        "purging up to u64::MAX empties the log"
+    );
+    log.append(vec![(7, b("7")), (8, b("8"))]).await.unwrap();
+    log.truncate_from(0).await.unwrap();
+    assert_eq!(
+        log.last_entry().unwrap(),
+        None,
+        "truncating from 0 empties the log"
+    );
+}
+
+#[tokio::test]
+async fn objects_survive_reopen() {
+    let dirs = Dirs::default();
+    let path = dirs.fresh();
+    let batch = ObjectBatch {
+        objects: vec![
+            put("/r/a", "1"),
+            put("/r/b", "2"),
+            put("/r/c", "3"),
+            ("/r/b".into(), None),
+        ],
+        meta: vec![("applied".into(), b("7")), ("membership".into(), b("m"))],
+    };
+    {
+        let objects = RocksObjectEngine::open(&path).unwrap();
+        objects.write(batch).await.unwrap();
+        objects
+            .write(ObjectBatch {
+                objects: vec![put("/r/a", "1b")],
+                meta: vec![("applied".into(), b("8"))],
+            })
+            .await
+            .unwrap();
+        objects.sync().await.unwrap();
+    }
+    let objects = RocksObjectEngine::open(&path).unwrap();
+    assert_eq!(objects.get("/r/a").unwrap(), Some(b("1b")));
+    assert_eq!(objects.get("/r/b").unwrap(), None);
+    assert_eq!(
+        keys(&objects.scan("/r/", None, 10).unwrap()),
+        vec!["/r/a", "/r/c"]
+    );
+    assert_eq!(objects.get_meta("applied").unwrap(), Some(b("8")));
+    assert_eq!(objects.get_meta("membership").unwrap(), Some(b("m")));
+    assert_eq!(
+        objects.dump().unwrap(),
+        ObjectDump {
+            objects: vec![("/r/a".into(), b("1b")), ("/r/c".into(), b("3"))],
+            meta: vec![("applied".into(), b("8")), ("membership".into(), b("m"))],
+        }
+    );
+}
+
+#[tokio::test]
+async fn restore_replaces_everything_and_survives_reopen() {
+    let dirs = Dirs::default();
+    let path = dirs.fresh();
+    let dump = ObjectDump {
+        objects: vec![("/new/1".into(), b("one")), ("/new/2".into(), b("two"))],
+        meta: vec![("applied".into(), b("42"))],
+    };
+    {
+        let objects = RocksObjectEngine::open(&path).unwrap();
+        objects
+            .write(ObjectBatch {
+                objects: vec![
+                    put("/old/1", "x"),
+                    put("/new/1", "stale"),
+                    put("\u{10FFFF}", "last"),
+                ],
+                meta: vec![("applied".into(), b("3")), ("old-meta".into(), b("y"))],
+            })
+            .await
+            .unwrap();
+        objects.restore(dump.clone()).await.unwrap();
+        assert_eq!(objects.dump().unwrap(), dump);
+        // No sync: restore is durable on its own.
+    }
+    let objects = RocksObjectEngine::open(&path).unwrap();
+    assert_eq!(
+        objects.dump().unwrap(),
+        dump,
+        "the restored state is what a restart sees"
+    );
+    assert_eq!(objects.get("/old/1").unwrap(), None);
+    assert_eq!(
+        objects.get("\u{10FFFF}").unwrap(),
+        None,
+        "the highest possible key is cleared too"
+    );
+    assert_eq!(objects.get_meta("old-meta").unwrap(), None);
+
+    // Writes after a restore land on top of it; an empty dump empties the store.
+    objects
+        .write(ObjectBatch {
+            objects: vec![put("/new/3", "three")],
+            meta: vec![],
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        keys(&objects.scan("/new/", None, 10).unwrap()),
+        vec!["/new/1", "/new/2", "/new/3"]
+    );
+    objects.restore(ObjectDump::default()).await.unwrap();
+    drop(objects);
+    let objects = RocksObjectEngine::open(&path).unwrap();
+    assert_eq!(objects.dump().unwrap(), ObjectDump::default());
+}
+
+#[tokio::test]
+async fn scan_matches_the_reference_at_boundaries() {
+    let dirs = Dirs::default();
+    let rocks = RocksObjectEngine::open(&dirs.fresh()).unwrap();
+    let memory = MemoryObjectEngine::new();
+    let all = [
+        "/a", "/a/", "/a/1", "/a/1/x", "/a/10", "/a/2", "/a/é", "/a0", "/ab", "/a\u{7f}", "/b",
+        "/b/1", "",
+    ];
+    let batch = ObjectBatch {
+        objects: all.iter().map(|k| put(k, &format!("v{k}"))).collect(),
+        meta: vec![],
+    };
+    rocks.write(batch.clone()).await.unwrap();
+    memory.write(batch).await.unwrap();
+
+    // Spot checks, spelled out.
+    assert_eq!(
+        keys(&rocks.scan("/a/", None, 100).unwrap()),
+        vec!["/a/", "/a/1", "/a/1/x", "/a/10", "/a/2", "/a/é"],
+        "a prefix ending in / takes no sibling (/a0, /ab)"
+    );
+    assert_eq!(
+        keys(&rocks.scan("/a/", Some("/a/1"), 2).unwrap()),
+        vec!["/a/1/x", "/a/10"]
+    );
+    assert_eq!(
+        keys(&rocks.scan("/a/", Some("/a/15"), 10).unwrap()),
+        vec!["/a/2", "/a/é"]
+    );
+    assert_eq!(
+        keys(&rocks.scan("/a/", Some("/a/"), 1).unwrap()),
+        vec!["/a/1"],
+        "start_after is exclusive"
+    );
+    assert!(
+        rocks.scan("/a/", Some("/a0"), 10).unwrap().is_empty(),
+        "start_after past the prefix"
+    );
+    assert!(rocks.scan("/a/", None, 0).unwrap().is_empty(), "limit 0");
+    assert_eq!(
+        rocks.scan("", None, 100).unwrap().len(),
+        all.len(),
+        "the empty prefix is everything"
+    );
+
+    // Every combination against the in-memory reference.
+    let prefixes = ["", "/", "/a", "/a/", "/a/1", "/a/é", "/b", "/c", "/a\u{7f}"];
+    let afters = [
+        None,
+        Some(""),
+        Some("/"),
+        Some("/0"),
+        Some("/a"),
+        Some("/a/"),
+        Some("/a/1"),
+        Some("/a/15"),
+        Some("/a/é"),
+        Some("/a0"),
+        Some("/zz"),
+    ];
+    for prefix in prefixes {
+        for after in afters {
+            for limit in [0, 1, 2, 3, 100] {
+                assert_eq!(
+                    rocks.scan(prefix, after, limit).unwrap(),
+                    memory.scan(prefix, after, limit).unwrap(),
+                    "scan({prefix:?}, {after:?}, {limit})"
+                );
+            }
+        }
+    }
+
+    // Paging with start_after = the last key of the previous page visits each key once.
+    let mut paged = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = rocks.scan("/a", after.as_deref(), 3).unwrap();
+        if page.is_empty() {
+            break;
+        }
+        after = Some(page.last().unwrap().0.clone());
+        paged.extend(page);
+    }
+    assert_eq!(paged, rocks.scan("/a", None, 100).unwrap());
+}
+
+#[tokio::test]
+async fn one_store_holds_both_engines_across_reopen() {
+    let dirs = Dirs::default();
+    let path = dirs.fresh();
+    {
+        let store = RocksStore::open(&path).unwrap();
+        assert!(
+            RocksLogEngine::open(&path).is_err(),
+            "a directory is open once at a time"
+        );
+        let (log, objects) = (store.log_engine(), store.object_engine());
+        log.append(vec![(1, b("e1"))]).await.unwrap();
+        log.put_meta("vote", b("log-vote")).await.unwrap();
+        objects
+            .write(ObjectBatch {
+                objects: vec![put("/k", "v")],
+                meta: vec![("vote".into(), b("sm-meta"))],
+            })
+            .await
+            .unwrap();
+        // The log's sync covers the object write before it: one WAL.
+        log.append(vec![(2, b("e2"))]).await.unwrap();
+        log.sync().await.unwrap();
+        let before = store.fsync_count();
+        objects.sync().await.unwrap();
+        assert_eq!(
+            store.fsync_count(),
+            before,
+            "nothing left for the object store to sync"
+        );
+    }
+    let store = RocksStore::open(&path).unwrap();
+    let (log, objects) = (store.log_engine(), store.object_engine());
+    assert_eq!(indexes(&log.read_range(0, 10).unwrap()), vec![1, 2]);
+    assert_eq!(
+        log.get_meta("vote").unwrap(),
+        Some(b("log-vote")),
+        "the two metadata spaces are apart"
+    );
+    assert_eq!(objects.get_meta("vote").unwrap(), Some(b("sm-meta")));
+    assert_eq!(objects.get("/k").unwrap(), Some(b("v")));
+    drop((store, log, objects));
+    // The same directory opens as either engine alone.
+    assert_eq!(
+        RocksObjectEngine::open(&path).unwrap().get("/k").unwrap(),
+        Some(b("v"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_syncs_share_fsyncs() {
+    let dirs = Dirs::default();
+    let store = RocksStore::open(&dirs.fresh()).unwrap();
+    let log = store.log_engine();
+    assert_eq!(store.fsync_count(), 0);
+    log.sync().await.unwrap();
+    assert_eq!(store.fsync_count(), 0, "nothing written, nothing to sync");
+
+    let log = Arc::new(log);
+    let tasks: Vec<_> = (1..=64u64)
+        .map(|i| {
+            let log = Arc::clone(&log);
+            tokio::spawn(async move {
+                log.append(vec![(i, b(&i.to_string()))]).await.unwrap();
+                log.sync().await.unwrap();
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let fsyncs = store.fsync_count();
+    assert!((1..=64).contains(&fsyncs), "{fsyncs} fsyncs for 64 syncs");
+    assert_eq!(log.read_range(0, 100).unwrap().len(), 64);
+    log.sync().await.unwrap();
+    assert_eq!(
+        store.fsync_count(),
+        fsyncs,
+        "a sync with nothing new does no fsync"
+    );
+
+    log.append(vec![(65, b("65"))]).await.unwrap();
+    log.put_meta("vote", b("v")).await.unwrap();
+    assert_eq!(store.fsync_count(), fsyncs + 1);
+    log.sync().await.unwrap();
+    assert_eq!(
+        store.fsync_count(),
+        fsyncs + 1,
+        "the synced metadata write covered the append"
+    );
+    eprintln!("64 concurrent append+sync callers made {fsyncs} fsyncs");
+}
