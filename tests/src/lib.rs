@@ -277,7 +277,7 @@ pub struct ClusterOptions {
     pub parent_dir: Option<PathBuf>,
     /// Extra arguments after `serve ...`.
     pub extra_args: Vec<String>,
-    /// `RUST_LOG` for the nodes (default: `$KUORUM_E2E_LOG` or "info").
+    /// `RUST_LOG` for the nodes (default: `$KUORUM_E2E_LOG` or "info,openraft=warn").
     pub rust_log: Option<String>,
     /// How long to wait for readiness and a leader.
     pub wait: Duration,
@@ -346,7 +346,30 @@ impl Cluster {
         let wait = c.opts.wait;
         c.wait_ready(wait)?;
         c.wait_leader(wait)?;
+        c.wait_system_namespaces(wait)?;
         Ok(c)
+    }
+
+    /// Waits until every running node serves the bootstrap namespaces (default,
+    /// kube-system, kube-public). A node can answer `/readyz` and know its leader a moment
+    /// before the leader has written them; a write into `default` then gets 404.
+    pub fn wait_system_namespaces(&mut self, timeout: Duration) -> Result<()> {
+        let t0 = Instant::now();
+        for id in self.running() {
+            for ns in ["default", "kube-system", "kube-public"] {
+                let url = format!("{}/api/v1/namespaces/{ns}", self.url(id));
+                let http = self.http.clone();
+                eventually(timeout, &format!("node {id} serves namespace {ns}"), || {
+                    let r = http.get(&url)?;
+                    Ok((r.status == 200).then_some(()))
+                })?;
+            }
+        }
+        let waited = t0.elapsed();
+        if waited > Duration::from_millis(200) {
+            eprintln!("harness: system namespaces appeared {waited:?} after /readyz and a leader");
+        }
+        Ok(())
     }
 
     /// Node ids, 1-based.
@@ -409,7 +432,7 @@ impl Cluster {
             .rust_log
             .clone()
             .or_else(|| std::env::var("KUORUM_E2E_LOG").ok())
-            .unwrap_or_else(|| "info".into());
+            .unwrap_or_else(|| "info,openraft=warn".into());
         let mut cmd = Command::new(&self.bin);
         cmd.args(&args)
             .env("RUST_LOG", rust_log)

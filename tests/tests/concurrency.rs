@@ -8,7 +8,7 @@ use std::time::Duration;
 use kuorum_e2e::{configmap, Cluster, Http, Reply};
 use serde_json::{json, Value};
 
-const ROUNDS: usize = 25;
+const ROUNDS: usize = 50;
 const PER_NODE: usize = 2;
 const CM_PATH: &str = "/api/v1/namespaces/default/configmaps";
 
