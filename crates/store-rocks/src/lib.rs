@@ -17,7 +17,10 @@
 //! log, so there is one fsync stream rather than two competing for the disk. The log's
 //! fsync (on every append) then also makes the object writes before it durable, which is
 //! harmless: the object store only promises durability after its own `sync`, and more is
-//! fine. Each engine can still be opened on a directory of its own
+//! fine. It also orders the two stores: a durable log write (say a purge after a
+//! snapshot) implies that every object batch written before it is durable (RocksDB
+//! recovers a prefix of the one WAL, and syncs closed WALs before flushing a family).
+//! Each engine can still be opened on a directory of its own
 //! ([`RocksLogEngine::open`], [`RocksObjectEngine::open`]), but a directory can be open
 //! once at a time (RocksDB locks it): to use both engines from one directory, call
 //! [`RocksStore::open`] and take both engines from it.
