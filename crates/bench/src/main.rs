@@ -91,6 +91,14 @@ struct RunResult {
     server_cpu_ms_per_op: Option<f64>,
     /// CPU seconds of this benchmark process (the clients) during the recorded window.
     client_cpu_s: f64,
+    /// CPU cores the idle servers used (all members, sampled over 2 s before the runs):
+    /// heartbeats and timers, the floor under server_cpu_s.
+    #[serde(default)]
+    server_idle_cpu_cores: Option<f64>,
+    /// Whether client 0 (the only one with 1 client) talked to the leader or a follower
+    /// (a follower forwards: one more hop).
+    #[serde(default)]
+    client0_target: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -193,8 +201,9 @@ fn bench_kuorum(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) 
         None => {
             let bin = match &args.kuorum_bin {
                 Some(b) => b.clone(),
-                None => kuorum_e2e::kuorum_bin()
-                    .ok_or_else(|| anyhow!("no kuorum binary: build it (cargo build --release -p kuorum) or pass --kuorum-bin"))?,
+                None => kuorum_e2e::kuorum_bin().ok_or_else(|| {
+                    anyhow!("no kuorum binary: build it (cargo build --release -p kuorum) or pass --kuorum-bin")
+                })?,
             };
             eprintln!("starting a 3-node kuorum cluster ({})", bin.display());
             let c = Cluster::start_with(
@@ -213,10 +222,17 @@ fn bench_kuorum(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) 
     };
     report.kuorum_urls = Some(urls.clone());
     let pids: Option<Vec<u32>> = cluster.as_ref().map(|c| c.nodes.iter().filter_map(|n| n.pid()).collect());
+    let mut client0_target = None;
     if let Some(c) = cluster.as_mut() {
         let leader = c.leader()?;
         eprintln!("kuorum nodes {urls:?}, leader node {leader}");
+        client0_target = Some(if leader == 1 { "leader" } else { "follower" }.to_string());
     }
+    let idle_cores = pids.as_deref().map(idle_cpu_cores);
+    if let Some(i) = idle_cores {
+        eprintln!("idle kuorum cluster uses {i:.3} cores");
+    }
+    let ctx = Ctx { pids: pids.as_deref(), idle_cores, client0_target };
     let tag = report.started_unix;
     for &clients in &args.clients {
         let mut workers = Vec::new();
@@ -224,7 +240,7 @@ fn bench_kuorum(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) 
             let url = urls[t % urls.len()].clone();
             workers.push(Worker::kuorum(url, format!("bench-{tag}-c{clients}-t{t}"), args.value_size)?);
         }
-        let r = rt.block_on(drive("kuorum", "create ConfigMap (REST)", workers, args, pids.as_deref()))?;
+        let r = rt.block_on(drive("kuorum", "create ConfigMap (REST)", workers, args, &ctx))?;
         report.results.push(r);
         if let Some(c) = cluster.as_mut() {
             c.check_alive()?;
@@ -294,7 +310,8 @@ impl EtcdCluster {
             .stdout(log.try_clone()?)
             .stderr(log);
             die_with_parent(&mut cmd);
-            let child = cmd.spawn().with_context(|| format!("spawn {bin} (install Debian etcd-server: scripts/setup.sh)"))?;
+            let child =
+                cmd.spawn().with_context(|| format!("spawn {bin} (install Debian etcd-server: scripts/setup.sh)"))?;
             cluster.children.push(child);
         }
         cluster.wait_healthy(Duration::from_secs(30))?;
@@ -357,6 +374,17 @@ fn bench_etcd(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) ->
     eprintln!("etcd endpoints {endpoints:?}");
     report.etcd_endpoints = Some(endpoints.clone());
     let pids = cluster.as_ref().map(EtcdCluster::pids);
+    let client0_target = rt.block_on(async {
+        let mut c = etcd_client::Client::connect([endpoints[0].as_str()], None).await.ok()?;
+        let st = c.status().await.ok()?;
+        let me = st.header()?.member_id();
+        Some(if st.leader() == me { "leader" } else { "follower" }.to_string())
+    });
+    let idle_cores = pids.as_deref().map(idle_cpu_cores);
+    if let Some(i) = idle_cores {
+        eprintln!("idle etcd cluster uses {i:.3} cores");
+    }
+    let ctx = Ctx { pids: pids.as_deref(), idle_cores, client0_target };
     let tag = report.started_unix;
     for &clients in &args.clients {
         let workers = rt.block_on(async {
@@ -367,7 +395,7 @@ fn bench_etcd(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) ->
             }
             anyhow::Ok(workers)
         })?;
-        let r = rt.block_on(drive("etcd", "put (gRPC)", workers, args, pids.as_deref()))?;
+        let r = rt.block_on(drive("etcd", "put (gRPC)", workers, args, &ctx))?;
         report.results.push(r);
     }
     drop(cluster);
@@ -442,7 +470,14 @@ struct TaskOutcome {
     first_error: Option<String>,
 }
 
-async fn drive(system: &str, workload: &str, workers: Vec<Worker>, args: &Args, pids: Option<&[u32]>) -> Result<RunResult> {
+struct Ctx<'a> {
+    pids: Option<&'a [u32]>,
+    idle_cores: Option<f64>,
+    client0_target: Option<String>,
+}
+
+async fn drive(system: &str, workload: &str, workers: Vec<Worker>, args: &Args, ctx: &Ctx<'_>) -> Result<RunResult> {
+    let pids = ctx.pids;
     let clients = workers.len();
     let warmup = Duration::from_secs_f64(args.warmup);
     let window = Duration::from_secs_f64(args.duration);
@@ -555,10 +590,16 @@ async fn drive(system: &str, workload: &str, workers: Vec<Worker>, args: &Args, 
         p99_ms: pct(99.0),
         p999_ms: pct(99.9),
         max_ms: lat.last().map(|&m| m as f64 / 1000.0).unwrap_or(0.0),
-        mean_ms: if lat.is_empty() { 0.0 } else { lat.iter().map(|&x| x as f64).sum::<f64>() / lat.len() as f64 / 1000.0 },
+        mean_ms: if lat.is_empty() {
+            0.0
+        } else {
+            lat.iter().map(|&x| x as f64).sum::<f64>() / lat.len() as f64 / 1000.0
+        },
         server_cpu_s: server_cpu,
         server_cpu_ms_per_op: server_cpu.filter(|_| ops > 0).map(|c| c * 1000.0 / ops as f64),
         client_cpu_s: t.1 - f.1,
+        server_idle_cpu_cores: ctx.idle_cores,
+        client0_target: ctx.client0_target.clone(),
     };
     eprintln!(
         "  => {:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms, {} errors{}",
@@ -602,7 +643,9 @@ fn print_summary(report: &Report) {
 
 fn print_markdown(report: &Report) {
     println!();
-    println!("| system | workload | clients | creates/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | server CPU ms/op |");
+    println!(
+        "| system | workload | clients | creates/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | server CPU ms/op |"
+    );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &report.results {
         println!(
@@ -619,6 +662,27 @@ fn print_markdown(report: &Report) {
             r.server_cpu_ms_per_op.map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into())
         );
     }
+    println!();
+    let mut seen = Vec::new();
+    for r in &report.results {
+        if seen.contains(&r.system) {
+            continue;
+        }
+        seen.push(r.system.clone());
+        println!(
+            "- {}: idle cluster CPU {} cores; the 1-client run talked to the {}.",
+            r.system,
+            r.server_idle_cpu_cores.map(|c| format!("{c:.3}")).unwrap_or_else(|| "?".into()),
+            r.client0_target.as_deref().unwrap_or("(unknown)")
+        );
+    }
+}
+
+/// Cores the processes use while nothing is asked of them, over 2 s.
+fn idle_cpu_cores(pids: &[u32]) -> f64 {
+    let a = cpu_seconds(pids);
+    std::thread::sleep(Duration::from_secs(2));
+    (cpu_seconds(pids) - a) / 2.0
 }
 
 /// user+system CPU seconds of the given processes (0 for any that is gone).
