@@ -4,8 +4,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::var_os("PROTOC").is_none() {
         std::env::set_var("PROTOC", protoc_bin_vendored::protoc_bin_path()?);
     }
-    tonic_prost_build::configure()
-        .bytes(".")
-        .compile_protos(&["../../proto/peer.proto"], &["../../proto"])?;
+    tonic_prost_build::configure().bytes(".").compile_protos(&["../../proto/peer.proto"], &["../../proto"])?;
     Ok(())
 }

@@ -29,10 +29,7 @@ pub async fn request(
         Some(b) => Bytes::from(serde_json::to_vec(b)?),
         None => Bytes::new(),
     };
-    let mut req = hyper::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", host);
+    let mut req = hyper::Request::builder().method(method).uri(path).header("host", host);
     if body.is_some() {
         req = req.header("content-type", "application/json");
     }

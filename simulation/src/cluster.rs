@@ -24,10 +24,7 @@ pub struct SimClock;
 impl Clock for SimClock {
     fn now_unix_seconds(&self) -> i64 {
         // 2026-01-01T00:00:00Z plus simulated time.
-        1_767_225_600
-            + turmoil::sim_elapsed()
-                .map(|d| d.as_secs() as i64)
-                .unwrap_or(0)
+        1_767_225_600 + turmoil::sim_elapsed().map(|d| d.as_secs() as i64).unwrap_or(0)
     }
 }
 
@@ -63,15 +60,9 @@ impl SimCluster {
     }
 
     /// As [`SimCluster::start`], with the given Raft timing and snapshot policy.
-    pub fn start_with(
-        sim: &mut turmoil::Sim<'_>,
-        nodes: u64,
-        seed: u64,
-        timing: RaftTiming,
-    ) -> SimCluster {
-        let members: BTreeMap<u64, String> = (1..=nodes)
-            .map(|i| (i, format!("{}:{PEER_PORT}", host_name(i))))
-            .collect();
+    pub fn start_with(sim: &mut turmoil::Sim<'_>, nodes: u64, seed: u64, timing: RaftTiming) -> SimCluster {
+        let members: BTreeMap<u64, String> =
+            (1..=nodes).map(|i| (i, format!("{}:{PEER_PORT}", host_name(i)))).collect();
         let mut disks = BTreeMap::new();
         for id in 1..=nodes {
             let d = SimNodeDisks::default();
@@ -85,12 +76,7 @@ impl SimCluster {
                 async move {
                     let rest = turmoil::net::TcpListener::bind(("0.0.0.0", REST_PORT)).await?;
                     let peer = turmoil::net::TcpListener::bind(("0.0.0.0", PEER_PORT)).await?;
-                    let cfg = NodeConfig {
-                        id,
-                        members,
-                        timing,
-                        request_timeout: Duration::from_secs(10),
-                    };
+                    let cfg = NodeConfig { id, members, timing, request_timeout: Duration::from_secs(10) };
                     let seams = NodeSeams {
                         rest_listener: SimListener(rest),
                         peer_incoming: peer_incoming(peer),

@@ -32,14 +32,9 @@ impl axum::serve::Listener for SimListener {
 }
 
 /// Incoming peer connections on a turmoil listener.
-pub fn peer_incoming(
-    listener: turmoil::net::TcpListener,
-) -> BoxStream<'static, io::Result<Box<dyn PeerIo>>> {
+pub fn peer_incoming(listener: turmoil::net::TcpListener) -> BoxStream<'static, io::Result<Box<dyn PeerIo>>> {
     futures::stream::unfold(listener, |l| async move {
-        let r = l
-            .accept()
-            .await
-            .map(|(s, _)| Box::new(s) as Box<dyn PeerIo>);
+        let r = l.accept().await.map(|(s, _)| Box::new(s) as Box<dyn PeerIo>);
         Some((r, l))
     })
     .boxed()

@@ -34,11 +34,7 @@ fn crashed_node_catches_up_by_snapshot() {
         .rng_seed(seed)
         .tcp_capacity(1 << 16)
         .build();
-    let timing = RaftTiming {
-        snapshot_every: 20,
-        logs_to_keep: 5,
-        ..RaftTiming::default()
-    };
+    let timing = RaftTiming { snapshot_every: 20, logs_to_keep: 5, ..RaftTiming::default() };
     let cluster = SimCluster::start_with(&mut sim, 3, seed, timing);
     let phase = Arc::new(AtomicU32::new(0));
 

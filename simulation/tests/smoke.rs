@@ -8,9 +8,7 @@ use kuorum_sim::cluster::{host_name, SimCluster, REST_PORT};
 use serde_json::json;
 
 async fn leader_of(host: &str) -> Option<u64> {
-    let r = request(host, REST_PORT, "GET", "/debug/kuorum/raft", None)
-        .await
-        .ok()?;
+    let r = request(host, REST_PORT, "GET", "/debug/kuorum/raft", None).await.ok()?;
     r.body["leader"].as_u64()
 }
 

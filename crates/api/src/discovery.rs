@@ -8,8 +8,7 @@ use serde_json::{json, Map, Value};
 use crate::registry::{self, group_version, ResourceDef};
 
 /// The Content-Type of an aggregated discovery reply; kubectl insists on it exactly.
-pub const AGGREGATED_CONTENT_TYPE: &str =
-    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+pub const AGGREGATED_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// The Kubernetes version kuorum speaks.
 pub const KUBE_MAJOR: &str = "1";
@@ -26,10 +25,8 @@ pub fn api_versions(server_address: &str) -> Value {
 }
 
 fn group_entry(name: &str, versions: &[&str]) -> Value {
-    let versions: Vec<Value> = versions
-        .iter()
-        .map(|v| json!({"groupVersion": group_version(name, v), "version": v}))
-        .collect();
+    let versions: Vec<Value> =
+        versions.iter().map(|v| json!({"groupVersion": group_version(name, v), "version": v})).collect();
     json!({
         "name": name,
         "versions": versions,
@@ -39,10 +36,7 @@ fn group_entry(name: &str, versions: &[&str]) -> Value {
 
 /// `GET /apis`: the legacy APIGroupList document (named groups only).
 pub fn api_group_list() -> Value {
-    let groups: Vec<Value> = registry::groups()
-        .iter()
-        .map(|(g, vs)| group_entry(g, vs))
-        .collect();
+    let groups: Vec<Value> = registry::groups().iter().map(|(g, vs)| group_entry(g, vs)).collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
@@ -120,10 +114,7 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
 fn aggregated_resource(r: &ResourceDef) -> Value {
     let mut m = Map::new();
     m.insert("resource".into(), json!(r.plural));
-    m.insert(
-        "responseKind".into(),
-        json!({"group": r.group, "version": r.version, "kind": r.kind}),
-    );
+    m.insert("responseKind".into(), json!({"group": r.group, "version": r.version, "kind": r.kind}));
     m.insert("scope".into(), json!(r.scope.as_str()));
     m.insert("singularResource".into(), json!(r.singular));
     m.insert("verbs".into(), strings(r.verbs));
@@ -156,10 +147,7 @@ fn aggregated_group(metadata: Value, group: &str, versions: &[&str]) -> Value {
     let versions: Vec<Value> = versions
         .iter()
         .map(|v| {
-            let resources: Vec<Value> = sorted_resources(group, v)
-                .into_iter()
-                .map(aggregated_resource)
-                .collect();
+            let resources: Vec<Value> = sorted_resources(group, v).into_iter().map(aggregated_resource).collect();
             json!({"version": v, "resources": resources, "freshness": "Current"})
         })
         .collect();
@@ -182,10 +170,7 @@ pub fn aggregated_core() -> Value {
 
 /// `GET /apis` with the aggregated Accept: one item per named group.
 pub fn aggregated_groups() -> Value {
-    let items = registry::groups()
-        .iter()
-        .map(|(g, vs)| aggregated_group(json!({"name": g}), g, vs))
-        .collect();
+    let items = registry::groups().iter().map(|(g, vs)| aggregated_group(json!({"name": g}), g, vs)).collect();
     aggregated_list(items)
 }
 
@@ -250,12 +235,8 @@ mod tests {
         );
         let core = api_resource_list("", "v1").unwrap();
         assert_eq!(core["groupVersion"], "v1");
-        let names: Vec<&str> = core["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["name"].as_str().unwrap())
-            .collect();
+        let names: Vec<&str> =
+            core["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
         assert_eq!(
             names,
             [
@@ -306,10 +287,7 @@ mod tests {
                    {"subresource":"status","responseKind":{"group":"apps","version":"v1","kind":"Deployment"},
                     "verbs":["get","patch","update"]}])
         );
-        assert_eq!(
-            groups["items"][1]["versions"][0]["resources"][0]["resource"],
-            "leases"
-        );
+        assert_eq!(groups["items"][1]["versions"][0]["resources"][0]["resource"], "leases");
         let ns = core["items"][0]["versions"][0]["resources"]
             .as_array()
             .unwrap()
@@ -327,13 +305,7 @@ mod tests {
         assert_eq!(v["minor"], "37");
         assert_eq!(v["gitVersion"], "v1.37.0-kuorum");
         assert_eq!(v["platform"], "linux/amd64");
-        for f in [
-            "gitCommit",
-            "gitTreeState",
-            "buildDate",
-            "goVersion",
-            "compiler",
-        ] {
+        for f in ["gitCommit", "gitTreeState", "buildDate", "goVersion", "compiler"] {
             assert!(v[f].is_string(), "{f}");
         }
     }

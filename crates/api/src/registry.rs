@@ -8,21 +8,10 @@
 use std::fmt;
 
 /// The verbs kube-apiserver lists for a fully featured resource, in its (sorted) order.
-pub const ALL_VERBS: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
+pub const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
 /// Namespaces cannot be deleted as a collection.
-const NAMESPACE_VERBS: &[&str] = &[
-    "create", "delete", "get", "list", "patch", "update", "watch",
-];
+const NAMESPACE_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
 
 /// The verbs of `status` and `scale` subresources.
 const SUB_VERBS: &[&str] = &["get", "patch", "update"];
@@ -54,16 +43,9 @@ pub struct SubresourceDef {
     pub verbs: &'static [&'static str],
 }
 
-const STATUS: SubresourceDef = SubresourceDef {
-    name: "status",
-    response: None,
-    verbs: SUB_VERBS,
-};
-const SCALE: SubresourceDef = SubresourceDef {
-    name: "scale",
-    response: Some(("autoscaling", "v1", "Scale")),
-    verbs: SUB_VERBS,
-};
+const STATUS: SubresourceDef = SubresourceDef { name: "status", response: None, verbs: SUB_VERBS };
+const SCALE: SubresourceDef =
+    SubresourceDef { name: "scale", response: Some(("autoscaling", "v1", "Scale")), verbs: SUB_VERBS };
 
 /// One built-in resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,18 +80,12 @@ impl ResourceDef {
 
     /// The group and plural resource, as error messages name them (`deployments.apps`).
     pub fn group_resource(&self) -> GroupResource<'static> {
-        GroupResource {
-            group: self.group,
-            resource: self.plural,
-        }
+        GroupResource { group: self.group, resource: self.plural }
     }
 
     /// The group and kind, as validation errors name them (`Deployment.apps`).
     pub fn group_kind(&self) -> GroupKind<'static> {
-        GroupKind {
-            group: self.group,
-            kind: self.kind,
-        }
+        GroupKind { group: self.group, kind: self.kind }
     }
 
     pub fn subresource(&self, name: &str) -> Option<&'static SubresourceDef> {
@@ -189,72 +165,18 @@ const fn core(
 
 /// Every resource kuorum serves, grouped by group/version, sorted by plural within one.
 pub static RESOURCES: &[ResourceDef] = &[
-    core(
-        "ConfigMap",
-        "configmaps",
-        "configmap",
-        Scope::Namespaced,
-        &["cm"],
-        &[],
-        &[],
-        "ConfigMapList",
-    ),
-    core(
-        "Event",
-        "events",
-        "event",
-        Scope::Namespaced,
-        &["ev"],
-        &[],
-        &[],
-        "EventList",
-    ),
+    core("ConfigMap", "configmaps", "configmap", Scope::Namespaced, &["cm"], &[], &[], "ConfigMapList"),
+    core("Event", "events", "event", Scope::Namespaced, &["ev"], &[], &[], "EventList"),
     ResourceDef {
         verbs: NAMESPACE_VERBS,
-        ..core(
-            "Namespace",
-            "namespaces",
-            "namespace",
-            Scope::Cluster,
-            &["ns"],
-            &[],
-            &[STATUS],
-            "NamespaceList",
-        )
+        ..core("Namespace", "namespaces", "namespace", Scope::Cluster, &["ns"], &[], &[STATUS], "NamespaceList")
     },
-    core(
-        "Node",
-        "nodes",
-        "node",
-        Scope::Cluster,
-        &["no"],
-        &[],
-        &[STATUS],
-        "NodeList",
-    ),
+    core("Node", "nodes", "node", Scope::Cluster, &["no"], &[], &[STATUS], "NodeList"),
     ResourceDef {
         tracks_generation: true,
-        ..core(
-            "Pod",
-            "pods",
-            "pod",
-            Scope::Namespaced,
-            &["po"],
-            &["all"],
-            &[STATUS],
-            "PodList",
-        )
+        ..core("Pod", "pods", "pod", Scope::Namespaced, &["po"], &["all"], &[STATUS], "PodList")
     },
-    core(
-        "Secret",
-        "secrets",
-        "secret",
-        Scope::Namespaced,
-        &[],
-        &[],
-        &[],
-        "SecretList",
-    ),
+    core("Secret", "secrets", "secret", Scope::Namespaced, &[], &[], &[], "SecretList"),
     core(
         "ServiceAccount",
         "serviceaccounts",
@@ -265,16 +187,7 @@ pub static RESOURCES: &[ResourceDef] = &[
         &[],
         "ServiceAccountList",
     ),
-    core(
-        "Service",
-        "services",
-        "service",
-        Scope::Namespaced,
-        &["svc"],
-        &["all"],
-        &[STATUS],
-        "ServiceList",
-    ),
+    core("Service", "services", "service", Scope::Namespaced, &["svc"], &["all"], &[STATUS], "ServiceList"),
     ResourceDef {
         group: "apps",
         version: "v1",
@@ -307,26 +220,17 @@ pub static RESOURCES: &[ResourceDef] = &[
 
 /// The resource served at `(group, version, plural)`, if kuorum serves it.
 pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static ResourceDef> {
-    RESOURCES
-        .iter()
-        .find(|r| r.group == group && r.version == version && r.plural == plural)
+    RESOURCES.iter().find(|r| r.group == group && r.version == version && r.plural == plural)
 }
 
 /// The resource of objects with this `apiVersion` and `kind`.
 pub fn lookup_kind(api_version: &str, kind: &str) -> Option<&'static ResourceDef> {
-    RESOURCES
-        .iter()
-        .find(|r| r.kind == kind && r.api_version() == api_version)
+    RESOURCES.iter().find(|r| r.kind == kind && r.api_version() == api_version)
 }
 
 /// Every resource of one group/version, in registry order.
-pub fn resources_in<'a>(
-    group: &'a str,
-    version: &'a str,
-) -> impl Iterator<Item = &'static ResourceDef> + 'a {
-    RESOURCES
-        .iter()
-        .filter(move |r| r.group == group && r.version == version)
+pub fn resources_in<'a>(group: &'a str, version: &'a str) -> impl Iterator<Item = &'static ResourceDef> + 'a {
+    RESOURCES.iter().filter(move |r| r.group == group && r.version == version)
 }
 
 /// The named API groups (not the core group), each with its versions, newest first.
@@ -347,9 +251,7 @@ pub fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
 
 /// Whether kuorum serves this group/version (`""`/`v1` is the core group).
 pub fn serves_group_version(group: &str, version: &str) -> bool {
-    RESOURCES
-        .iter()
-        .any(|r| r.group == group && r.version == version)
+    RESOURCES.iter().any(|r| r.group == group && r.version == version)
 }
 
 #[cfg(test)]
@@ -368,34 +270,17 @@ mod tests {
         assert_eq!(d.group_resource().to_string(), "deployments.apps");
         assert_eq!(d.group_kind().to_string(), "Deployment.apps");
         assert!(d.tracks_generation);
-        assert_eq!(
-            d.subresource("scale").unwrap().response,
-            Some(("autoscaling", "v1", "Scale"))
-        );
+        assert_eq!(d.subresource("scale").unwrap().response, Some(("autoscaling", "v1", "Scale")));
         assert!(lookup("", "v1", "deployments").is_none());
         assert!(lookup("apps", "v1", "configmaps").is_none());
-        assert_eq!(
-            lookup_kind("coordination.k8s.io/v1", "Lease")
-                .unwrap()
-                .plural,
-            "leases"
-        );
+        assert_eq!(lookup_kind("coordination.k8s.io/v1", "Lease").unwrap().plural, "leases");
         assert!(!lookup("", "v1", "namespaces").unwrap().namespaced());
-        assert!(!lookup("", "v1", "namespaces")
-            .unwrap()
-            .verbs
-            .contains(&"deletecollection"));
+        assert!(!lookup("", "v1", "namespaces").unwrap().verbs.contains(&"deletecollection"));
     }
 
     #[test]
     fn short_names_and_categories_match_upstream() {
-        let short = |p: &str| {
-            RESOURCES
-                .iter()
-                .find(|r| r.plural == p)
-                .unwrap()
-                .short_names
-        };
+        let short = |p: &str| RESOURCES.iter().find(|r| r.plural == p).unwrap().short_names;
         assert_eq!(short("namespaces"), ["ns"]);
         assert_eq!(short("nodes"), ["no"]);
         assert_eq!(short("services"), ["svc"]);
@@ -403,20 +288,13 @@ mod tests {
         assert_eq!(short("pods"), ["po"]);
         assert_eq!(short("events"), ["ev"]);
         assert_eq!(short("deployments"), ["deploy"]);
-        let all: Vec<_> = RESOURCES
-            .iter()
-            .filter(|r| r.categories.contains(&"all"))
-            .map(|r| r.plural)
-            .collect();
+        let all: Vec<_> = RESOURCES.iter().filter(|r| r.categories.contains(&"all")).map(|r| r.plural).collect();
         assert_eq!(all, ["pods", "services", "deployments"]);
     }
 
     #[test]
     fn groups_list_named_groups_only() {
-        assert_eq!(
-            groups(),
-            vec![("apps", vec!["v1"]), ("coordination.k8s.io", vec!["v1"])]
-        );
+        assert_eq!(groups(), vec![("apps", vec!["v1"]), ("coordination.k8s.io", vec!["v1"])]);
         assert!(serves_group_version("", "v1"));
         assert!(!serves_group_version("apps", "v1beta1"));
     }

@@ -38,10 +38,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_unix_seconds(&self) -> i64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0)
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
     }
 }
 
@@ -132,9 +129,7 @@ mod tests {
         assert_eq!(&u[14..15], "4", "version 4");
         let s = name_suffix(&a);
         assert_eq!(s.len(), 5);
-        assert!(s
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
+        assert!(s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
         assert_ne!(new_uid(&SplitMix64::new(8)), new_uid(&SplitMix64::new(9)));
     }
 }

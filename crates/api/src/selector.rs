@@ -46,14 +46,11 @@ fn split_top_level(s: &str) -> Vec<&str> {
 fn valid_label_key(k: &str) -> bool {
     !k.is_empty()
         && k.len() <= 317
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        && k.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
 }
 
 fn valid_label_value(v: &str) -> bool {
-    v.len() <= 63
-        && v.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    v.len() <= 63 && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 fn parse_err(detail: impl std::fmt::Display) -> String {
@@ -65,16 +62,8 @@ fn parse_set(rest: &str, key: &str) -> Result<Vec<String>, String> {
     let inner = rest
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| {
-            parse_err(format!(
-                "found '{rest}', expected: '(' ... ')' for key {key:?}"
-            ))
-        })?;
-    let values: Vec<String> = inner
-        .split(',')
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-        .collect();
+        .ok_or_else(|| parse_err(format!("found '{rest}', expected: '(' ... ')' for key {key:?}")))?;
+    let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
     if let Some(bad) = values.iter().find(|v| !valid_label_value(v)) {
         return Err(parse_err(format!("invalid label value: {bad:?}")));
     }
@@ -107,12 +96,8 @@ impl LabelSelector {
             LabelRequirement::NotEquals(k, v) => get(k) != Some(v.as_str()),
             LabelRequirement::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
             LabelRequirement::NotIn(k, vs) => !get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
-            LabelRequirement::GreaterThan(k, n) => get(k)
-                .and_then(|x| x.parse::<i64>().ok())
-                .is_some_and(|x| x > *n),
-            LabelRequirement::LessThan(k, n) => get(k)
-                .and_then(|x| x.parse::<i64>().ok())
-                .is_some_and(|x| x < *n),
+            LabelRequirement::GreaterThan(k, n) => get(k).and_then(|x| x.parse::<i64>().ok()).is_some_and(|x| x > *n),
+            LabelRequirement::LessThan(k, n) => get(k).and_then(|x| x.parse::<i64>().ok()).is_some_and(|x| x < *n),
         })
     }
 }
@@ -147,10 +132,7 @@ fn parse_requirement(part: &str) -> Result<LabelRequirement, String> {
         }
     }
     for (op, make) in [
-        (
-            "!=",
-            LabelRequirement::NotEquals as fn(String, String) -> LabelRequirement,
-        ),
+        ("!=", LabelRequirement::NotEquals as fn(String, String) -> LabelRequirement),
         ("==", LabelRequirement::Equals),
         ("=", LabelRequirement::Equals),
     ] {
@@ -168,11 +150,9 @@ fn parse_requirement(part: &str) -> Result<LabelRequirement, String> {
     for (op, gt) in [('>', true), ('<', false)] {
         if let Some((k, v)) = part.split_once(op) {
             let (k, v) = (k.trim(), v.trim());
-            let n: i64 = v.parse().map_err(|_| {
-                parse_err(format!(
-                    "for 'Gt', 'Lt' operators, the value must be an integer: {v:?}"
-                ))
-            })?;
+            let n: i64 = v
+                .parse()
+                .map_err(|_| parse_err(format!("for 'Gt', 'Lt' operators, the value must be an integer: {v:?}")))?;
             if !valid_label_key(k) {
                 return Err(parse_err(format!("invalid label key {k:?}")));
             }
@@ -251,21 +231,13 @@ impl FieldSelector {
             } else if let Some((f, v)) = part.split_once('=') {
                 (f, v, true)
             } else {
-                return Err(format!(
-                    "invalid selector: '{s}'; can't understand '{part}'"
-                ));
+                return Err(format!("invalid selector: '{s}'; can't understand '{part}'"));
             };
             let field = field.trim();
-            if !matches!(field, "metadata.name" | "metadata.namespace")
-                && !selectable_fields(kind).contains(&field)
-            {
+            if !matches!(field, "metadata.name" | "metadata.namespace") && !selectable_fields(kind).contains(&field) {
                 return Err(format!("field label not supported: {field}"));
             }
-            reqs.push(FieldRequirement {
-                field: field.into(),
-                value: value.trim().into(),
-                equals,
-            });
+            reqs.push(FieldRequirement { field: field.into(), value: value.trim().into(), equals });
         }
         Ok(FieldSelector(reqs))
     }
@@ -320,15 +292,7 @@ mod tests {
         for s in yes {
             assert!(LabelSelector::parse(s).unwrap().matches(Some(&l)), "{s}");
         }
-        for s in [
-            "app=db",
-            "!app",
-            "missing",
-            "app in (db)",
-            "app notin (web,db)",
-            "app=web,tier=back",
-            "n>5",
-        ] {
+        for s in ["app=db", "!app", "missing", "app in (db)", "app notin (web,db)", "app=web,tier=back", "n>5"] {
             assert!(!LabelSelector::parse(s).unwrap().matches(Some(&l)), "{s}");
         }
         assert!(LabelSelector::parse("!app").unwrap().matches(None));
@@ -352,9 +316,7 @@ mod tests {
         ] {
             assert!(FieldSelector::parse(s, "Pod").unwrap().matches(&pod), "{s}");
         }
-        assert!(!FieldSelector::parse("metadata.name=q", "Pod")
-            .unwrap()
-            .matches(&pod));
+        assert!(!FieldSelector::parse("metadata.name=q", "Pod").unwrap().matches(&pod));
         assert_eq!(
             FieldSelector::parse("spec.nodeName=n1", "ConfigMap").unwrap_err(),
             "field label not supported: spec.nodeName"

@@ -110,13 +110,7 @@ pub struct ApiError {
 
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} ({}): {}",
-            self.reason.as_str(),
-            self.code,
-            self.message
-        )
+        write!(f, "{} ({}): {}", self.reason.as_str(), self.code, self.message)
     }
 }
 
@@ -127,23 +121,13 @@ pub const OBJECT_MODIFIED: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
 
 fn resource_details(gr: GroupResource<'_>, name: &str) -> Details {
-    Details {
-        name: name.into(),
-        group: gr.group.into(),
-        kind: gr.resource.into(),
-        ..Details::default()
-    }
+    Details { name: name.into(), group: gr.group.into(), kind: gr.resource.into(), ..Details::default() }
 }
 
 impl ApiError {
     /// An error with `reason`'s code and no details.
     pub fn new(reason: Reason, message: impl Into<String>) -> Self {
-        ApiError {
-            reason,
-            code: reason.code(),
-            message: message.into(),
-            details: None,
-        }
+        ApiError { reason, code: reason.code(), message: message.into(), details: None }
     }
 
     fn with_details(mut self, details: Details) -> Self {
@@ -153,46 +137,30 @@ impl ApiError {
 
     /// `configmaps "x" not found` (404 NotFound).
     pub fn not_found(gr: GroupResource<'_>, name: &str) -> Self {
-        ApiError::new(Reason::NotFound, format!("{gr} {name:?} not found"))
-            .with_details(resource_details(gr, name))
+        ApiError::new(Reason::NotFound, format!("{gr} {name:?} not found")).with_details(resource_details(gr, name))
     }
 
     /// A path that names nothing kuorum serves (404 NotFound, empty details).
     pub fn path_not_found() -> Self {
-        ApiError::new(
-            Reason::NotFound,
-            "the server could not find the requested resource",
-        )
-        .with_details(Details::default())
+        ApiError::new(Reason::NotFound, "the server could not find the requested resource")
+            .with_details(Details::default())
     }
 
     /// Creating into a namespace that does not exist: `namespaces "x" not found` (404).
     pub fn namespace_not_found(namespace: &str) -> Self {
-        ApiError::not_found(
-            GroupResource {
-                group: "",
-                resource: "namespaces",
-            },
-            namespace,
-        )
+        ApiError::not_found(GroupResource { group: "", resource: "namespaces" }, namespace)
     }
 
     /// `configmaps "x" already exists` (409 AlreadyExists).
     pub fn already_exists(gr: GroupResource<'_>, name: &str) -> Self {
-        ApiError::new(
-            Reason::AlreadyExists,
-            format!("{gr} {name:?} already exists"),
-        )
-        .with_details(resource_details(gr, name))
+        ApiError::new(Reason::AlreadyExists, format!("{gr} {name:?} already exists"))
+            .with_details(resource_details(gr, name))
     }
 
     /// `Operation cannot be fulfilled on configmaps "x": <why>` (409 Conflict).
     pub fn conflict_because(gr: GroupResource<'_>, name: &str, why: &str) -> Self {
-        ApiError::new(
-            Reason::Conflict,
-            format!("Operation cannot be fulfilled on {gr} {name:?}: {why}"),
-        )
-        .with_details(resource_details(gr, name))
+        ApiError::new(Reason::Conflict, format!("Operation cannot be fulfilled on {gr} {name:?}: {why}"))
+            .with_details(resource_details(gr, name))
     }
 
     /// A resourceVersion conflict: the object was modified since the client read it (409).
@@ -201,12 +169,7 @@ impl ApiError {
     }
 
     /// A delete precondition on resourceVersion failed (409 Conflict).
-    pub fn rv_precondition_conflict(
-        gr: GroupResource<'_>,
-        name: &str,
-        wanted: &str,
-        actual: &str,
-    ) -> Self {
+    pub fn rv_precondition_conflict(gr: GroupResource<'_>, name: &str, wanted: &str, actual: &str) -> Self {
         ApiError::conflict_because(
             gr,
             name,
@@ -220,18 +183,11 @@ impl ApiError {
     /// A uid precondition failed (409 Conflict):
     /// `Operation cannot be fulfilled on configmaps "x": Precondition failed: UID in
     /// precondition: A, UID in object meta: B`.
-    pub fn uid_precondition_conflict(
-        gr: GroupResource<'_>,
-        name: &str,
-        wanted: &str,
-        actual: &str,
-    ) -> Self {
+    pub fn uid_precondition_conflict(gr: GroupResource<'_>, name: &str, wanted: &str, actual: &str) -> Self {
         ApiError::conflict_because(
             gr,
             name,
-            &format!(
-                "Precondition failed: UID in precondition: {wanted}, UID in object meta: {actual}"
-            ),
+            &format!("Precondition failed: UID in precondition: {wanted}, UID in object meta: {actual}"),
         )
     }
 
@@ -245,27 +201,13 @@ impl ApiError {
     pub fn invalid(gk: GroupKind<'_>, name: &str, errors: &[FieldError]) -> Self {
         let summary = match errors {
             [one] => one.to_string(),
-            many => format!(
-                "[{}]",
-                many.iter()
-                    .map(|e| e.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            many => format!("[{}]", many.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", ")),
         };
         let causes = errors
             .iter()
-            .map(|e| Cause {
-                reason: e.kind.cause_type().into(),
-                message: e.body(),
-                field: e.field.clone(),
-            })
+            .map(|e| Cause { reason: e.kind.cause_type().into(), message: e.body(), field: e.field.clone() })
             .collect();
-        ApiError::new(
-            Reason::Invalid,
-            format!("{gk} {name:?} is invalid: {summary}"),
-        )
-        .with_details(Details {
+        ApiError::new(Reason::Invalid, format!("{gk} {name:?} is invalid: {summary}")).with_details(Details {
             name: name.into(),
             group: gk.group.into(),
             kind: gk.kind.into(),
@@ -298,10 +240,7 @@ impl ApiError {
     /// Deleting `default`, `kube-system` or `kube-public` (403 Forbidden).
     pub fn namespace_undeletable(name: &str) -> Self {
         ApiError::forbidden(
-            GroupResource {
-                group: "",
-                resource: "namespaces",
-            },
+            GroupResource { group: "", resource: "namespaces" },
             name,
             "this namespace may not be deleted",
         )
@@ -311,44 +250,28 @@ impl ApiError {
     pub fn method_not_supported(gr: GroupResource<'_>, action: &str) -> Self {
         ApiError::new(
             Reason::MethodNotAllowed,
-            format!(
-                "{action} is not supported on resources of kind {:?}",
-                gr.to_string()
-            ),
+            format!("{action} is not supported on resources of kind {:?}", gr.to_string()),
         )
-        .with_details(Details {
-            group: gr.group.into(),
-            kind: gr.resource.into(),
-            ..Details::default()
-        })
+        .with_details(Details { group: gr.group.into(), kind: gr.resource.into(), ..Details::default() })
     }
 
     /// An HTTP method the path does not serve (405 MethodNotAllowed, empty details).
     pub fn method_not_allowed() -> Self {
-        ApiError::new(
-            Reason::MethodNotAllowed,
-            "the server does not allow this method on the requested resource",
-        )
-        .with_details(Details::default())
+        ApiError::new(Reason::MethodNotAllowed, "the server does not allow this method on the requested resource")
+            .with_details(Details::default())
     }
 
     /// None of the media types in `Accept` can be produced (406 NotAcceptable).
     pub fn not_acceptable(supported: &[&str]) -> Self {
         ApiError::new(
             Reason::NotAcceptable,
-            format!(
-                "only the following media types are accepted: {}",
-                supported.join(", ")
-            ),
+            format!("only the following media types are accepted: {}", supported.join(", ")),
         )
     }
 
     /// The body is larger than the server accepts (413 RequestEntityTooLarge).
     pub fn request_entity_too_large(limit_bytes: usize) -> Self {
-        ApiError::new(
-            Reason::RequestEntityTooLarge,
-            format!("Request entity too large: limit is {limit_bytes}"),
-        )
+        ApiError::new(Reason::RequestEntityTooLarge, format!("Request entity too large: limit is {limit_bytes}"))
     }
 
     /// The body's Content-Type cannot be decoded (415 UnsupportedMediaType).
@@ -364,20 +287,15 @@ impl ApiError {
 
     /// `Timeout: <message>` (504 Timeout), with `details.retryAfterSeconds` when nonzero.
     pub fn timeout(message: &str, retry_after_seconds: u32) -> Self {
-        ApiError::new(Reason::Timeout, format!("Timeout: {message}")).with_details(Details {
-            retry_after_seconds,
-            ..Details::default()
-        })
+        ApiError::new(Reason::Timeout, format!("Timeout: {message}"))
+            .with_details(Details { retry_after_seconds, ..Details::default() })
     }
 
     /// A read waited for a resourceVersion this node has not reached (504 Timeout, cause
     /// `ResourceVersionTooLarge`, retry after 1 s): what client-go's
     /// `IsTooLargeResourceVersion` recognises.
     pub fn too_large_resource_version(wanted: u64, current: u64) -> Self {
-        let mut e = ApiError::timeout(
-            &format!("Too large resource version: {wanted}, current: {current}"),
-            1,
-        );
+        let mut e = ApiError::timeout(&format!("Too large resource version: {wanted}, current: {current}"), 1);
         if let Some(d) = e.details.as_mut() {
             d.causes.push(Cause {
                 reason: "ResourceVersionTooLarge".into(),
@@ -401,26 +319,15 @@ impl ApiError {
     /// `Internal error occurred: <err>` (500 InternalError).
     pub fn internal(err: impl fmt::Display) -> Self {
         let err = err.to_string();
-        ApiError::new(
-            Reason::InternalError,
-            format!("Internal error occurred: {err}"),
-        )
-        .with_details(Details {
-            causes: vec![Cause {
-                reason: String::new(),
-                message: err,
-                field: String::new(),
-            }],
+        ApiError::new(Reason::InternalError, format!("Internal error occurred: {err}")).with_details(Details {
+            causes: vec![Cause { reason: String::new(), message: err, field: String::new() }],
             ..Details::default()
         })
     }
 
     /// Seconds a client should wait before retrying, if the error says so.
     pub fn retry_after_seconds(&self) -> Option<u32> {
-        self.details
-            .as_ref()
-            .map(|d| d.retry_after_seconds)
-            .filter(|s| *s > 0)
+        self.details.as_ref().map(|d| d.retry_after_seconds).filter(|s| *s > 0)
     }
 
     /// The `metav1.Status` object.
@@ -447,12 +354,7 @@ impl ApiError {
 
 fn details_json(d: &Details) -> Value {
     let mut m = Map::new();
-    for (k, v) in [
-        ("name", &d.name),
-        ("group", &d.group),
-        ("kind", &d.kind),
-        ("uid", &d.uid),
-    ] {
+    for (k, v) in [("name", &d.name), ("group", &d.group), ("kind", &d.kind), ("uid", &d.uid)] {
         if !v.is_empty() {
             m.insert(k.into(), json!(v));
         }
@@ -463,11 +365,7 @@ fn details_json(d: &Details) -> Value {
             .iter()
             .map(|c| {
                 let mut cm = Map::new();
-                for (k, v) in [
-                    ("reason", &c.reason),
-                    ("message", &c.message),
-                    ("field", &c.field),
-                ] {
+                for (k, v) in [("reason", &c.reason), ("message", &c.message), ("field", &c.field)] {
                     if !v.is_empty() {
                         cm.insert(k.into(), json!(v));
                     }
@@ -494,9 +392,7 @@ mod tests {
     }
 
     fn deploy() -> GroupResource<'static> {
-        lookup("apps", "v1", "deployments")
-            .unwrap()
-            .group_resource()
+        lookup("apps", "v1", "deployments").unwrap().group_resource()
     }
 
     #[test]
@@ -510,19 +406,13 @@ mod tests {
         );
         let e = ApiError::not_found(deploy(), "web");
         assert_eq!(e.message, "deployments.apps \"web\" not found");
-        assert_eq!(
-            e.to_json()["details"],
-            json!({"name":"web","group":"apps","kind":"deployments"})
-        );
+        assert_eq!(e.to_json()["details"], json!({"name":"web","group":"apps","kind":"deployments"}));
         let e = ApiError::namespace_not_found("x");
         assert_eq!(e.message, "namespaces \"x\" not found");
         assert_eq!(e.code, 404);
         let e = ApiError::path_not_found();
         assert_eq!(e.to_json()["details"], json!({}));
-        assert_eq!(
-            e.message,
-            "the server could not find the requested resource"
-        );
+        assert_eq!(e.message, "the server could not find the requested resource");
     }
 
     #[test]
@@ -539,9 +429,7 @@ mod tests {
         );
         let e = ApiError::uid_precondition_conflict(cm(), "x", "A", "B");
         assert_eq!((e.code, e.reason.as_str()), (409, "Conflict"));
-        assert!(e
-            .message
-            .ends_with("Precondition failed: UID in precondition: A, UID in object meta: B"));
+        assert!(e.message.ends_with("Precondition failed: UID in precondition: A, UID in object meta: B"));
         let e = ApiError::rv_precondition_conflict(cm(), "x", "5", "7");
         assert_eq!(
             e.message,
@@ -553,14 +441,9 @@ mod tests {
     #[test]
     fn invalid_lists_causes() {
         let errs = validate_name(NameRule::Dns1123Subdomain, Some("Bad_Name"), None);
-        let e = ApiError::invalid(
-            lookup("", "v1", "configmaps").unwrap().group_kind(),
-            "Bad_Name",
-            &errs,
-        );
+        let e = ApiError::invalid(lookup("", "v1", "configmaps").unwrap().group_kind(), "Bad_Name", &errs);
         assert_eq!((e.code, e.reason.as_str()), (422, "Invalid"));
-        let subdomain =
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
+        let subdomain = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
                          '-' or '.', and must start and end with an alphanumeric character (e.g. \
                          'example.com', regex used for validation is \
                          '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
@@ -575,17 +458,9 @@ mod tests {
         );
         let long = "A".repeat(254);
         let errs = validate_name(NameRule::Dns1123Subdomain, Some(&long), None);
-        let e = ApiError::invalid(
-            lookup("apps", "v1", "deployments").unwrap().group_kind(),
-            &long,
-            &errs,
-        );
-        assert!(e.message.starts_with(&format!(
-            "Deployment.apps \"{long}\" is invalid: [metadata.name: "
-        )));
-        assert!(e
-            .message
-            .contains("must be no more than 253 characters, metadata.name: Invalid value"));
+        let e = ApiError::invalid(lookup("apps", "v1", "deployments").unwrap().group_kind(), &long, &errs);
+        assert!(e.message.starts_with(&format!("Deployment.apps \"{long}\" is invalid: [metadata.name: ")));
+        assert!(e.message.contains("must be no more than 253 characters, metadata.name: Invalid value"));
         assert_eq!(e.details.unwrap().causes.len(), 2);
     }
 
@@ -598,14 +473,8 @@ mod tests {
             "configmaps \"a\" is forbidden: unable to create new content in namespace x because it is being terminated"
         );
         let e = ApiError::namespace_undeletable("default");
-        assert_eq!(
-            e.message,
-            "namespaces \"default\" is forbidden: this namespace may not be deleted"
-        );
-        assert_eq!(
-            e.to_json()["details"],
-            json!({"name":"default","kind":"namespaces"})
-        );
+        assert_eq!(e.message, "namespaces \"default\" is forbidden: this namespace may not be deleted");
+        assert_eq!(e.to_json()["details"], json!({"name":"default","kind":"namespaces"}));
     }
 
     #[test]
@@ -618,10 +487,7 @@ mod tests {
         );
         let e = ApiError::method_not_supported(deploy(), "patch");
         assert_eq!((e.code, e.reason.as_str()), (405, "MethodNotAllowed"));
-        assert_eq!(
-            e.message,
-            "patch is not supported on resources of kind \"deployments.apps\""
-        );
+        assert_eq!(e.message, "patch is not supported on resources of kind \"deployments.apps\"");
         let e = ApiError::not_acceptable(&["application/json"]);
         assert_eq!((e.code, e.reason.as_str()), (406, "NotAcceptable"));
         let e = ApiError::request_entity_too_large(3 << 20);
@@ -645,10 +511,7 @@ mod tests {
     fn too_large_rv_is_a_retryable_timeout() {
         let e = ApiError::too_large_resource_version(9, 4);
         assert_eq!((e.code, e.reason.as_str()), (504, "Timeout"));
-        assert_eq!(
-            e.message,
-            "Timeout: Too large resource version: 9, current: 4"
-        );
+        assert_eq!(e.message, "Timeout: Too large resource version: 9, current: 4");
         assert_eq!(e.retry_after_seconds(), Some(1));
         assert_eq!(
             e.to_json()["details"],

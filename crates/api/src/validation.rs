@@ -17,8 +17,7 @@ pub const MAX_GENERATED_NAME_LENGTH: usize = 63 - GENERATED_SUFFIX_LENGTH;
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_ERR: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric \
                                  characters or '-', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
                                      characters, '-' or '.', and must start and end with an alphanumeric \
                                      character";
@@ -61,9 +60,7 @@ fn matches_label(s: &str) -> bool {
     let b = s.as_bytes();
     match (b.first(), b.last()) {
         (Some(&f), Some(&l)) => {
-            is_lower_alnum(f)
-                && is_lower_alnum(l)
-                && b.iter().all(|&c| is_lower_alnum(c) || c == b'-')
+            is_lower_alnum(f) && is_lower_alnum(l) && b.iter().all(|&c| is_lower_alnum(c) || c == b'-')
         }
         _ => false,
     }
@@ -76,11 +73,7 @@ pub fn is_dns1123_label(value: &str) -> Vec<String> {
         errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
     }
     if !matches_label(value) {
-        errs.push(regex_error(
-            DNS1123_LABEL_ERR,
-            DNS1123_LABEL_FMT,
-            &["my-name", "123-abc"],
-        ));
+        errs.push(regex_error(DNS1123_LABEL_ERR, DNS1123_LABEL_FMT, &["my-name", "123-abc"]));
     }
     errs
 }
@@ -92,11 +85,7 @@ pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
         errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
     }
     if !value.split('.').all(matches_label) {
-        errs.push(regex_error(
-            DNS1123_SUBDOMAIN_ERR,
-            DNS1123_SUBDOMAIN_FMT,
-            &["example.com"],
-        ));
+        errs.push(regex_error(DNS1123_SUBDOMAIN_ERR, DNS1123_SUBDOMAIN_FMT, &["example.com"]));
     }
     errs
 }
@@ -108,11 +97,7 @@ pub fn is_dns1035_label(value: &str) -> Vec<String> {
         errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
     }
     if !(matches_label(value) && value.as_bytes()[0].is_ascii_lowercase()) {
-        errs.push(regex_error(
-            DNS1035_LABEL_ERR,
-            DNS1035_LABEL_FMT,
-            &["my-name", "abc-123"],
-        ));
+        errs.push(regex_error(DNS1035_LABEL_ERR, DNS1035_LABEL_FMT, &["my-name", "abc-123"]));
     }
     errs
 }
@@ -124,11 +109,7 @@ pub fn is_valid_path_segment_name(name: &str) -> Vec<String> {
             return vec![format!("may not be '{bad}'")];
         }
     }
-    ["/", "%"]
-        .iter()
-        .filter(|bad| name.contains(**bad))
-        .map(|bad| format!("may not contain '{bad}'"))
-        .collect()
+    ["/", "%"].iter().filter(|bad| name.contains(**bad)).map(|bad| format!("may not contain '{bad}'")).collect()
 }
 
 /// The rule a kind's `metadata.name` must follow.
@@ -175,11 +156,7 @@ fn mask_trailing_dash(name: &str) -> String {
     if name.len() > 1 && name.ends_with('-') {
         let cut = name.len() - 2;
         // A multi-byte character before the dash is kept (so the name stays invalid).
-        let head = if name.is_char_boundary(cut) {
-            &name[..cut]
-        } else {
-            &name[..name.len() - 1]
-        };
+        let head = if name.is_char_boundary(cut) { &name[..cut] } else { &name[..name.len() - 1] };
         format!("{head}a")
     } else {
         name.to_string()
@@ -232,19 +209,11 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn invalid(field: &str, value: &str, detail: impl Into<String>) -> Self {
-        FieldError {
-            kind: FieldErrorKind::Invalid(value.into()),
-            field: field.into(),
-            detail: detail.into(),
-        }
+        FieldError { kind: FieldErrorKind::Invalid(value.into()), field: field.into(), detail: detail.into() }
     }
 
     pub fn required(field: &str, detail: impl Into<String>) -> Self {
-        FieldError {
-            kind: FieldErrorKind::Required,
-            field: field.into(),
-            detail: detail.into(),
-        }
+        FieldError { kind: FieldErrorKind::Required, field: field.into(), detail: detail.into() }
     }
 
     pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
@@ -257,11 +226,7 @@ impl FieldError {
     }
 
     pub fn forbidden(field: &str, detail: impl Into<String>) -> Self {
-        FieldError {
-            kind: FieldErrorKind::Forbidden,
-            field: field.into(),
-            detail: detail.into(),
-        }
+        FieldError { kind: FieldErrorKind::Forbidden, field: field.into(), detail: detail.into() }
     }
 
     /// The message without the field: `Invalid value: "x": detail`.
@@ -289,11 +254,7 @@ impl fmt::Display for FieldError {
 /// Validates `metadata.name` and `metadata.generateName` as upstream's
 /// `ValidateObjectMeta` does: generateName errors first, then the name (which, on create,
 /// is already generated from the prefix).
-pub fn validate_name(
-    rule: NameRule,
-    name: Option<&str>,
-    generate_name: Option<&str>,
-) -> Vec<FieldError> {
+pub fn validate_name(rule: NameRule, name: Option<&str>, generate_name: Option<&str>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if let Some(prefix) = generate_name.filter(|p| !p.is_empty()) {
         for msg in rule.check(prefix, true) {
@@ -301,10 +262,7 @@ pub fn validate_name(
         }
     }
     match name.filter(|n| !n.is_empty()) {
-        None => errs.push(FieldError::required(
-            "metadata.name",
-            "name or generateName is required",
-        )),
+        None => errs.push(FieldError::required("metadata.name", "name or generateName is required")),
         Some(n) => {
             for msg in rule.check(n, false) {
                 errs.push(FieldError::invalid("metadata.name", n, msg));
@@ -328,25 +286,13 @@ mod tests {
 
     #[test]
     fn subdomains() {
-        for ok in [
-            "a",
-            "a.b",
-            "example.com",
-            "0-a",
-            "x".repeat(253).as_str(),
-            "a1.b-2.c",
-        ] {
+        for ok in ["a", "a.b", "example.com", "0-a", "x".repeat(253).as_str(), "a1.b-2.c"] {
             assert!(is_dns1123_subdomain(ok).is_empty(), "{ok}");
         }
-        for bad in [
-            "", "A", "a_b", "-a", "a-", "a..b", ".a", "a.", "a/b", ".", "..",
-        ] {
+        for bad in ["", "A", "a_b", "-a", "a-", "a..b", ".a", "a.", "a/b", ".", ".."] {
             assert_eq!(is_dns1123_subdomain(bad).len(), 1, "{bad}");
         }
-        assert_eq!(
-            is_dns1123_subdomain(&"x".repeat(254)),
-            vec![max_len_error(253)]
-        );
+        assert_eq!(is_dns1123_subdomain(&"x".repeat(254)), vec![max_len_error(253)]);
         assert_eq!(is_dns1123_subdomain(&"X".repeat(254)).len(), 2);
     }
 
@@ -355,10 +301,7 @@ mod tests {
         assert!(is_dns1123_label("kube-system").is_empty());
         assert!(is_dns1123_label("123-abc").is_empty());
         assert_eq!(is_dns1123_label("a.b"), vec![LABEL_MSG.to_string()]);
-        assert_eq!(
-            is_dns1123_label(&"a".repeat(64)),
-            vec!["must be no more than 63 characters".to_string()]
-        );
+        assert_eq!(is_dns1123_label(&"a".repeat(64)), vec!["must be no more than 63 characters".to_string()]);
         assert!(is_dns1123_label(&"a".repeat(63)).is_empty());
         assert!(is_dns1035_label("my-svc").is_empty());
         assert_eq!(is_dns1035_label("1svc"), vec![DNS1035_MSG.to_string()]);
@@ -369,16 +312,7 @@ mod tests {
     fn rules_per_kind() {
         assert_eq!(NameRule::for_kind("Namespace"), NameRule::Dns1123Label);
         assert_eq!(NameRule::for_kind("Service"), NameRule::Dns1035Label);
-        for k in [
-            "ConfigMap",
-            "Secret",
-            "Pod",
-            "Node",
-            "Deployment",
-            "Lease",
-            "Event",
-            "ServiceAccount",
-        ] {
+        for k in ["ConfigMap", "Secret", "Pod", "Node", "Deployment", "Lease", "Event", "ServiceAccount"] {
             assert_eq!(NameRule::for_kind(k), NameRule::Dns1123Subdomain);
         }
         assert!(NameRule::Dns1123Label.check("a.b", false).len() == 1);
@@ -396,10 +330,7 @@ mod tests {
         let g = generate_name(&long, "abcde");
         assert_eq!(g.len(), 63);
         assert!(g.starts_with(&"p".repeat(58)) && g.ends_with("abcde"));
-        assert_eq!(
-            generate_name(&format!("a{}", "é".repeat(40)), "abcde").len(),
-            57 + 5
-        );
+        assert_eq!(generate_name(&format!("a{}", "é".repeat(40)), "abcde").len(), 57 + 5);
     }
 
     #[test]
@@ -407,33 +338,22 @@ mod tests {
         assert!(is_valid_path_segment_name("a.b").is_empty());
         assert_eq!(is_valid_path_segment_name("."), vec!["may not be '.'"]);
         assert_eq!(is_valid_path_segment_name(".."), vec!["may not be '..'"]);
-        assert_eq!(
-            is_valid_path_segment_name("a/b%c"),
-            vec!["may not contain '/'", "may not contain '%'"]
-        );
+        assert_eq!(is_valid_path_segment_name("a/b%c"), vec!["may not contain '/'", "may not contain '%'"]);
     }
 
     #[test]
     fn object_meta_names() {
         let errs = validate_name(NameRule::Dns1123Subdomain, None, None);
         assert_eq!(errs.len(), 1);
-        assert_eq!(
-            errs[0].to_string(),
-            "metadata.name: Required value: name or generateName is required"
-        );
+        assert_eq!(errs[0].to_string(), "metadata.name: Required value: name or generateName is required");
         assert_eq!(errs[0].kind.cause_type(), "FieldValueRequired");
         let errs = validate_name(NameRule::Dns1123Label, Some("a.b"), None);
-        assert_eq!(
-            errs[0].to_string(),
-            format!("metadata.name: Invalid value: \"a.b\": {LABEL_MSG}")
-        );
+        assert_eq!(errs[0].to_string(), format!("metadata.name: Invalid value: \"a.b\": {LABEL_MSG}"));
         let errs = validate_name(NameRule::Dns1123Subdomain, Some("Bad-xxxxx"), Some("Bad-"));
         assert_eq!(errs.len(), 2);
         assert_eq!(errs[0].field, "metadata.generateName");
         assert_eq!(errs[1].field, "metadata.name");
-        assert!(
-            validate_name(NameRule::Dns1123Subdomain, Some("ok-abcde"), Some("ok-")).is_empty()
-        );
+        assert!(validate_name(NameRule::Dns1123Subdomain, Some("ok-abcde"), Some("ok-")).is_empty());
         let ns = FieldError::not_supported("resourceVersionMatch", "x", &["Exact", "NotOlderThan"]);
         assert_eq!(
             ns.to_string(),

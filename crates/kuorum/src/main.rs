@@ -7,11 +7,7 @@ mod up;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(
-    name = "kuorum",
-    version,
-    about = "A Kubernetes API server cluster with its storage built in"
-)]
+#[command(name = "kuorum", version, about = "A Kubernetes API server cluster with its storage built in")]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -34,9 +30,7 @@ fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.command {
         Cmd::Serve(args) => rt.block_on(serve::run(args)),
         Cmd::Up(args) => rt.block_on(up::run(args)),

@@ -40,13 +40,8 @@ pub struct ServeArgs {
 fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, String>> {
     let mut out = BTreeMap::new();
     for p in peers {
-        let (id, addr) = p
-            .split_once('=')
-            .with_context(|| format!("peer {p:?} is not ID=ADDR"))?;
-        let id: u64 = id
-            .trim()
-            .parse()
-            .with_context(|| format!("peer id in {p:?}"))?;
+        let (id, addr) = p.split_once('=').with_context(|| format!("peer {p:?} is not ID=ADDR"))?;
+        let id: u64 = id.trim().parse().with_context(|| format!("peer id in {p:?}"))?;
         if id == 0 {
             bail!("node ids start at 1");
         }
@@ -60,13 +55,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if !members.contains_key(&args.id) {
         bail!("--peers must include this node (id {})", args.id);
     }
-    std::fs::create_dir_all(&args.data_dir)
-        .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    std::fs::create_dir_all(&args.data_dir).with_context(|| format!("creating {}", args.data_dir.display()))?;
     let store = RocksStore::open(&args.data_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
 
-    let rest = tokio::net::TcpListener::bind(&args.listen)
-        .await
-        .with_context(|| format!("binding {}", args.listen))?;
+    let rest = tokio::net::TcpListener::bind(&args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let peer = tokio::net::TcpListener::bind(&args.peer_listen)
         .await
         .with_context(|| format!("binding {}", args.peer_listen))?;
@@ -104,8 +96,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}

@@ -27,11 +27,7 @@ pub struct UpArgs {
 pub fn kubeconfig(ports: &[u16]) -> String {
     let mut s = String::from("apiVersion: v1\nkind: Config\nclusters:\n");
     for (i, p) in ports.iter().enumerate() {
-        let _ = write!(
-            s,
-            "- name: kuorum-node{n}\n  cluster:\n    server: http://127.0.0.1:{p}\n",
-            n = i + 1
-        );
+        let _ = write!(s, "- name: kuorum-node{n}\n  cluster:\n    server: http://127.0.0.1:{p}\n", n = i + 1);
     }
     s.push_str("contexts:\n");
     for i in 0..ports.len() {
@@ -87,9 +83,8 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     let data_dir = std::fs::canonicalize(&args.data_dir)?;
     let args = UpArgs { data_dir, ..args };
     let exe = std::env::current_exe()?;
-    let peers: Vec<String> = (1..=args.nodes)
-        .map(|i| format!("{i}=127.0.0.1:{}", args.base_port + 100 + (i - 1) as u16))
-        .collect();
+    let peers: Vec<String> =
+        (1..=args.nodes).map(|i| format!("{i}=127.0.0.1:{}", args.base_port + 100 + (i - 1) as u16)).collect();
     let peers = peers.join(",");
     let mut children = Vec::new();
     for id in 1..=args.nodes {
@@ -97,9 +92,7 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     }
     let ports: Vec<u16> = (0..args.nodes).map(|i| args.base_port + i as u16).collect();
 
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(2))
-        .build()?;
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(2)).build()?;
     let deadline = Instant::now() + Duration::from_secs(60);
     for p in &ports {
         wait_ready(&client, *p, deadline).await?;
@@ -120,11 +113,8 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let exited = async {
         // Report, but keep the rest running: a cluster survives a minority failing.
-        let mut waits: Vec<_> = children
-            .iter_mut()
-            .enumerate()
-            .map(|(i, c)| Box::pin(async move { (i + 1, c.wait().await) }))
-            .collect();
+        let mut waits: Vec<_> =
+            children.iter_mut().enumerate().map(|(i, c)| Box::pin(async move { (i + 1, c.wait().await) })).collect();
         while !waits.is_empty() {
             let ((id, res), _, rest) = futures::future::select_all(waits).await;
             eprintln!("kuorum: node {id} exited: {res:?}");
@@ -140,9 +130,7 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     for c in children.iter_mut() {
         if let Some(pid) = c.id() {
             // SIGTERM lets each node stop cleanly.
-            let _ = std::process::Command::new("kill")
-                .arg(pid.to_string())
-                .status();
+            let _ = std::process::Command::new("kill").arg(pid.to_string()).status();
         }
     }
     for c in children.iter_mut() {

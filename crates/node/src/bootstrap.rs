@@ -13,11 +13,7 @@ use serde_json::json;
 
 pub const SYSTEM_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
 
-pub async fn ensure_system_namespaces(
-    cluster: Cluster,
-    clock: Arc<dyn Clock>,
-    entropy: Arc<dyn Entropy>,
-) {
+pub async fn ensure_system_namespaces(cluster: Cluster, clock: Arc<dyn Clock>, entropy: Arc<dyn Entropy>) {
     for name in SYSTEM_NAMESPACES {
         loop {
             if matches!(cluster.get(&namespace_key(name)), Ok(Some(_))) {

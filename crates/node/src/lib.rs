@@ -4,11 +4,13 @@
 //! TCP and RocksDB, the simulator passes turmoil and the in-memory engines.
 //!
 //! [`start_node`] wires replication (kuorum-raft) under the REST router (kuorum-rest),
-//! serves both, and creates the namespaces every cluster has (`default`, `kube-system`,
-//! `kube-public`) once a leader exists.
+//! serves both, creates the namespaces every cluster has (`default`, `kube-system`,
+//! `kube-public`) once a leader exists, and, on the leader, empties and removes namespaces
+//! that are being deleted.
 
 mod bootstrap;
 mod debug;
+mod namespace_controller;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -69,21 +71,13 @@ impl<O: ObjectEngine> RunningNode<O> {
 struct PeerConn(Box<dyn PeerIo>);
 
 impl AsyncRead for PeerConn {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.0).poll_read(cx, buf)
     }
 }
 
 impl AsyncWrite for PeerConn {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.0).poll_write(cx, buf)
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -100,28 +94,15 @@ impl tonic::transport::server::Connected for PeerConn {
 }
 
 /// Starts a node on the current tokio runtime and returns once it is serving.
-pub async fn start_node<L, O, R>(
-    cfg: NodeConfig,
-    seams: NodeSeams<L, O, R>,
-) -> anyhow::Result<RunningNode<O>>
+pub async fn start_node<L, O, R>(cfg: NodeConfig, seams: NodeSeams<L, O, R>) -> anyhow::Result<RunningNode<O>>
 where
     L: LogEngine,
     O: ObjectEngine,
     R: axum::serve::Listener,
     R::Addr: std::fmt::Debug,
 {
-    let raft_cfg = RaftNodeConfig {
-        id: cfg.id,
-        members: cfg.members.clone(),
-        timing: cfg.timing.clone(),
-    };
-    let mut started = kuorum_raft::start_raft(
-        raft_cfg,
-        seams.log_engine,
-        seams.object_engine,
-        seams.dialer,
-    )
-    .await?;
+    let raft_cfg = RaftNodeConfig { id: cfg.id, members: cfg.members.clone(), timing: cfg.timing.clone() };
+    let mut started = kuorum_raft::start_raft(raft_cfg, seams.log_engine, seams.object_engine, seams.dialer).await?;
     let peer_server = started.take_peer_server().expect("peer server taken once");
     let cluster = started.cluster.clone();
     let mut tasks = Vec::new();
@@ -152,15 +133,8 @@ where
         }
     }));
 
-    tasks.push(tokio::spawn(bootstrap::ensure_system_namespaces(
-        cluster.clone(),
-        seams.clock,
-        seams.entropy,
-    )));
+    tasks.push(tokio::spawn(bootstrap::ensure_system_namespaces(cluster.clone(), seams.clock.clone(), seams.entropy)));
+    tasks.push(tokio::spawn(namespace_controller::run(cluster.clone(), seams.clock)));
 
-    Ok(RunningNode {
-        cluster,
-        raft: started.raft,
-        tasks,
-    })
+    Ok(RunningNode { cluster, raft: started.raft, tasks })
 }

@@ -31,12 +31,8 @@ pub enum ClusterError {
 /// Reads of the local applied state (object-safe, so the handle is not generic).
 pub trait LocalReader: Send + Sync + 'static {
     fn get(&self, key: &str) -> Result<Option<Bytes>, ClusterError>;
-    fn scan(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<(String, Bytes)>, ClusterError>;
+    fn scan(&self, prefix: &str, start_after: Option<&str>, limit: usize)
+        -> Result<Vec<(String, Bytes)>, ClusterError>;
 }
 
 /// What a write does; implemented by the node's replication.
@@ -48,10 +44,7 @@ pub(crate) trait Replicator: Send + Sync + 'static {
         cmd: Command,
         deadline: Duration,
     ) -> futures::future::BoxFuture<'_, Result<WriteResult, ClusterError>>;
-    fn read_barrier(
-        &self,
-        deadline: Duration,
-    ) -> futures::future::BoxFuture<'_, Result<u64, ClusterError>>;
+    fn read_barrier(&self, deadline: Duration) -> futures::future::BoxFuture<'_, Result<u64, ClusterError>>;
     fn applied_index(&self) -> u64;
     fn leader(&self) -> Option<u64>;
 }
@@ -69,11 +62,7 @@ impl Cluster {
     }
 
     /// Proposes `cmd` and answers what applying it decided.
-    pub async fn write(
-        &self,
-        cmd: Command,
-        deadline: Duration,
-    ) -> Result<WriteResult, ClusterError> {
+    pub async fn write(&self, cmd: Command, deadline: Duration) -> Result<WriteResult, ClusterError> {
         self.replicator.write(cmd, deadline).await
     }
 

@@ -37,10 +37,7 @@ pub struct LogStore<E: LogEngine> {
 
 impl<E: LogEngine> Clone for LogStore<E> {
     fn clone(&self) -> Self {
-        Self {
-            engine: self.engine.clone(),
-            flush_tx: self.flush_tx.clone(),
-        }
+        Self { engine: self.engine.clone(), flush_tx: self.flush_tx.clone() }
     }
 }
 
@@ -58,11 +55,7 @@ impl<E: LogEngine> LogStore<E> {
                 }
                 let res = flusher_engine.sync().await;
                 for cb in batch.drain(..) {
-                    cb.io_completed(
-                        res.as_ref()
-                            .map(|_| ())
-                            .map_err(|e| io::Error::other(e.to_string())),
-                    );
+                    cb.io_completed(res.as_ref().map(|_| ()).map_err(|e| io::Error::other(e.to_string())));
                 }
             }
         });
@@ -98,18 +91,11 @@ impl<E: LogEngine> RaftLogReader<TypeConfig> for LogStore<E> {
         range: RB,
     ) -> Result<Vec<Entry>, io::Error> {
         let (start, end) = bounds(range);
-        self.engine
-            .read_range(start, end)?
-            .iter()
-            .map(|(_, b)| Self::decode_entry(b))
-            .collect()
+        self.engine.read_range(start, end)?.iter().map(|(_, b)| Self::decode_entry(b)).collect()
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
-        self.engine
-            .get_meta(META_VOTE)?
-            .map(|b| decode(&b))
-            .transpose()
+        self.engine.get_meta(META_VOTE)?.map(|b| decode(&b)).transpose()
     }
 }
 
@@ -117,19 +103,12 @@ impl<E: LogEngine> RaftLogStorage<TypeConfig> for LogStore<E> {
     type LogReader = Self;
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, io::Error> {
-        let last_purged_log_id: Option<LogId> = self
-            .engine
-            .get_meta(META_PURGED)?
-            .map(|b| decode(&b))
-            .transpose()?;
+        let last_purged_log_id: Option<LogId> = self.engine.get_meta(META_PURGED)?.map(|b| decode(&b)).transpose()?;
         let last_log_id = match self.engine.last_entry()? {
             Some((_, b)) => Some(Self::decode_entry(&b)?.log_id()),
             None => last_purged_log_id.clone(),
         };
-        Ok(LogState {
-            last_purged_log_id,
-            last_log_id,
-        })
+        Ok(LogState { last_purged_log_id, last_log_id })
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
@@ -137,31 +116,20 @@ impl<E: LogEngine> RaftLogStorage<TypeConfig> for LogStore<E> {
     }
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
-        self.engine
-            .put_meta(META_VOTE, Bytes::from(encode(vote)))
-            .await?;
+        self.engine.put_meta(META_VOTE, Bytes::from(encode(vote))).await?;
         Ok(())
     }
 
-    async fn append<I>(
-        &mut self,
-        entries: I,
-        callback: IOFlushed<TypeConfig>,
-    ) -> Result<(), io::Error>
+    async fn append<I>(&mut self, entries: I, callback: IOFlushed<TypeConfig>) -> Result<(), io::Error>
     where
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let encoded: Vec<(u64, Bytes)> = entries
-            .into_iter()
-            .map(|e| (e.index(), Bytes::from(encode(&e))))
-            .collect();
+        let encoded: Vec<(u64, Bytes)> = entries.into_iter().map(|e| (e.index(), Bytes::from(encode(&e)))).collect();
         if !encoded.is_empty() {
             self.engine.append(encoded).await?;
         }
-        self.flush_tx
-            .send(callback)
-            .map_err(|_| io::Error::other("log flusher stopped"))?;
+        self.flush_tx.send(callback).map_err(|_| io::Error::other("log flusher stopped"))?;
         Ok(())
     }
 
@@ -174,9 +142,7 @@ impl<E: LogEngine> RaftLogStorage<TypeConfig> for LogStore<E> {
     async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
         // Record the purge point first: a crash between the two leaves entries that are
         // simply purged again, never a log whose start is unknown.
-        self.engine
-            .put_meta(META_PURGED, Bytes::from(encode(&log_id)))
-            .await?;
+        self.engine.put_meta(META_PURGED, Bytes::from(encode(&log_id))).await?;
         self.engine.purge_upto(log_id.index()).await?;
         Ok(())
     }

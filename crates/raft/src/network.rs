@@ -13,9 +13,7 @@ use futures::future::BoxFuture;
 use hyper_util::rt::TokioIo;
 use openraft::errors::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory};
-use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
-};
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse};
 use openraft::{AnyError, BasicNode, RaftNetworkV2};
 use serde::de::DeserializeOwned;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -59,10 +57,7 @@ pub struct Channels {
 
 impl Channels {
     pub fn new(dialer: Arc<dyn Dialer>) -> Self {
-        Self {
-            dialer,
-            cache: Arc::default(),
-        }
+        Self { dialer, cache: Arc::default() }
     }
 
     /// The client for `addr`, connecting lazily on first use and reconnecting after a
@@ -78,11 +73,10 @@ impl Channels {
             .tcp_nodelay(true);
         let dialer = self.dialer.clone();
         let target = addr.to_string();
-        let channel =
-            endpoint.connect_with_connector_lazy(tower::service_fn(move |_uri: http::Uri| {
-                let fut = dialer.dial(target.clone());
-                async move { fut.await.map(TokioIo::new) }
-            }));
+        let channel = endpoint.connect_with_connector_lazy(tower::service_fn(move |_uri: http::Uri| {
+            let fut = dialer.dial(target.clone());
+            async move { fut.await.map(TokioIo::new) }
+        }));
         cache.insert(addr.to_string(), channel.clone());
         Ok(PeerClient::new(channel).max_decoding_message_size(usize::MAX))
     }
@@ -104,11 +98,7 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
     type Network = PeerConnection;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Self::Network {
-        PeerConnection {
-            target,
-            addr: node.addr.clone(),
-            channels: self.channels.clone(),
-        }
+        PeerConnection { target, addr: node.addr.clone(), channels: self.channels.clone() }
     }
 }
 
@@ -140,18 +130,13 @@ where
     T: DeserializeOwned,
     F: Future<Output = Result<tonic::Response<pb::RaftMessage>, tonic::Status>>,
 {
-    let resp = tokio::time::timeout(ttl, call)
-        .await
-        .map_err(|_| net_err("peer RPC timed out"))?
-        .map_err(status_err)?;
+    let resp = tokio::time::timeout(ttl, call).await.map_err(|_| net_err("peer RPC timed out"))?.map_err(status_err)?;
     let decoded: Result<T, String> = decode(&resp.into_inner().data).map_err(net_err)?;
     decoded.map_err(net_err)
 }
 
 fn msg<T: serde::Serialize>(v: &T) -> pb::RaftMessage {
-    pb::RaftMessage {
-        data: Bytes::from(encode(v)),
-    }
+    pb::RaftMessage { data: Bytes::from(encode(v)) }
 }
 
 /// Snapshot chunks on the wire: 1 MiB each.
@@ -194,24 +179,19 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
         cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
         _option: RPCOption,
     ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
-        let mut client = self.channels.client(&self.addr).map_err(|e| {
-            StreamingError::Unreachable(Unreachable::new(&AnyError::error(e.to_string())))
-        })?;
+        let mut client = self
+            .channels
+            .client(&self.addr)
+            .map_err(|e| StreamingError::Unreachable(Unreachable::new(&AnyError::error(e.to_string()))))?;
         let target = self.target;
         let meta = Bytes::from(encode(&(vote, snapshot.meta.clone())));
         let data = Bytes::from(snapshot.snapshot);
         let mut chunks = Vec::with_capacity(data.len() / SNAPSHOT_CHUNK + 1);
-        chunks.push(pb::SnapshotChunk {
-            meta,
-            data: Bytes::new(),
-        });
+        chunks.push(pb::SnapshotChunk { meta, data: Bytes::new() });
         let mut off = 0;
         while off < data.len() {
             let end = (off + SNAPSHOT_CHUNK).min(data.len());
-            chunks.push(pb::SnapshotChunk {
-                meta: Bytes::new(),
-                data: data.slice(off..end),
-            });
+            chunks.push(pb::SnapshotChunk { meta: Bytes::new(), data: data.slice(off..end) });
             off = end;
         }
         let send = client.install_snapshot(futures::stream::iter(chunks));
@@ -224,9 +204,7 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
             StreamingError::Network(NetworkError::new(&AnyError::error(s.to_string())))
         })?;
         let decoded: Result<SnapshotResponse<TypeConfig>, String> = decode(&resp.into_inner().data)
-            .map_err(|e| {
-                StreamingError::Network(NetworkError::new(&AnyError::error(e.to_string())))
-            })?;
+            .map_err(|e| StreamingError::Network(NetworkError::new(&AnyError::error(e.to_string()))))?;
         decoded.map_err(|e| StreamingError::Network(NetworkError::new(&AnyError::error(e))))
     }
 }

@@ -65,9 +65,7 @@ pub struct StartedRaft<E: ObjectEngine> {
 
 impl<E: ObjectEngine> StartedRaft<E> {
     /// The tonic service peers call; serve it on the node's peer listener.
-    pub fn take_peer_server(
-        &mut self,
-    ) -> Option<crate::pb::peer_server::PeerServer<PeerService<StateMachine<E>>>> {
+    pub fn take_peer_server(&mut self) -> Option<crate::pb::peer_server::PeerServer<PeerService<StateMachine<E>>>> {
         self.peer_service.take().map(PeerService::into_server)
     }
 }
@@ -76,9 +74,7 @@ struct EngineReader<E>(Arc<E>);
 
 impl<E: ObjectEngine> LocalReader for EngineReader<E> {
     fn get(&self, key: &str) -> Result<Option<Bytes>, ClusterError> {
-        self.0
-            .get(key)
-            .map_err(|e| ClusterError::Fatal(e.to_string()))
+        self.0.get(key).map_err(|e| ClusterError::Fatal(e.to_string()))
     }
 
     fn scan(
@@ -87,9 +83,7 @@ impl<E: ObjectEngine> LocalReader for EngineReader<E> {
         start_after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, Bytes)>, ClusterError> {
-        self.0
-            .scan(prefix, start_after, limit)
-            .map_err(|e| ClusterError::Fatal(e.to_string()))
+        self.0.scan(prefix, start_after, limit).map_err(|e| ClusterError::Fatal(e.to_string()))
     }
 }
 
@@ -124,35 +118,19 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
         enable_pre_vote: Some(true),
         ..Default::default()
     };
-    let config = Arc::new(
-        config
-            .validate()
-            .map_err(|e| StartError::Config(e.to_string()))?,
-    );
+    let config = Arc::new(config.validate().map_err(|e| StartError::Config(e.to_string()))?);
 
     let channels = Channels::new(dialer);
     let log_store = LogStore::new(log_engine);
     let state_machine = StateMachine::new(object_engine.clone())?;
-    let raft = openraft::Raft::new(
-        cfg.id,
-        config,
-        PeerNetwork::new(channels.clone()),
-        log_store,
-        state_machine.clone(),
-    )
-    .await
-    .map_err(|e| StartError::Raft(e.to_string()))?;
+    let raft =
+        openraft::Raft::new(cfg.id, config, PeerNetwork::new(channels.clone()), log_store, state_machine.clone())
+            .await
+            .map_err(|e| StartError::Raft(e.to_string()))?;
 
-    if !raft
-        .is_initialized()
-        .await
-        .map_err(|e| StartError::Raft(e.to_string()))?
-    {
-        let members: BTreeMap<NodeId, BasicNode> = cfg
-            .members
-            .iter()
-            .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
-            .collect();
+    if !raft.is_initialized().await.map_err(|e| StartError::Raft(e.to_string()))? {
+        let members: BTreeMap<NodeId, BasicNode> =
+            cfg.members.iter().map(|(id, addr)| (*id, BasicNode { addr: addr.clone() })).collect();
         if let Err(e) = raft.initialize(members).await {
             // Another node's identical proposal got here first: fine.
             tracing::debug!("initialize: {e}");
@@ -166,24 +144,11 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
         applied_rx: state_machine.applied_rx(),
         engine: object_engine.clone(),
     };
-    let cluster = Cluster {
-        replicator: Arc::new(replicator),
-        reader: Arc::new(EngineReader(object_engine)),
-    };
-    Ok(StartedRaft {
-        cluster,
-        raft: raft.clone(),
-        state_machine,
-        peer_service: Some(PeerService::new(raft)),
-    })
+    let cluster = Cluster { replicator: Arc::new(replicator), reader: Arc::new(EngineReader(object_engine)) };
+    Ok(StartedRaft { cluster, raft: raft.clone(), state_machine, peer_service: Some(PeerService::new(raft)) })
 }
 
 /// The ids of the voters this node currently knows.
 pub fn voter_ids<E: ObjectEngine>(raft: &Raft<StateMachine<E>>) -> BTreeSet<NodeId> {
-    raft.metrics()
-        .borrow_watched()
-        .membership_config
-        .membership()
-        .voter_ids()
-        .collect()
+    raft.metrics().borrow_watched().membership_config.membership().voter_ids().collect()
 }

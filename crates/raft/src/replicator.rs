@@ -52,21 +52,14 @@ impl<E: ObjectEngine> RaftReplicator<E> {
     fn leader_addr(&self, leader: NodeId) -> Option<String> {
         let m = self.raft.metrics();
         let m = m.borrow_watched();
-        m.membership_config
-            .membership()
-            .get_node(&leader)
-            .map(|n| n.addr.clone())
+        m.membership_config.membership().get_node(&leader).map(|n| n.addr.clone())
     }
 
     fn current_leader(&self) -> Option<NodeId> {
         self.raft.metrics().borrow_watched().current_leader
     }
 
-    async fn write_once(
-        &self,
-        cmd: &Command,
-        remaining: Duration,
-    ) -> Attempt<Result<WriteResult, ClusterError>> {
+    async fn write_once(&self, cmd: &Command, remaining: Duration) -> Attempt<Result<WriteResult, ClusterError>> {
         let Some(leader) = self.current_leader() else {
             return Attempt::Retry;
         };
@@ -83,9 +76,7 @@ impl<E: ObjectEngine> RaftReplicator<E> {
                 Ok(c) => c,
                 Err(_) => return Attempt::Retry,
             };
-            let req = pb::RaftMessage {
-                data: Bytes::from(encode(cmd)),
-            };
+            let req = pb::RaftMessage { data: Bytes::from(encode(cmd)) };
             match tokio::time::timeout(remaining, client.forward(req)).await {
                 Ok(Ok(resp)) => match decode::<ForwardReply>(&resp.into_inner().data) {
                     Ok(r) => r,
@@ -140,16 +131,11 @@ impl<E: ObjectEngine> RaftReplicator<E> {
     async fn read_index_once(&self, remaining: Duration) -> Option<u64> {
         let leader = self.current_leader()?;
         let reply = if leader == self.id {
-            tokio::time::timeout(remaining, read_index_local(&self.raft))
-                .await
-                .ok()?
+            tokio::time::timeout(remaining, read_index_local(&self.raft)).await.ok()?
         } else {
             let addr = self.leader_addr(leader)?;
             let mut client = self.channels.client(&addr).ok()?;
-            let resp = tokio::time::timeout(remaining, client.read_index(pb::ReadIndexRequest {}))
-                .await
-                .ok()?
-                .ok()?;
+            let resp = tokio::time::timeout(remaining, client.read_index(pb::ReadIndexRequest {})).await.ok()?.ok()?;
             decode::<ReadIndexReply>(&resp.into_inner().data).ok()?
         };
         match reply {
@@ -184,11 +170,7 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
         self.id
     }
 
-    fn write(
-        &self,
-        cmd: Command,
-        deadline: Duration,
-    ) -> BoxFuture<'_, Result<WriteResult, ClusterError>> {
+    fn write(&self, cmd: Command, deadline: Duration) -> BoxFuture<'_, Result<WriteResult, ClusterError>> {
         Box::pin(async move {
             let deadline = Instant::now() + deadline;
             let mut uncertain = false;
@@ -206,10 +188,7 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
                     Attempt::Retry => {}
                     Attempt::Uncertain => uncertain = true,
                 }
-                tokio::time::sleep(
-                    RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now())),
-                )
-                .await;
+                tokio::time::sleep(RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now()))).await;
             }
         })
     }
@@ -229,10 +208,7 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
                 if let Some(index) = self.read_index_once(deadline - now).await {
                     return self.wait_applied(index, deadline).await;
                 }
-                tokio::time::sleep(
-                    RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now())),
-                )
-                .await;
+                tokio::time::sleep(RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now()))).await;
             }
         })
     }

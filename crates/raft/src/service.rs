@@ -56,9 +56,7 @@ impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> PeerService<
 }
 
 fn reply<T: Serialize>(v: &T) -> Result<Response<pb::RaftMessage>, Status> {
-    Ok(Response::new(pb::RaftMessage {
-        data: Bytes::from(encode(v)),
-    }))
+    Ok(Response::new(pb::RaftMessage { data: Bytes::from(encode(v)) }))
 }
 
 fn bad(e: impl std::fmt::Display) -> Status {
@@ -66,16 +64,11 @@ fn bad(e: impl std::fmt::Display) -> Status {
 }
 
 /// Answers the leader's write for a command proposed on this node.
-pub(crate) async fn propose_local<SM: RaftStateMachine<TypeConfig>>(
-    raft: &Raft<SM>,
-    cmd: Command,
-) -> ForwardReply {
+pub(crate) async fn propose_local<SM: RaftStateMachine<TypeConfig>>(raft: &Raft<SM>, cmd: Command) -> ForwardReply {
     match raft.client_write(cmd).await {
         Ok(resp) => ForwardReply::Applied(resp.data),
         Err(e) => match e.api_error() {
-            Some(ClientWriteError::ForwardToLeader(f)) => ForwardReply::NotLeader {
-                leader: f.leader_id,
-            },
+            Some(ClientWriteError::ForwardToLeader(f)) => ForwardReply::NotLeader { leader: f.leader_id },
             Some(ClientWriteError::LogEntryDiscarded(f)) => ForwardReply::Unknown(f.to_string()),
             Some(other) => ForwardReply::Failed(other.to_string()),
             None => ForwardReply::Failed(e.to_string()),
@@ -84,16 +77,12 @@ pub(crate) async fn propose_local<SM: RaftStateMachine<TypeConfig>>(
 }
 
 /// The leader's read index for a linearizable read.
-pub(crate) async fn read_index_local<SM: RaftStateMachine<TypeConfig>>(
-    raft: &Raft<SM>,
-) -> ReadIndexReply {
+pub(crate) async fn read_index_local<SM: RaftStateMachine<TypeConfig>>(raft: &Raft<SM>) -> ReadIndexReply {
     match raft.get_read_linearizer(ReadPolicy::ReadIndex).await {
         Ok(lin) => ReadIndexReply::Index(lin.read_log_id().index()),
         Err(e) => match e.api_error() {
             Some(openraft::errors::LinearizableReadError::ForwardToLeader(f)) => {
-                ReadIndexReply::NotLeader {
-                    leader: f.leader_id,
-                }
+                ReadIndexReply::NotLeader { leader: f.leader_id }
             }
             _ => ReadIndexReply::Failed(e.to_string()),
         },
@@ -101,35 +90,18 @@ pub(crate) async fn read_index_local<SM: RaftStateMachine<TypeConfig>>(
 }
 
 #[tonic::async_trait]
-impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_server::Peer
-    for PeerService<SM>
-{
-    async fn append_entries(
-        &self,
-        req: Request<pb::RaftMessage>,
-    ) -> Result<Response<pb::RaftMessage>, Status> {
+impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_server::Peer for PeerService<SM> {
+    async fn append_entries(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
         let rpc = decode(&req.into_inner().data).map_err(bad)?;
-        reply(
-            &self
-                .raft
-                .append_entries(rpc)
-                .await
-                .map_err(|e| e.to_string()),
-        )
+        reply(&self.raft.append_entries(rpc).await.map_err(|e| e.to_string()))
     }
 
-    async fn vote(
-        &self,
-        req: Request<pb::RaftMessage>,
-    ) -> Result<Response<pb::RaftMessage>, Status> {
+    async fn vote(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
         let rpc = decode(&req.into_inner().data).map_err(bad)?;
         reply(&self.raft.vote(rpc).await.map_err(|e| e.to_string()))
     }
 
-    async fn pre_vote(
-        &self,
-        req: Request<pb::RaftMessage>,
-    ) -> Result<Response<pb::RaftMessage>, Status> {
+    async fn pre_vote(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
         let rpc = decode(&req.into_inner().data).map_err(bad)?;
         reply(&self.raft.pre_vote(rpc).await.map_err(|e| e.to_string()))
     }
@@ -149,31 +121,16 @@ impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_ser
             data.extend_from_slice(&chunk.data);
         }
         let (vote, meta) = head.ok_or_else(|| bad("snapshot stream without meta"))?;
-        let snapshot = Snapshot {
-            meta,
-            snapshot: data.to_vec(),
-        };
-        reply(
-            &self
-                .raft
-                .install_full_snapshot(vote, snapshot)
-                .await
-                .map_err(|e| e.to_string()),
-        )
+        let snapshot = Snapshot { meta, snapshot: data.to_vec() };
+        reply(&self.raft.install_full_snapshot(vote, snapshot).await.map_err(|e| e.to_string()))
     }
 
-    async fn forward(
-        &self,
-        req: Request<pb::RaftMessage>,
-    ) -> Result<Response<pb::RaftMessage>, Status> {
+    async fn forward(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
         let cmd: Command = decode(&req.into_inner().data).map_err(bad)?;
         reply(&propose_local(&self.raft, cmd).await)
     }
 
-    async fn read_index(
-        &self,
-        _req: Request<pb::ReadIndexRequest>,
-    ) -> Result<Response<pb::RaftMessage>, Status> {
+    async fn read_index(&self, _req: Request<pb::ReadIndexRequest>) -> Result<Response<pb::RaftMessage>, Status> {
         reply(&read_index_local(&self.raft).await)
     }
 }

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use futures::{Stream, TryStreamExt};
 use kuorum_store::apply::BatchApplier;
-use kuorum_store::engine::ObjectDump;
+use kuorum_store::engine::{ObjectDump, ObjectWrite};
 use kuorum_store::ObjectEngine;
 use openraft::entry::RaftEntry;
 use openraft::storage::{EntryResponder, RaftStateMachine};
@@ -30,6 +30,24 @@ const META_MEMBERSHIP: &str = "membership";
 
 pub type SnapshotData = Vec<u8>;
 pub type Snapshot = openraft::alias::SnapshotOf<TypeConfig, SnapshotData>;
+
+/// What a snapshot carries: the engine's dump, in a form bincode can encode.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SnapshotBody {
+    objects: Vec<(String, Bytes)>,
+    history: Vec<(String, u64, Option<Bytes>)>,
+    meta: Vec<(String, Bytes)>,
+}
+
+impl From<ObjectDump> for SnapshotBody {
+    fn from(d: ObjectDump) -> Self {
+        SnapshotBody {
+            objects: d.objects,
+            history: d.history.into_iter().map(|w| (w.key, w.rv, w.value)).collect(),
+            meta: d.meta,
+        }
+    }
+}
 
 struct Shared<E> {
     engine: Arc<E>,
@@ -46,26 +64,15 @@ pub struct StateMachine<E: ObjectEngine> {
 
 impl<E: ObjectEngine> Clone for StateMachine<E> {
     fn clone(&self) -> Self {
-        Self {
-            shared: self.shared.clone(),
-        }
+        Self { shared: self.shared.clone() }
     }
 }
 
 impl<E: ObjectEngine> StateMachine<E> {
     pub fn new(engine: Arc<E>) -> io::Result<Self> {
-        let applied: Option<LogId> = engine
-            .get_meta(META_APPLIED)?
-            .map(|b| decode(&b))
-            .transpose()?;
+        let applied: Option<LogId> = engine.get_meta(META_APPLIED)?.map(|b| decode(&b)).transpose()?;
         let (applied_tx, _) = watch::channel(applied.map(|l| l.index()).unwrap_or(0));
-        Ok(Self {
-            shared: Arc::new(Shared {
-                engine,
-                applied_tx,
-                current_snapshot: Mutex::new(None),
-            }),
-        })
+        Ok(Self { shared: Arc::new(Shared { engine, applied_tx, current_snapshot: Mutex::new(None) }) })
     }
 
     pub fn engine(&self) -> &Arc<E> {
@@ -80,11 +87,7 @@ impl<E: ObjectEngine> StateMachine<E> {
     fn read_meta(&self) -> io::Result<(Option<LogId>, StoredMembership)> {
         let e = &self.shared.engine;
         let applied = e.get_meta(META_APPLIED)?.map(|b| decode(&b)).transpose()?;
-        let membership = e
-            .get_meta(META_MEMBERSHIP)?
-            .map(|b| decode(&b))
-            .transpose()?
-            .unwrap_or_default();
+        let membership = e.get_meta(META_MEMBERSHIP)?.map(|b| decode(&b)).transpose()?.unwrap_or_default();
         Ok((applied, membership))
     }
 
@@ -108,31 +111,15 @@ impl<E: ObjectEngine> RaftSnapshotBuilder<TypeConfig> for StateMachine<E> {
         // entries it covers.
         self.shared.engine.sync().await?;
         let dump = self.shared.engine.dump()?;
-        let find = |k: &str| {
-            dump.meta
-                .iter()
-                .find(|(mk, _)| mk == k)
-                .map(|(_, v)| v.clone())
-        };
+        let find = |k: &str| dump.meta.iter().find(|(mk, _)| mk == k).map(|(_, v)| v.clone());
         let last_log_id: Option<LogId> = find(META_APPLIED).map(|b| decode(&b)).transpose()?;
-        let last_membership: StoredMembership = find(META_MEMBERSHIP)
-            .map(|b| decode(&b))
-            .transpose()?
-            .unwrap_or_default();
-        let meta = SnapshotMeta {
-            last_log_id,
-            last_membership,
-        };
-        let data = encode(&(dump.objects, dump.meta));
-        *self
-            .shared
-            .current_snapshot
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some((meta.clone(), Arc::new(data.clone())));
-        Ok(Snapshot {
-            meta,
-            snapshot: data,
-        })
+        let last_membership: StoredMembership =
+            find(META_MEMBERSHIP).map(|b| decode(&b)).transpose()?.unwrap_or_default();
+        let meta = SnapshotMeta { last_log_id, last_membership };
+        let data = encode(&SnapshotBody::from(dump));
+        *self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((meta.clone(), Arc::new(data.clone())));
+        Ok(Snapshot { meta, snapshot: data })
     }
 }
 
@@ -176,7 +163,11 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
         if let Some(m) = membership {
             meta.push((META_MEMBERSHIP.to_string(), Bytes::from(encode(&m))));
         }
+        let compaction = applier.compaction();
         engine.write(applier.into_batch(meta)).await?;
+        if let Some(rv) = compaction {
+            engine.compact(rv).await?;
+        }
         for (r, result) in replies {
             r.send(result);
         }
@@ -188,34 +179,18 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
         self.clone()
     }
 
-    async fn install_snapshot(
-        &mut self,
-        meta: &SnapshotMeta,
-        snapshot: SnapshotData,
-    ) -> Result<(), io::Error> {
-        let (objects, mut dump_meta): (Vec<(String, Bytes)>, Vec<(String, Bytes)>) =
-            decode(&snapshot)?;
+    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: SnapshotData) -> Result<(), io::Error> {
+        let SnapshotBody { objects, history, meta: mut dump_meta } = decode(&snapshot)?;
         // The snapshot's own meta is authoritative for where it stands.
         dump_meta.retain(|(k, _)| k != META_APPLIED && k != META_MEMBERSHIP);
         if let Some(l) = &meta.last_log_id {
             dump_meta.push((META_APPLIED.to_string(), Bytes::from(encode(l))));
         }
-        dump_meta.push((
-            META_MEMBERSHIP.to_string(),
-            Bytes::from(encode(&meta.last_membership)),
-        ));
-        self.shared
-            .engine
-            .restore(ObjectDump {
-                objects,
-                meta: dump_meta,
-            })
-            .await?;
-        *self
-            .shared
-            .current_snapshot
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some((meta.clone(), Arc::new(snapshot)));
+        dump_meta.push((META_MEMBERSHIP.to_string(), Bytes::from(encode(&meta.last_membership))));
+        let history = history.into_iter().map(|(key, rv, value)| ObjectWrite { key, rv, value }).collect();
+        self.shared.engine.restore(ObjectDump { objects, history, meta: dump_meta }).await?;
+        *self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((meta.clone(), Arc::new(snapshot)));
         if let Some(l) = &meta.last_log_id {
             self.publish_applied(l.index());
         }
@@ -223,15 +198,7 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
-        let cur = self
-            .shared
-            .current_snapshot
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        Ok(cur.map(|(meta, data)| Snapshot {
-            meta,
-            snapshot: data.as_ref().clone(),
-        }))
+        let cur = self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        Ok(cur.map(|(meta, data)| Snapshot { meta, snapshot: data.as_ref().clone() }))
     }
 }

@@ -19,14 +19,10 @@ pub async fn single_node() -> Cluster {
         members: BTreeMap::from([(1, "127.0.0.1:1".to_string())]),
         timing: RaftTiming::default(),
     };
-    let started = start_raft(
-        cfg,
-        Arc::new(MemoryLogEngine::new()),
-        Arc::new(MemoryObjectEngine::new()),
-        Arc::new(TcpDialer),
-    )
-    .await
-    .expect("single node starts");
+    let started =
+        start_raft(cfg, Arc::new(MemoryLogEngine::new()), Arc::new(MemoryObjectEngine::new()), Arc::new(TcpDialer))
+            .await
+            .expect("single node starts");
     started
         .raft
         .wait(Some(std::time::Duration::from_secs(10)))

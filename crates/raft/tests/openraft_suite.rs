@@ -12,19 +12,10 @@ use openraft::StorageError;
 
 struct MemoryBuilder;
 
-impl StoreBuilder<TypeConfig, LogStore<MemoryLogEngine>, StateMachine<MemoryObjectEngine>, ()>
-    for MemoryBuilder
-{
+impl StoreBuilder<TypeConfig, LogStore<MemoryLogEngine>, StateMachine<MemoryObjectEngine>, ()> for MemoryBuilder {
     async fn build(
         &self,
-    ) -> Result<
-        (
-            (),
-            LogStore<MemoryLogEngine>,
-            StateMachine<MemoryObjectEngine>,
-        ),
-        StorageError<TypeConfig>,
-    > {
+    ) -> Result<((), LogStore<MemoryLogEngine>, StateMachine<MemoryObjectEngine>), StorageError<TypeConfig>> {
         let log = LogStore::new(Arc::new(MemoryLogEngine::new()));
         let sm = StateMachine::new(Arc::new(MemoryObjectEngine::new())).expect("state machine");
         Ok(((), log, sm))
@@ -33,7 +24,5 @@ impl StoreBuilder<TypeConfig, LogStore<MemoryLogEngine>, StateMachine<MemoryObje
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openraft_storage_suite_passes_on_memory_engines() {
-    Suite::test_all(MemoryBuilder)
-        .await
-        .expect("openraft storage suite");
+    Suite::test_all(MemoryBuilder).await.expect("openraft storage suite");
 }

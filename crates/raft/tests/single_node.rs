@@ -19,67 +19,34 @@ async fn writes_apply_in_log_order_with_preconditions() {
     };
     let stored = cluster.write(ns, t).await.unwrap().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&stored).unwrap();
-    let rv: u64 = v["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let rv: u64 = v["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
     assert!(rv > 0);
 
-    let key = ObjectKey {
-        group: "",
-        resource: "configmaps",
-        namespace: Some("default"),
-        name: "a",
-    }
-    .encode();
+    let key = ObjectKey { group: "", resource: "configmaps", namespace: Some("default"), name: "a" }.encode();
     let cm = |d: &str| {
         Bytes::from(format!(
             r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"a","namespace":"default","uid":"u"}},"data":{{"k":"{d}"}}}}"#
         ))
     };
     let created = cluster
-        .write(
-            Command::Create {
-                key: key.clone(),
-                namespace: Some("default".into()),
-                object: cm("1"),
-            },
-            t,
-        )
+        .write(Command::Create { key: key.clone(), namespace: Some("default".into()), object: cm("1") }, t)
         .await
         .unwrap()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&created).unwrap();
-    let crv: u64 = v["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let crv: u64 = v["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
     assert!(crv > rv, "resourceVersions rise with the log");
 
     let stale = Command::Update {
         key: key.clone(),
         object: cm("2"),
-        precondition: Precondition {
-            resource_version: Some(rv),
-            uid: None,
-        },
+        precondition: Precondition { resource_version: Some(rv), uid: None },
     };
-    assert_eq!(
-        cluster.write(stale, t).await.unwrap(),
-        Err(WriteError::Conflict)
-    );
+    assert_eq!(cluster.write(stale, t).await.unwrap(), Err(WriteError::Conflict));
 
     let applied = cluster.read_barrier(t).await.unwrap();
     assert!(applied >= crv);
     assert_eq!(cluster.get(&key).unwrap().unwrap(), created);
-    assert_eq!(
-        cluster
-            .scan("/registry/core/configmaps/", None, 10)
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(cluster.scan("/registry/core/configmaps/", None, 10).unwrap().len(), 1);
     assert_eq!(cluster.leader(), Some(1));
 }

@@ -34,31 +34,17 @@ pub(crate) enum Freshness {
 }
 
 fn list_options_invalid(errs: Vec<FieldError>) -> ApiError {
-    ApiError::invalid(
-        GroupKind {
-            group: "meta.k8s.io",
-            kind: "ListOptions",
-        },
-        "",
-        &errs,
-    )
+    ApiError::invalid(GroupKind { group: "meta.k8s.io", kind: "ListOptions" }, "", &errs)
 }
 
 /// Reads the freshness a request asks for. `with_match` is false for GETs of one object,
 /// which have no `resourceVersionMatch`.
 pub(crate) fn requested(q: &Query, with_match: bool) -> Result<Freshness, ApiError> {
     let rv = q.get("resourceVersion").unwrap_or("");
-    let rv_match = if with_match {
-        q.get("resourceVersionMatch").unwrap_or("")
-    } else {
-        ""
-    };
+    let rv_match = if with_match { q.get("resourceVersionMatch").unwrap_or("") } else { "" };
     let parsed = match rv {
         "" => None,
-        s => Some(
-            s.parse::<u64>()
-                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s:?}")))?,
-        ),
+        s => Some(s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s:?}")))?),
     };
     match (rv_match, parsed) {
         ("", None) => Ok(Freshness::MostRecent),
@@ -83,19 +69,10 @@ pub(crate) fn requested(q: &Query, with_match: bool) -> Result<Freshness, ApiErr
 }
 
 /// Waits until a read of local state satisfies the request's freshness.
-pub(crate) async fn wait_for_read(
-    st: &RestState,
-    q: &Query,
-    with_match: bool,
-) -> Result<(), ApiError> {
+pub(crate) async fn wait_for_read(st: &RestState, q: &Query, with_match: bool) -> Result<(), ApiError> {
     match requested(q, with_match)? {
         Freshness::Any => Ok(()),
-        Freshness::MostRecent => st
-            .cluster
-            .read_barrier(st.request_timeout)
-            .await
-            .map(|_| ())
-            .map_err(cluster_error),
+        Freshness::MostRecent => st.cluster.read_barrier(st.request_timeout).await.map(|_| ()).map_err(cluster_error),
         Freshness::NotOlderThan(n) => wait_for_index(st, n).await,
         Freshness::Exact(n) => {
             wait_for_index(st, n).await?;
@@ -103,9 +80,7 @@ pub(crate) async fn wait_for_read(
             if current == n {
                 Ok(())
             } else {
-                Err(ApiError::expired(format!(
-                    "too old resource version: {n} ({current})"
-                )))
+                Err(ApiError::expired(format!("too old resource version: {n} ({current})")))
             }
         }
     }
@@ -137,43 +112,18 @@ mod tests {
     #[test]
     fn freshness_from_the_query() {
         assert_eq!(requested(&q(""), true).unwrap(), Freshness::MostRecent);
-        assert_eq!(
-            requested(&q("resourceVersion="), true).unwrap(),
-            Freshness::MostRecent
-        );
-        assert_eq!(
-            requested(&q("resourceVersion=0"), true).unwrap(),
-            Freshness::Any
-        );
-        assert_eq!(
-            requested(&q("resourceVersion=7"), true).unwrap(),
-            Freshness::NotOlderThan(7)
-        );
-        assert_eq!(
-            requested(
-                &q("resourceVersion=0&resourceVersionMatch=NotOlderThan"),
-                true
-            )
-            .unwrap(),
-            Freshness::Any
-        );
-        assert_eq!(
-            requested(&q("resourceVersion=7&resourceVersionMatch=Exact"), true).unwrap(),
-            Freshness::Exact(7)
-        );
+        assert_eq!(requested(&q("resourceVersion="), true).unwrap(), Freshness::MostRecent);
+        assert_eq!(requested(&q("resourceVersion=0"), true).unwrap(), Freshness::Any);
+        assert_eq!(requested(&q("resourceVersion=7"), true).unwrap(), Freshness::NotOlderThan(7));
+        assert_eq!(requested(&q("resourceVersion=0&resourceVersionMatch=NotOlderThan"), true).unwrap(), Freshness::Any);
+        assert_eq!(requested(&q("resourceVersion=7&resourceVersionMatch=Exact"), true).unwrap(), Freshness::Exact(7));
         // GETs have no resourceVersionMatch.
         assert_eq!(
             requested(&q("resourceVersion=7&resourceVersionMatch=Exact"), false).unwrap(),
             Freshness::NotOlderThan(7)
         );
-        assert_eq!(
-            requested(&q("resourceVersion=abc"), true).unwrap_err().code,
-            400
-        );
-        assert_eq!(
-            requested(&q("resourceVersion=-1"), true).unwrap_err().code,
-            400
-        );
+        assert_eq!(requested(&q("resourceVersion=abc"), true).unwrap_err().code, 400);
+        assert_eq!(requested(&q("resourceVersion=-1"), true).unwrap_err().code, 400);
         let e = requested(&q("resourceVersionMatch=NotOlderThan"), true).unwrap_err();
         assert_eq!(e.code, 422);
         assert_eq!(
@@ -181,17 +131,7 @@ mod tests {
             "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is \
              forbidden unless resourceVersion is provided"
         );
-        assert_eq!(
-            requested(&q("resourceVersion=0&resourceVersionMatch=Exact"), true)
-                .unwrap_err()
-                .code,
-            422
-        );
-        assert_eq!(
-            requested(&q("resourceVersion=1&resourceVersionMatch=Newest"), true)
-                .unwrap_err()
-                .code,
-            422
-        );
+        assert_eq!(requested(&q("resourceVersion=0&resourceVersionMatch=Exact"), true).unwrap_err().code, 422);
+        assert_eq!(requested(&q("resourceVersion=1&resourceVersionMatch=Newest"), true).unwrap_err().code, 422);
     }
 }

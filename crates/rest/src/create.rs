@@ -23,14 +23,8 @@ use crate::RestState;
 const GENERATE_NAME_ATTEMPTS: usize = 8;
 
 /// Metadata only the server writes; a client's values are dropped on create.
-const SERVER_OWNED_META: &[&str] = &[
-    "resourceVersion",
-    "uid",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "selfLink",
-];
+const SERVER_OWNED_META: &[&str] =
+    &["resourceVersion", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"];
 
 pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
     // Parse.
@@ -50,11 +44,7 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     let given_name = object::meta_str(&obj, "name").map(str::to_string);
     let prefix = object::meta_str(&obj, "generateName").map(str::to_string);
 
-    let attempts = if given_name.is_none() && prefix.is_some() {
-        GENERATE_NAME_ATTEMPTS
-    } else {
-        1
-    };
+    let attempts = if given_name.is_none() && prefix.is_some() { GENERATE_NAME_ATTEMPTS } else { 1 };
     for attempt in 1..=attempts {
         let name = match (&given_name, &prefix) {
             (Some(n), _) => n.clone(),
@@ -81,19 +71,9 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
             namespace: namespace.clone(),
             object: object::to_vec(&obj).into(),
         };
-        match st
-            .cluster
-            .write(cmd, st.request_timeout)
-            .await
-            .map_err(cluster_error)?
-        {
+        match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
             // Encode.
-            Ok(stored) => {
-                return Ok(json_response(
-                    StatusCode::CREATED,
-                    object::encode_stored(&stored, def)?,
-                ))
-            }
+            Ok(stored) => return Ok(json_response(StatusCode::CREATED, object::encode_stored(&stored, def)?)),
             Err(WriteError::AlreadyExists) if attempt < attempts => continue,
             Err(e) => return Err(write_error(e, def, &name)),
         }
@@ -103,11 +83,7 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
 
 /// Namespaced objects take the URL's namespace (a different one in the body is 400);
 /// cluster-scoped objects have none.
-fn place_in_namespace(
-    obj: &mut Object,
-    def: &ResourceDef,
-    namespace: Option<&str>,
-) -> Result<(), ApiError> {
+fn place_in_namespace(obj: &mut Object, def: &ResourceDef, namespace: Option<&str>) -> Result<(), ApiError> {
     let meta = object::meta_mut(obj);
     match (namespace, meta.get("namespace").and_then(Value::as_str)) {
         (Some(url), Some(body)) if !body.is_empty() && body != url => Err(ApiError::bad_request(

@@ -44,19 +44,13 @@ pub(crate) async fn delete(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     opts.dry_run |= query_dry_run;
 
     // Validate.
-    if def.kind == "Namespace"
-        && def.group.is_empty()
-        && UNDELETABLE_NAMESPACES.contains(&name.as_str())
-    {
+    if def.kind == "Namespace" && def.group.is_empty() && UNDELETABLE_NAMESPACES.contains(&name.as_str()) {
         return Err(ApiError::namespace_undeletable(&name));
     }
     if opts.dry_run {
         crate::consistency::wait_for_read(st, &crate::query::Query::default(), false).await?;
         return match st.cluster.get(&t.key()).map_err(cluster_error)? {
-            Some(stored) => Ok(json_response(
-                StatusCode::OK,
-                object::encode_stored(&stored, def)?,
-            )),
+            Some(stored) => Ok(json_response(StatusCode::OK, object::encode_stored(&stored, def)?)),
             None => Err(ApiError::not_found(def.group_resource(), &name)),
         };
     }
@@ -66,18 +60,11 @@ pub(crate) async fn delete(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     let cmd = Command::Delete {
         key: t.key(),
         precondition: opts.precondition,
+        deletion_timestamp: Some(st.clock.now_rfc3339()),
     };
-    match st
-        .cluster
-        .write(cmd, st.request_timeout)
-        .await
-        .map_err(cluster_error)?
-    {
+    match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
         // Encode.
-        Ok(stored) => Ok(json_response(
-            StatusCode::OK,
-            object::encode_stored(&stored, def)?,
-        )),
+        Ok(stored) => Ok(json_response(StatusCode::OK, object::encode_stored(&stored, def)?)),
         Err(WriteError::Conflict) => {
             // Name the record's resourceVersion as kube-apiserver does, if we can see it.
             let actual = st
@@ -88,12 +75,9 @@ pub(crate) async fn delete(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
                 .and_then(|b| object::parse_stored(&b).ok())
                 .and_then(|o| object::meta_str(&o, "resourceVersion").map(str::to_string));
             match (wanted_rv, actual) {
-                (Some(w), Some(a)) => Err(ApiError::rv_precondition_conflict(
-                    def.group_resource(),
-                    &name,
-                    &w.to_string(),
-                    &a,
-                )),
+                (Some(w), Some(a)) => {
+                    Err(ApiError::rv_precondition_conflict(def.group_resource(), &name, &w.to_string(), &a))
+                }
                 _ => Err(ApiError::conflict(def.group_resource(), &name)),
             }
         }
@@ -106,9 +90,7 @@ fn decode_options(body: &[u8]) -> Result<DeleteOptions, ApiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?;
     let Value::Object(o) = value else {
-        return Err(ApiError::bad_request(
-            "the DeleteOptions body must be a JSON object",
-        ));
+        return Err(ApiError::bad_request("the DeleteOptions body must be a JSON object"));
     };
     let mut opts = DeleteOptions::default();
     match o.get("preconditions") {
@@ -122,11 +104,7 @@ fn decode_options(body: &[u8]) -> Result<DeleteOptions, ApiError> {
             opts.precondition.resource_version = match p.get("resourceVersion") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(s)) => object::parse_rv(Some(s))?,
-                Some(_) => {
-                    return Err(ApiError::bad_request(
-                        "preconditions.resourceVersion must be a string",
-                    ))
-                }
+                Some(_) => return Err(ApiError::bad_request("preconditions.resourceVersion must be a string")),
             };
         }
         Some(_) => return Err(ApiError::bad_request("preconditions must be an object")),
@@ -135,8 +113,7 @@ fn decode_options(body: &[u8]) -> Result<DeleteOptions, ApiError> {
         None | Some(Value::Null) => {}
         Some(Value::Array(vs)) => {
             let strs: Option<Vec<&str>> = vs.iter().map(Value::as_str).collect();
-            let strs =
-                strs.ok_or_else(|| ApiError::bad_request("dryRun must be a list of strings"))?;
+            let strs = strs.ok_or_else(|| ApiError::bad_request("dryRun must be a list of strings"))?;
             opts.dry_run = object::dry_run(strs.into_iter())?;
         }
         Some(_) => return Err(ApiError::bad_request("dryRun must be a list of strings")),
@@ -154,25 +131,11 @@ mod tests {
         assert_eq!(o.precondition, Precondition::default());
         let o = decode_options(br#"{"propagationPolicy":"Background"}"#).unwrap();
         assert!(!o.dry_run);
-        let o = decode_options(
-            br#"{"preconditions":{"uid":"u","resourceVersion":"4"},"dryRun":["All"]}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            o.precondition,
-            Precondition {
-                resource_version: Some(4),
-                uid: Some("u".into())
-            }
-        );
+        let o = decode_options(br#"{"preconditions":{"uid":"u","resourceVersion":"4"},"dryRun":["All"]}"#).unwrap();
+        assert_eq!(o.precondition, Precondition { resource_version: Some(4), uid: Some("u".into()) });
         assert!(o.dry_run);
         assert_eq!(decode_options(b"[").unwrap_err().code, 400);
         assert_eq!(decode_options(b"[]").unwrap_err().code, 400);
-        assert_eq!(
-            decode_options(br#"{"preconditions":{"resourceVersion":"x"}}"#)
-                .unwrap_err()
-                .code,
-            400
-        );
+        assert_eq!(decode_options(br#"{"preconditions":{"resourceVersion":"x"}}"#).unwrap_err().code, 400);
     }
 }

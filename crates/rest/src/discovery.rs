@@ -19,8 +19,7 @@ fn json(v: &Value) -> Response {
 
 /// Discovery documents differ by `Accept`; caches must know.
 fn vary_accept(mut resp: Response) -> Response {
-    resp.headers_mut()
-        .insert(header::VARY, header::HeaderValue::from_static("Accept"));
+    resp.headers_mut().insert(header::VARY, header::HeaderValue::from_static("Accept"));
     resp
 }
 
@@ -35,12 +34,7 @@ pub(crate) async fn version() -> Response {
 
 /// `GET /healthz`, `/livez`, `/readyz`.
 pub(crate) async fn healthy() -> Response {
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        "ok",
-    )
-        .into_response()
+    (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "ok").into_response()
 }
 
 /// The host and port clients reached us at, for `serverAddressByClientCIDRs`.
@@ -57,11 +51,7 @@ fn server_address(headers: &HeaderMap) -> String {
 pub(crate) async fn api(headers: HeaderMap) -> Response {
     if negotiate::wants_aggregated_discovery(&headers) {
         let body = serde_json::to_vec(&docs::aggregated_core()).unwrap_or_default();
-        return vary_accept(json_response_as(
-            StatusCode::OK,
-            docs::AGGREGATED_CONTENT_TYPE,
-            body,
-        ));
+        return vary_accept(json_response_as(StatusCode::OK, docs::AGGREGATED_CONTENT_TYPE, body));
     }
     if let Err(e) = negotiate::check_accept(&headers) {
         return fail(e);
@@ -73,11 +63,7 @@ pub(crate) async fn api(headers: HeaderMap) -> Response {
 pub(crate) async fn apis(headers: HeaderMap) -> Response {
     if negotiate::wants_aggregated_discovery(&headers) {
         let body = serde_json::to_vec(&docs::aggregated_groups()).unwrap_or_default();
-        return vary_accept(json_response_as(
-            StatusCode::OK,
-            docs::AGGREGATED_CONTENT_TYPE,
-            body,
-        ));
+        return vary_accept(json_response_as(StatusCode::OK, docs::AGGREGATED_CONTENT_TYPE, body));
     }
     if let Err(e) = negotiate::check_accept(&headers) {
         return fail(e);
@@ -86,10 +72,7 @@ pub(crate) async fn apis(headers: HeaderMap) -> Response {
 }
 
 /// `GET /apis/{group}`.
-pub(crate) async fn group(
-    group: Result<Path<String>, PathRejection>,
-    headers: HeaderMap,
-) -> Response {
+pub(crate) async fn group(group: Result<Path<String>, PathRejection>, headers: HeaderMap) -> Response {
     let Ok(Path(group)) = group else {
         return fail(ApiError::path_not_found());
     };
@@ -108,10 +91,7 @@ pub(crate) async fn core_resources(headers: HeaderMap) -> Response {
 }
 
 /// `GET /apis/{group}/{version}`.
-pub(crate) async fn group_resources(
-    gv: Result<Path<(String, String)>, PathRejection>,
-    headers: HeaderMap,
-) -> Response {
+pub(crate) async fn group_resources(gv: Result<Path<(String, String)>, PathRejection>, headers: HeaderMap) -> Response {
     match gv {
         Ok(Path((group, version))) => resources(&group, &version, &headers),
         Err(_) => fail(ApiError::path_not_found()),

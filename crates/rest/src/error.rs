@@ -25,10 +25,7 @@ impl IntoResponse for RestError {
         let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut resp = (code, e.to_body()).into_response();
         let headers = resp.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(secs) = e.retry_after_seconds() {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
@@ -39,13 +36,10 @@ impl IntoResponse for RestError {
 /// Why the cluster could not answer, as a Status.
 pub fn cluster_error(e: ClusterError) -> ApiError {
     match e {
-        ClusterError::Timeout => ApiError::timeout(
-            "request did not complete within requested timeout - context deadline exceeded",
-            0,
-        ),
-        ClusterError::NoLeader | ClusterError::Shutdown => {
-            ApiError::service_unavailable(e.to_string())
+        ClusterError::Timeout => {
+            ApiError::timeout("request did not complete within requested timeout - context deadline exceeded", 0)
         }
+        ClusterError::NoLeader | ClusterError::Shutdown => ApiError::service_unavailable(e.to_string()),
         ClusterError::Fatal(msg) => ApiError::internal(msg),
     }
 }
@@ -57,9 +51,7 @@ pub fn write_error(e: WriteError, def: &ResourceDef, name: &str) -> ApiError {
         WriteError::NotFound => ApiError::not_found(gr, name),
         WriteError::AlreadyExists => ApiError::already_exists(gr, name),
         WriteError::Conflict => ApiError::conflict(gr, name),
-        WriteError::UidMismatch { wanted, actual } => {
-            ApiError::uid_precondition_conflict(gr, name, &wanted, &actual)
-        }
+        WriteError::UidMismatch { wanted, actual } => ApiError::uid_precondition_conflict(gr, name, &wanted, &actual),
         WriteError::NamespaceNotFound(ns) => ApiError::namespace_not_found(&ns),
         WriteError::NamespaceTerminating(ns) => ApiError::namespace_terminating(gr, name, &ns),
         WriteError::InvalidObject(msg) => ApiError::internal(msg),

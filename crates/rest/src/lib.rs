@@ -47,12 +47,7 @@ pub struct RestState {
 impl RestState {
     /// A state with the default request timeout.
     pub fn new(cluster: Cluster, clock: Arc<dyn Clock>, entropy: Arc<dyn Entropy>) -> Self {
-        RestState {
-            cluster,
-            clock,
-            entropy,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-        }
+        RestState { cluster, clock, entropy, request_timeout: DEFAULT_REQUEST_TIMEOUT }
     }
 }
 
@@ -75,10 +70,7 @@ pub fn router(state: RestState) -> Router {
         .route("/apis/{group}/{version}", get(discovery::group_resources))
         .route("/apis/{group}/{version}/", get(discovery::group_resources))
         .route("/api/v1/{*rest}", axum::routing::any(route::dispatch))
-        .route(
-            "/apis/{group}/{version}/{*rest}",
-            axum::routing::any(route::dispatch),
-        )
+        .route("/apis/{group}/{version}/{*rest}", axum::routing::any(route::dispatch))
         .method_not_allowed_fallback(error::method_not_allowed)
         .fallback(error::path_not_found)
         .with_state(state)

@@ -23,8 +23,7 @@ const SCAN_CHUNK: usize = 1024;
 
 pub(crate) async fn list(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
     let t = &ctx.target;
-    let labels = LabelSelector::parse(ctx.query.get("labelSelector").unwrap_or(""))
-        .map_err(ApiError::bad_request)?;
+    let labels = LabelSelector::parse(ctx.query.get("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
     let fields = FieldSelector::parse(ctx.query.get("fieldSelector").unwrap_or(""), t.def.kind)
         .map_err(ApiError::bad_request)?;
     wait_for_read(st, &ctx.query, true).await?;
@@ -33,10 +32,7 @@ pub(crate) async fn list(st: &RestState, ctx: Ctx) -> Result<Response, ApiError>
     let mut items = Vec::new();
     let mut after: Option<String> = None;
     loop {
-        let chunk = st
-            .cluster
-            .scan(&prefix, after.as_deref(), SCAN_CHUNK)
-            .map_err(cluster_error)?;
+        let chunk = st.cluster.scan(&prefix, after.as_deref(), SCAN_CHUNK).map_err(cluster_error)?;
         let done = chunk.len() < SCAN_CHUNK;
         after = chunk.last().map(|(k, _)| k.clone());
         for (_, bytes) in chunk {
@@ -57,8 +53,5 @@ pub(crate) async fn list(st: &RestState, ctx: Ctx) -> Result<Response, ApiError>
         "metadata": {"resourceVersion": read_at.to_string()},
         "items": items,
     });
-    Ok(json_response(
-        StatusCode::OK,
-        serde_json::to_vec(&body).unwrap_or_default(),
-    ))
+    Ok(json_response(StatusCode::OK, serde_json::to_vec(&body).unwrap_or_default()))
 }

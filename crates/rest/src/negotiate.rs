@@ -31,27 +31,19 @@ impl MediaType {
         let params = parts
             .filter_map(|p| {
                 let (k, v) = p.split_once('=')?;
-                Some((
-                    k.trim().to_ascii_lowercase(),
-                    v.trim().trim_matches('"').to_string(),
-                ))
+                Some((k.trim().to_ascii_lowercase(), v.trim().trim_matches('"').to_string()))
             })
             .collect();
         MediaType { essence, params }
     }
 
     pub fn param(&self, name: &str) -> Option<&str> {
-        self.params
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
     /// `q=0` means "not acceptable".
     fn refused(&self) -> bool {
-        self.param("q")
-            .and_then(|q| q.parse::<f32>().ok())
-            .is_some_and(|q| q <= 0.0)
+        self.param("q").and_then(|q| q.parse::<f32>().ok()).is_some_and(|q| q <= 0.0)
     }
 }
 
@@ -74,11 +66,7 @@ pub fn check_accept(headers: &HeaderMap) -> Result<(), ApiError> {
     if headers.get(header::ACCEPT).is_none() {
         return Ok(());
     }
-    let listed = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| !v.trim().is_empty());
+    let listed = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).any(|v| !v.trim().is_empty());
     if !listed {
         return Ok(());
     }
@@ -122,10 +110,8 @@ pub fn check_body_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
 
 /// Reads the whole body, refusing more than [`MAX_BODY_BYTES`] with 413.
 pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
+    let declared =
+        headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return Err(ApiError::request_entity_too_large(MAX_BODY_BYTES));
     }
@@ -134,9 +120,7 @@ pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiErro
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
             Err(ApiError::request_entity_too_large(MAX_BODY_BYTES))
         }
-        Err(e) => Err(ApiError::bad_request(format!(
-            "unable to read the request body: {e}"
-        ))),
+        Err(e) => Err(ApiError::bad_request(format!("unable to read the request body: {e}"))),
     }
 }
 
@@ -146,14 +130,9 @@ pub fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
 }
 
 /// A JSON response with an explicit content type (aggregated discovery).
-pub fn json_response_as(
-    status: StatusCode,
-    content_type: &'static str,
-    body: impl Into<Body>,
-) -> Response {
+pub fn json_response_as(status: StatusCode, content_type: &'static str, body: impl Into<Body>) -> Response {
     let mut resp = (status, body.into()).into_response();
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp
 }
 
@@ -173,38 +152,21 @@ mod tests {
     fn accept_headers_of_real_clients() {
         assert!(check_accept(&headers(&[])).is_ok());
         assert!(check_accept(&headers(&[("accept", "application/json, */*")])).is_ok());
-        let kubectl_get =
-            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;\
+        let kubectl_get = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;\
                            g=meta.k8s.io,application/json";
         assert!(check_accept(&headers(&[("accept", kubectl_get)])).is_ok());
-        assert!(check_accept(&headers(&[(
-            "accept",
-            "application/vnd.kubernetes.protobuf,application/json"
-        )]))
-        .is_ok());
-        let e = check_accept(&headers(&[(
-            "accept",
-            "application/vnd.kubernetes.protobuf",
-        )]))
-        .unwrap_err();
+        assert!(check_accept(&headers(&[("accept", "application/vnd.kubernetes.protobuf,application/json")])).is_ok());
+        let e = check_accept(&headers(&[("accept", "application/vnd.kubernetes.protobuf")])).unwrap_err();
         assert_eq!(e.code, 406);
-        assert!(check_accept(&headers(&[(
-            "accept",
-            "application/json;as=Table;v=v1;g=meta.k8s.io"
-        )]))
-        .is_err());
+        assert!(check_accept(&headers(&[("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")])).is_err());
         assert!(check_accept(&headers(&[("accept", "application/json;q=0")])).is_err());
     }
 
     #[test]
     fn aggregated_discovery_is_detected() {
-        let kubectl =
-            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+        let kubectl = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
         assert!(wants_aggregated_discovery(&headers(&[("accept", kubectl)])));
-        assert!(!wants_aggregated_discovery(&headers(&[(
-            "accept",
-            "application/json, */*"
-        )])));
+        assert!(!wants_aggregated_discovery(&headers(&[("accept", "application/json, */*")])));
         let old = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
         assert!(!wants_aggregated_discovery(&headers(&[("accept", old)])));
     }
@@ -213,16 +175,8 @@ mod tests {
     fn body_content_types() {
         assert!(check_body_content_type(&headers(&[])).is_ok());
         assert!(check_body_content_type(&headers(&[("content-type", "application/json")])).is_ok());
-        assert!(check_body_content_type(&headers(&[(
-            "content-type",
-            "Application/JSON; charset=utf-8"
-        )]))
-        .is_ok());
-        for bad in [
-            "application/vnd.kubernetes.protobuf",
-            "application/yaml",
-            "application/merge-patch+json",
-        ] {
+        assert!(check_body_content_type(&headers(&[("content-type", "Application/JSON; charset=utf-8")])).is_ok());
+        for bad in ["application/vnd.kubernetes.protobuf", "application/yaml", "application/merge-patch+json"] {
             let mut h = HeaderMap::new();
             h.insert("content-type", HeaderValue::from_static(bad));
             assert_eq!(check_body_content_type(&h).unwrap_err().code, 415, "{bad}");
@@ -231,18 +185,12 @@ mod tests {
 
     #[tokio::test]
     async fn body_limit() {
-        let small = read_body(&HeaderMap::new(), Body::from("{}"))
-            .await
-            .unwrap();
+        let small = read_body(&HeaderMap::new(), Body::from("{}")).await.unwrap();
         assert_eq!(&small[..], b"{}");
         let big = vec![b' '; MAX_BODY_BYTES + 1];
-        let e = read_body(&HeaderMap::new(), Body::from(big))
-            .await
-            .unwrap_err();
+        let e = read_body(&HeaderMap::new(), Body::from(big)).await.unwrap_err();
         assert_eq!(e.code, 413);
-        let e = read_body(&headers(&[("content-length", "99999999")]), Body::empty())
-            .await
-            .unwrap_err();
+        let e = read_body(&headers(&[("content-length", "99999999")]), Body::empty()).await.unwrap_err();
         assert_eq!(e.code, 413);
     }
 }

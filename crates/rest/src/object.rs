@@ -11,13 +11,7 @@ use crate::query::Query;
 pub(crate) type Object = Map<String, Value>;
 
 /// The metadata fields that must be strings when present.
-const STRING_META: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "resourceVersion",
-    "uid",
-];
+const STRING_META: &[&str] = &["name", "generateName", "namespace", "resourceVersion", "uid"];
 
 fn json_type(v: &Value) -> &'static str {
     match v {
@@ -33,9 +27,7 @@ fn json_type(v: &Value) -> &'static str {
 /// Decodes a request body into a JSON object whose metadata is well formed (400 if not).
 pub(crate) fn decode(body: &[u8]) -> Result<Object, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::bad_request(
-            "the request body is empty; expected a JSON object",
-        ));
+        return Err(ApiError::bad_request("the request body is empty; expected a JSON object"));
     }
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?;
@@ -145,9 +137,7 @@ pub(crate) fn parse_stored(bytes: &[u8]) -> Result<Object, ApiError> {
     match serde_json::from_slice::<Value>(bytes) {
         Ok(Value::Object(o)) => Ok(o),
         Ok(_) => Err(ApiError::internal("stored object is not a JSON object")),
-        Err(e) => Err(ApiError::internal(format!(
-            "stored object is not valid JSON: {e}"
-        ))),
+        Err(e) => Err(ApiError::internal(format!("stored object is not valid JSON: {e}"))),
     }
 }
 
@@ -161,9 +151,7 @@ pub(crate) fn meta(obj: &Object) -> Option<&Map<String, Value>> {
 
 /// The metadata object, created if missing.
 pub(crate) fn meta_mut(obj: &mut Object) -> &mut Map<String, Value> {
-    let entry = obj
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
+    let entry = obj.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
     if !entry.is_object() {
         *entry = Value::Object(Map::new());
     }
@@ -175,31 +163,21 @@ pub(crate) fn meta_mut(obj: &mut Object) -> &mut Map<String, Value> {
 
 /// A string metadata field; empty counts as absent.
 pub(crate) fn meta_str<'a>(obj: &'a Object, field: &str) -> Option<&'a str> {
-    meta(obj)
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
+    meta(obj).and_then(|m| m.get(field)).and_then(Value::as_str).filter(|s| !s.is_empty())
 }
 
 /// The storage key of one object.
 pub(crate) fn key(def: &ResourceDef, namespace: Option<&str>, name: &str) -> String {
-    ObjectKey {
-        group: def.group,
-        resource: def.plural,
-        namespace,
-        name,
-    }
-    .encode()
+    ObjectKey { group: def.group, resource: def.plural, namespace, name }.encode()
 }
 
 /// A resourceVersion given by a client: empty is none; otherwise a log index (400 if not).
 pub(crate) fn parse_rv(rv: Option<&str>) -> Result<Option<u64>, ApiError> {
     match rv {
         None | Some("") => Ok(None),
-        Some(s) => s
-            .parse::<u64>()
-            .map(Some)
-            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s:?}"))),
+        Some(s) => {
+            s.parse::<u64>().map(Some).map_err(|_| ApiError::bad_request(format!("invalid resource version: {s:?}")))
+        }
     }
 }
 
@@ -238,11 +216,7 @@ mod tests {
         assert_eq!(decode(b"[]").unwrap_err().code, 400);
         assert_eq!(decode(br#"{"metadata":"x"}"#).unwrap_err().code, 400);
         let e = decode(br#"{"metadata":{"name":5}}"#).unwrap_err();
-        assert!(
-            e.message.contains("metadata.name of type string"),
-            "{}",
-            e.message
-        );
+        assert!(e.message.contains("metadata.name of type string"), "{}", e.message);
         let o = decode(br#"{"metadata":{"name":"a","namespace":null}}"#).unwrap();
         assert_eq!(meta_str(&o, "name"), Some("a"));
         assert_eq!(meta_str(&o, "namespace"), None);
@@ -253,16 +227,10 @@ mod tests {
         let cm = lookup("", "v1", "configmaps").unwrap();
         let mut o = decode(br#"{"data":{}}"#).unwrap();
         check_type_meta(&mut o, cm).unwrap();
-        assert_eq!(
-            Value::Object(o),
-            json!({"kind":"ConfigMap","apiVersion":"v1","data":{}})
-        );
+        assert_eq!(Value::Object(o), json!({"kind":"ConfigMap","apiVersion":"v1","data":{}}));
         let mut o = decode(br#"{"apiVersion":"apps/v1","kind":"ConfigMap"}"#).unwrap();
         let e = check_type_meta(&mut o, cm).unwrap_err();
-        assert_eq!(
-            e.message,
-            "the API version in the data (apps/v1) does not match the expected API version (v1)"
-        );
+        assert_eq!(e.message, "the API version in the data (apps/v1) does not match the expected API version (v1)");
         let mut o = decode(br#"{"apiVersion":"v1","kind":"Secret"}"#).unwrap();
         assert_eq!(check_type_meta(&mut o, cm).unwrap_err().code, 400);
     }

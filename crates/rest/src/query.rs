@@ -26,26 +26,17 @@ impl Query {
 
     /// The first value of `key`, if present.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.pairs
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     /// Every value of `key`, in order.
     pub fn get_all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.pairs
-            .iter()
-            .filter(move |(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.pairs.iter().filter(move |(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     /// A boolean parameter as Go's `strconv.ParseBool` reads it; absent or unparsable is false.
     pub fn flag(&self, key: &str) -> bool {
-        matches!(
-            self.get(key),
-            Some("1" | "t" | "T" | "true" | "TRUE" | "True")
-        )
+        matches!(self.get(key), Some("1" | "t" | "T" | "true" | "TRUE" | "True"))
     }
 }
 
@@ -101,9 +92,7 @@ mod tests {
         assert_eq!(q.get("resourceVersion"), Some("5"));
         assert_eq!(Query::parse(Some("")), Query::default());
         assert_eq!(Query::parse(None), Query::default());
-        let q = Query::parse(Some(
-            "fieldSelector=metadata.name%3Dx&labelSelector=a+in+(b)&dryRun=All&dryRun=All",
-        ));
+        let q = Query::parse(Some("fieldSelector=metadata.name%3Dx&labelSelector=a+in+(b)&dryRun=All&dryRun=All"));
         assert_eq!(q.get("fieldSelector"), Some("metadata.name=x"));
         assert_eq!(q.get("labelSelector"), Some("a in (b)"));
         assert_eq!(q.get_all("dryRun").count(), 2);

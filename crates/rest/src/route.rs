@@ -67,37 +67,28 @@ pub(crate) fn parse_path(path: &str) -> Result<Target, ApiError> {
     } else {
         return Err(ApiError::path_not_found());
     };
-    let mut segs: Vec<String> = rest
-        .split('/')
-        .map(|s| decode_component(s, false))
-        .collect();
+    let mut segs: Vec<String> = rest.split('/').map(|s| decode_component(s, false)).collect();
     while segs.last().is_some_and(String::is_empty) {
         segs.pop();
     }
-    if segs.is_empty()
-        || segs.iter().any(String::is_empty)
-        || group.is_empty() && path.starts_with("/apis/")
-    {
+    if segs.is_empty() || segs.iter().any(String::is_empty) || group.is_empty() && path.starts_with("/apis/") {
         return Err(ApiError::path_not_found());
     }
     let seg = |i: usize| segs.get(i).map(String::as_str);
 
-    let (def, namespace, rest) = if seg(0) == Some("namespaces")
-        && segs.len() >= 3
-        && !matches!(seg(2), Some("status" | "finalize"))
-    {
-        let def = registry::lookup(&group, &version, &segs[2])
-            .filter(|d| d.namespaced())
-            .ok_or_else(ApiError::path_not_found)?;
-        (def, Some(segs[1].clone()), &segs[3..])
-    } else {
-        let def =
-            registry::lookup(&group, &version, &segs[0]).ok_or_else(ApiError::path_not_found)?;
-        if def.namespaced() && segs.len() > 1 {
-            return Err(ApiError::path_not_found());
-        }
-        (def, None, &segs[1..])
-    };
+    let (def, namespace, rest) =
+        if seg(0) == Some("namespaces") && segs.len() >= 3 && !matches!(seg(2), Some("status" | "finalize")) {
+            let def = registry::lookup(&group, &version, &segs[2])
+                .filter(|d| d.namespaced())
+                .ok_or_else(ApiError::path_not_found)?;
+            (def, Some(segs[1].clone()), &segs[3..])
+        } else {
+            let def = registry::lookup(&group, &version, &segs[0]).ok_or_else(ApiError::path_not_found)?;
+            if def.namespaced() && segs.len() > 1 {
+                return Err(ApiError::path_not_found());
+            }
+            (def, None, &segs[1..])
+        };
     let (name, subresource) = match rest {
         [] => (None, None),
         [name] => (Some(name.clone()), None),
@@ -107,18 +98,10 @@ pub(crate) fn parse_path(path: &str) -> Result<Target, ApiError> {
     for segment in namespace.iter().chain(name.iter()) {
         let problems = is_valid_path_segment_name(segment);
         if !problems.is_empty() {
-            return Err(ApiError::bad_request(format!(
-                "invalid resource name {segment:?}: [{}]",
-                problems.join(", ")
-            )));
+            return Err(ApiError::bad_request(format!("invalid resource name {segment:?}: [{}]", problems.join(", "))));
         }
     }
-    Ok(Target {
-        def,
-        namespace,
-        name,
-        subresource,
-    })
+    Ok(Target { def, namespace, name, subresource })
 }
 
 /// The handler of every resource path.
@@ -136,19 +119,12 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
     negotiate::check_accept(&parts.headers)?;
     let gr = target.def.group_resource();
     let method = parts.method;
-    let ctx = Ctx {
-        target,
-        query,
-        headers: parts.headers,
-        body,
-    };
+    let ctx = Ctx { target, query, headers: parts.headers, body };
 
     match (&ctx.target.name, &ctx.target.subresource) {
         // A collection.
         (None, _) => match method {
-            Method::GET if ctx.query.flag("watch") => {
-                Err(ApiError::method_not_supported(gr, "watch"))
-            }
+            Method::GET if ctx.query.flag("watch") => Err(ApiError::method_not_supported(gr, "watch")),
             Method::GET => list::list(st, ctx).await,
             Method::POST if ctx.target.def.namespaced() && ctx.target.namespace.is_none() => {
                 Err(ApiError::method_not_allowed())
@@ -161,9 +137,7 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
         },
         // One object.
         (Some(_), None) => match method {
-            Method::GET if ctx.query.flag("watch") => {
-                Err(ApiError::method_not_supported(gr, "watch"))
-            }
+            Method::GET if ctx.query.flag("watch") => Err(ApiError::method_not_supported(gr, "watch")),
             Method::GET => get::get(st, ctx).await,
             Method::PUT => update::update(st, ctx).await,
             Method::DELETE => delete::delete(st, ctx).await,
@@ -173,10 +147,7 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
         // A subresource: the status subresource reads as the whole object.
         (Some(_), Some(sub)) => {
             let sub_gr = format!("{}/{sub}", gr.resource);
-            let sub_gr = GroupResource {
-                group: gr.group,
-                resource: &sub_gr,
-            };
+            let sub_gr = GroupResource { group: gr.group, resource: &sub_gr };
             match method {
                 Method::GET if sub == "status" => get::get(st, ctx).await,
                 Method::GET => Err(ApiError::method_not_supported(sub_gr, "get")),
@@ -199,23 +170,14 @@ mod tests {
     #[test]
     fn resource_paths() {
         let x = t("/api/v1/configmaps");
-        assert_eq!(
-            (x.def.plural, x.namespace, x.name),
-            ("configmaps", None, None)
-        );
+        assert_eq!((x.def.plural, x.namespace, x.name), ("configmaps", None, None));
         let x = t("/api/v1/namespaces/default/configmaps");
-        assert_eq!(
-            (x.namespace.as_deref(), x.name.as_deref()),
-            (Some("default"), None)
-        );
+        assert_eq!((x.namespace.as_deref(), x.name.as_deref()), (Some("default"), None));
         let x = t("/api/v1/namespaces/default/configmaps/a/");
         assert_eq!(x.name.as_deref(), Some("a"));
         assert_eq!(x.key(), "/registry/core/configmaps/default/a");
         let x = t("/api/v1/namespaces/kube-system");
-        assert_eq!(
-            (x.def.plural, x.namespace, x.name.as_deref()),
-            ("namespaces", None, Some("kube-system"))
-        );
+        assert_eq!((x.def.plural, x.namespace, x.name.as_deref()), ("namespaces", None, Some("kube-system")));
         let x = t("/api/v1/namespaces/x/status");
         assert_eq!(
             (x.def.plural, x.name.as_deref(), x.subresource.as_deref()),
@@ -248,23 +210,9 @@ mod tests {
             "/api/v2/pods",
         ] {
             let e = parse_path(p).unwrap_err();
-            assert_eq!(
-                (e.code, e.message.as_str()),
-                (404, "the server could not find the requested resource"),
-                "{p}"
-            );
+            assert_eq!((e.code, e.message.as_str()), (404, "the server could not find the requested resource"), "{p}");
         }
-        assert_eq!(
-            parse_path("/api/v1/namespaces/default/configmaps/%2E%2E")
-                .unwrap_err()
-                .code,
-            400
-        );
-        assert_eq!(
-            parse_path("/api/v1/namespaces/default/configmaps/a%2Fb")
-                .unwrap_err()
-                .code,
-            400
-        );
+        assert_eq!(parse_path("/api/v1/namespaces/default/configmaps/%2E%2E").unwrap_err().code, 400);
+        assert_eq!(parse_path("/api/v1/namespaces/default/configmaps/a%2Fb").unwrap_err().code, 400);
     }
 }

@@ -65,22 +65,10 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     }
 
     // Store.
-    let cmd = Command::Update {
-        key: t.key(),
-        object: object::to_vec(&obj).into(),
-        precondition,
-    };
-    match st
-        .cluster
-        .write(cmd, st.request_timeout)
-        .await
-        .map_err(cluster_error)?
-    {
+    let cmd = Command::Update { key: t.key(), object: object::to_vec(&obj).into(), precondition };
+    match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
         // Encode.
-        Ok(stored) => Ok(json_response(
-            StatusCode::OK,
-            object::encode_stored(&stored, def)?,
-        )),
+        Ok(stored) => Ok(json_response(StatusCode::OK, object::encode_stored(&stored, def)?)),
         Err(e) => Err(write_error(e, def, &name)),
     }
 }
@@ -96,12 +84,7 @@ fn keep_namespace_active(obj: &mut Object) {
 }
 
 /// `dryRun=All`: check against the local copy and answer what would be stored.
-async fn dry_run_update(
-    st: &RestState,
-    t: &Target,
-    mut obj: Object,
-    p: &Precondition,
-) -> Result<Response, ApiError> {
+async fn dry_run_update(st: &RestState, t: &Target, mut obj: Object, p: &Precondition) -> Result<Response, ApiError> {
     let gr = t.def.group_resource();
     crate::consistency::wait_for_read(st, &crate::query::Query::default(), false).await?;
     let Some(stored) = st.cluster.get(&t.key()).map_err(cluster_error)? else {
@@ -111,12 +94,7 @@ async fn dry_run_update(
     let old_uid = object::meta_str(&old, "uid").unwrap_or("").to_string();
     if let Some(uid) = &p.uid {
         if *uid != old_uid {
-            return Err(ApiError::uid_precondition_conflict(
-                gr,
-                t.name(),
-                uid,
-                &old_uid,
-            ));
+            return Err(ApiError::uid_precondition_conflict(gr, t.name(), uid, &old_uid));
         }
     }
     let old_rv = object::meta_str(&old, "resourceVersion").unwrap_or("");

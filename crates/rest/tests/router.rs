@@ -22,10 +22,7 @@ async fn version_and_health() {
         assert_eq!(r.status, StatusCode::OK);
         assert_eq!(r.content_type(), "application/json");
         let v = r.json();
-        assert_eq!(
-            (v["major"].as_str(), v["minor"].as_str()),
-            (Some("1"), Some("37"))
-        );
+        assert_eq!((v["major"].as_str(), v["minor"].as_str()), (Some("1"), Some("37")));
         assert_eq!(v["gitVersion"], "v1.37.0-kuorum");
         assert_eq!(v["platform"], "linux/amd64");
     }
@@ -34,28 +31,16 @@ async fn version_and_health() {
         assert_eq!(r.status, StatusCode::OK);
         assert_eq!(r.bytes, b"ok");
     }
-    let r = app
-        .request(Method::POST, "/version", &[], Body::empty())
-        .await;
-    r.status_of(
-        405,
-        "MethodNotAllowed",
-        "the server does not allow this method on the requested resource",
-    );
+    let r = app.request(Method::POST, "/version", &[], Body::empty()).await;
+    r.status_of(405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
     let r = app.get("/nothing/here").await;
-    r.status_of(
-        404,
-        "NotFound",
-        "the server could not find the requested resource",
-    );
+    r.status_of(404, "NotFound", "the server could not find the requested resource");
 }
 
 #[tokio::test]
 async fn aggregated_discovery_has_the_exact_content_type() {
     let app = app().await;
-    let r = app
-        .get_with("/api?timeout=32s", &[("accept", KUBECTL_DISCOVERY_ACCEPT)])
-        .await;
+    let r = app.get_with("/api?timeout=32s", &[("accept", KUBECTL_DISCOVERY_ACCEPT)]).await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.content_type(), AGGREGATED_CONTENT_TYPE);
     assert_eq!(r.headers.get("vary").unwrap(), "Accept");
@@ -64,41 +49,21 @@ async fn aggregated_discovery_has_the_exact_content_type() {
     assert_eq!(v["apiVersion"], "apidiscovery.k8s.io/v2");
     assert_eq!(v["items"].as_array().unwrap().len(), 1);
     assert_eq!(v["items"][0]["metadata"], json!({}));
-    let resources = v["items"][0]["versions"][0]["resources"]
-        .as_array()
-        .unwrap();
-    let cm = resources
-        .iter()
-        .find(|r| r["resource"] == "configmaps")
-        .unwrap();
+    let resources = v["items"][0]["versions"][0]["resources"].as_array().unwrap();
+    let cm = resources.iter().find(|r| r["resource"] == "configmaps").unwrap();
     assert_eq!(cm["shortNames"], json!(["cm"]));
 
-    let r = app
-        .get_with("/apis?timeout=32s", &[("accept", KUBECTL_DISCOVERY_ACCEPT)])
-        .await;
+    let r = app.get_with("/apis?timeout=32s", &[("accept", KUBECTL_DISCOVERY_ACCEPT)]).await;
     assert_eq!(r.content_type(), AGGREGATED_CONTENT_TYPE);
     let v = r.json();
-    let names: Vec<_> = v["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].clone())
-        .collect();
+    let names: Vec<_> = v["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].clone()).collect();
     assert_eq!(names, [json!("apps"), json!("coordination.k8s.io")]);
 }
 
 #[tokio::test]
 async fn legacy_discovery() {
     let app = app().await;
-    let r = app
-        .get_with(
-            "/api",
-            &[
-                ("accept", "application/json, */*"),
-                ("host", "10.1.2.3:6443"),
-            ],
-        )
-        .await;
+    let r = app.get_with("/api", &[("accept", "application/json, */*"), ("host", "10.1.2.3:6443")]).await;
     assert_eq!(r.content_type(), "application/json");
     assert_eq!(
         r.json(),
@@ -107,50 +72,20 @@ async fn legacy_discovery() {
     );
     let r = app.get("/apis").await;
     assert_eq!(r.json()["kind"], "APIGroupList");
-    assert_eq!(
-        r.json()["groups"][0]["preferredVersion"],
-        json!({"groupVersion":"apps/v1","version":"v1"})
-    );
+    assert_eq!(r.json()["groups"][0]["preferredVersion"], json!({"groupVersion":"apps/v1","version":"v1"}));
     let r = app.get("/api/v1").await;
     let v = r.json();
-    assert_eq!(
-        (v["kind"].as_str(), v["groupVersion"].as_str()),
-        (Some("APIResourceList"), Some("v1"))
-    );
-    assert!(v["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|r| r["name"] == "namespaces/status"));
+    assert_eq!((v["kind"].as_str(), v["groupVersion"].as_str()), (Some("APIResourceList"), Some("v1")));
+    assert!(v["resources"].as_array().unwrap().iter().any(|r| r["name"] == "namespaces/status"));
     let r = app.get("/apis/apps/v1").await;
     let v = r.json();
     assert_eq!(v["groupVersion"], "apps/v1");
-    assert!(v["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|r| r["name"] == "deployments/scale"));
-    assert_eq!(
-        app.get("/apis/coordination.k8s.io/v1").await.json()["resources"][0]["name"],
-        "leases"
-    );
+    assert!(v["resources"].as_array().unwrap().iter().any(|r| r["name"] == "deployments/scale"));
+    assert_eq!(app.get("/apis/coordination.k8s.io/v1").await.json()["resources"][0]["name"], "leases");
     assert_eq!(app.get("/apis/apps").await.json()["kind"], "APIGroup");
-    app.get("/apis/batch/v1").await.status_of(
-        404,
-        "NotFound",
-        "the server could not find the requested resource",
-    );
-    app.get("/apis/batch").await.status_of(
-        404,
-        "NotFound",
-        "the server could not find the requested resource",
-    );
-    app.get_with(
-        "/api/v1",
-        &[("accept", "application/vnd.kubernetes.protobuf")],
-    )
-    .await
-    .status_of(
+    app.get("/apis/batch/v1").await.status_of(404, "NotFound", "the server could not find the requested resource");
+    app.get("/apis/batch").await.status_of(404, "NotFound", "the server could not find the requested resource");
+    app.get_with("/api/v1", &[("accept", "application/vnd.kubernetes.protobuf")]).await.status_of(
         406,
         "NotAcceptable",
         "only the following media types are accepted: application/json",
@@ -167,10 +102,7 @@ async fn namespaces_are_created_active_and_protected() {
     assert_eq!(ns["apiVersion"], "v1");
     assert_eq!(ns["spec"], json!({"finalizers": ["kubernetes"]}));
     assert_eq!(ns["status"], json!({"phase": "Active"}));
-    assert_eq!(
-        ns["metadata"]["labels"],
-        json!({"kubernetes.io/metadata.name": "default"})
-    );
+    assert_eq!(ns["metadata"]["labels"], json!({"kubernetes.io/metadata.name": "default"}));
     assert_eq!(ns["metadata"]["creationTimestamp"], NOW);
     assert_eq!(ns["metadata"]["uid"].as_str().unwrap().len(), 36);
     assert!(ns["metadata"].get("namespace").is_none());
@@ -184,22 +116,15 @@ async fn namespaces_are_created_active_and_protected() {
     app.namespace("kube-system").await;
     let list = app.get("/api/v1/namespaces").await.json();
     assert_eq!(list["kind"], "NamespaceList");
-    let names: Vec<_> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].clone())
-        .collect();
+    let names: Vec<_> = list["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].clone()).collect();
     assert_eq!(names, [json!("default"), json!("kube-system")]);
 
     for name in ["default", "kube-system", "kube-public"] {
-        app.delete(&format!("/api/v1/namespaces/{name}"))
-            .await
-            .status_of(
-                403,
-                "Forbidden",
-                &format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
-            );
+        app.delete(&format!("/api/v1/namespaces/{name}")).await.status_of(
+            403,
+            "Forbidden",
+            &format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
+        );
     }
 
     app.post("/api/v1/namespaces", json!({"metadata": {"name": "a.b"}})).await.status_of(
@@ -212,44 +137,37 @@ async fn namespaces_are_created_active_and_protected() {
 }
 
 #[tokio::test]
-async fn deleting_a_namespace_removes_its_contents() {
+async fn deleting_a_namespace_marks_it_terminating() {
+    // The namespace's `kubernetes` finalizer holds it: it is marked Terminating and the
+    // node's namespace controller (not running in this router test) empties and removes it.
     let app = app().await;
     app.namespace("team").await;
     app.configmap("team", "a").await;
     let r = app.delete("/api/v1/namespaces/team").await;
     assert_eq!(r.status, StatusCode::OK);
-    assert_eq!(r.json()["metadata"]["name"], "team");
-    app.get("/api/v1/namespaces/team/configmaps/a")
-        .await
-        .status_of(404, "NotFound", "configmaps \"a\" not found");
-    app.get("/api/v1/namespaces/team").await.status_of(
-        404,
-        "NotFound",
-        "namespaces \"team\" not found",
+    let ns = r.json();
+    assert_eq!(ns["metadata"]["name"], "team");
+    assert_eq!(ns["status"]["phase"], "Terminating");
+    assert_eq!(ns["metadata"]["deletionTimestamp"], NOW);
+    let again = app.get("/api/v1/namespaces/team").await.json();
+    assert_eq!(again["status"]["phase"], "Terminating", "deletion is recorded");
+    assert_eq!(
+        app.get("/api/v1/namespaces/team/configmaps/a").await.status,
+        StatusCode::OK,
+        "contents wait for the controller"
     );
 }
 
 #[tokio::test]
 async fn creating_in_a_missing_or_terminating_namespace() {
     let app = app().await;
-    let r = app
-        .post(
-            "/api/v1/namespaces/nope/configmaps",
-            json!({"metadata": {"name": "a"}}),
-        )
-        .await;
+    let r = app.post("/api/v1/namespaces/nope/configmaps", json!({"metadata": {"name": "a"}})).await;
     let v = r.status_of(404, "NotFound", "namespaces \"nope\" not found");
     assert_eq!(v["details"], json!({"name": "nope", "kind": "namespaces"}));
 
-    let mut ns = app.namespace("going").await;
-    ns["metadata"]["deletionTimestamp"] = json!(NOW);
-    let r = app.put("/api/v1/namespaces/going", ns).await;
-    assert_eq!(
-        r.status,
-        StatusCode::OK,
-        "{}",
-        String::from_utf8_lossy(&r.bytes)
-    );
+    app.namespace("going").await;
+    let r = app.delete("/api/v1/namespaces/going").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", String::from_utf8_lossy(&r.bytes));
     app.post("/api/v1/namespaces/going/configmaps", json!({"metadata": {"name": "a"}})).await.status_of(
         403,
         "Forbidden",
@@ -284,14 +202,7 @@ async fn create_fills_in_what_the_server_owns() {
 
     // Python sends no Content-Type at all; kube-rs sends a trailing "?".
     let body = Body::from(r#"{"metadata":{"name":"b"}}"#);
-    let r = app
-        .request(
-            Method::POST,
-            "/api/v1/namespaces/default/configmaps?",
-            &[],
-            body,
-        )
-        .await;
+    let r = app.request(Method::POST, "/api/v1/namespaces/default/configmaps?", &[], body).await;
     assert_eq!(r.status, StatusCode::CREATED);
 
     // apiVersion and kind may be given, and must then match.
@@ -312,43 +223,23 @@ async fn create_fills_in_what_the_server_owns() {
         .await;
     assert_eq!(r.status, StatusCode::CREATED);
     let d = r.json();
-    assert_eq!(
-        (d["apiVersion"].as_str(), d["kind"].as_str()),
-        (Some("apps/v1"), Some("Deployment"))
-    );
+    assert_eq!((d["apiVersion"].as_str(), d["kind"].as_str()), (Some("apps/v1"), Some("Deployment")));
     assert_eq!(d["metadata"]["generation"], 1);
-    app.post(
-        "/apis/apps/v1/namespaces/default/deployments",
-        json!({"metadata": {"name": "web"}}),
-    )
-    .await
-    .status_of(
+    app.post("/apis/apps/v1/namespaces/default/deployments", json!({"metadata": {"name": "web"}})).await.status_of(
         409,
         "AlreadyExists",
         "deployments.apps \"web\" already exists",
     );
 
     // Cluster-scoped kinds drop a namespace in the body.
-    let r = app
-        .post(
-            "/api/v1/nodes",
-            json!({"metadata": {"name": "n1", "namespace": "default"}}),
-        )
-        .await;
+    let r = app.post("/api/v1/nodes", json!({"metadata": {"name": "n1", "namespace": "default"}})).await;
     assert_eq!(r.status, StatusCode::CREATED);
     assert!(r.json()["metadata"].get("namespace").is_none());
-    assert_eq!(
-        app.get("/api/v1/nodes/n1").await.json()["metadata"]["name"],
-        "n1"
-    );
+    assert_eq!(app.get("/api/v1/nodes/n1").await.json()["metadata"]["name"], "n1");
 
     // Leases in their own group.
-    let r = app
-        .post(
-            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
-            json!({"metadata": {"name": "l"}}),
-        )
-        .await;
+    let r =
+        app.post("/apis/coordination.k8s.io/v1/namespaces/default/leases", json!({"metadata": {"name": "l"}})).await;
     assert_eq!(r.status, StatusCode::CREATED);
     assert_eq!(r.json()["apiVersion"], "coordination.k8s.io/v1");
 }
@@ -359,12 +250,7 @@ async fn generate_name_appends_a_suffix() {
     app.namespace("default").await;
     let mut names = Vec::new();
     for _ in 0..3 {
-        let r = app
-            .post(
-                "/api/v1/namespaces/default/configmaps",
-                json!({"metadata": {"generateName": "web-"}}),
-            )
-            .await;
+        let r = app.post("/api/v1/namespaces/default/configmaps", json!({"metadata": {"generateName": "web-"}})).await;
         assert_eq!(r.status, StatusCode::CREATED);
         let v = r.json();
         let name = v["metadata"]["name"].as_str().unwrap().to_string();
@@ -378,17 +264,9 @@ async fn generate_name_appends_a_suffix() {
     let url = format!("/api/v1/namespaces/default/configmaps/{}", names[0]);
     let mut cm = app.get(&url).await.json();
     cm["data"] = json!({"x": "y"});
-    assert_eq!(
-        app.put(&url, cm).await.json()["metadata"]["generateName"],
-        "web-"
-    );
+    assert_eq!(app.put(&url, cm).await.json()["metadata"]["generateName"], "web-");
     let long = "p".repeat(80);
-    let r = app
-        .post(
-            "/api/v1/namespaces/default/configmaps",
-            json!({"metadata": {"generateName": long}}),
-        )
-        .await;
+    let r = app.post("/api/v1/namespaces/default/configmaps", json!({"metadata": {"generateName": long}})).await;
     assert_eq!(r.json()["metadata"]["name"].as_str().unwrap().len(), 63);
 }
 
@@ -426,64 +304,31 @@ async fn create_rejects_bad_requests() {
          character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
     );
 
-    app.post(
-        cms,
-        json!({"metadata": {"name": "a", "namespace": "other"}}),
-    )
-    .await
-    .status_of(
+    app.post(cms, json!({"metadata": {"name": "a", "namespace": "other"}})).await.status_of(
         400,
         "BadRequest",
         "the namespace of the provided object does not match the namespace sent on the request",
     );
-    app.post(
-        cms,
-        json!({"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {"name": "a"}}),
-    )
-    .await
-    .status_of(
+    app.post(cms, json!({"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {"name": "a"}})).await.status_of(
         400,
         "BadRequest",
         "the API version in the data (apps/v1) does not match the expected API version (v1)",
     );
-    app.post(
-        cms,
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a"}}),
-    )
-    .await
-    .status_of(
+    app.post(cms, json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a"}})).await.status_of(
         400,
         "BadRequest",
         "the kind in the data (Secret) does not match the expected kind (ConfigMap)",
     );
 
     for body in ["{", "not json", "[1,2]", "\"s\"", ""] {
-        let r = app
-            .request(
-                Method::POST,
-                cms,
-                &[("content-type", "application/json")],
-                Body::from(body),
-            )
-            .await;
+        let r = app.request(Method::POST, cms, &[("content-type", "application/json")], Body::from(body)).await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}");
         assert_eq!(r.json()["reason"], "BadRequest");
     }
-    let r = app
-        .request(
-            Method::POST,
-            cms,
-            &[],
-            Body::from(r#"{"metadata":{"name":7}}"#),
-        )
-        .await;
+    let r = app.request(Method::POST, cms, &[], Body::from(r#"{"metadata":{"name":7}}"#)).await;
     assert_eq!(r.json()["code"], 400);
 
-    for ct in [
-        "application/vnd.kubernetes.protobuf",
-        "application/yaml",
-        "text/plain",
-    ] {
+    for ct in ["application/vnd.kubernetes.protobuf", "application/yaml", "text/plain"] {
         app.request(Method::POST, cms, &[("content-type", ct)], Body::from("{}")).await.status_of(
             415,
             "UnsupportedMediaType",
@@ -491,31 +336,15 @@ async fn create_rejects_bad_requests() {
         );
     }
 
-    let big = format!(
-        r#"{{"metadata":{{"name":"big"}},"data":{{"k":"{}"}}}}"#,
-        "x".repeat(3 * 1024 * 1024)
-    );
-    let r = app
-        .request(
-            Method::POST,
-            cms,
-            &[("content-type", "application/json")],
-            Body::from(big),
-        )
-        .await;
-    r.status_of(
-        413,
-        "RequestEntityTooLarge",
-        "Request entity too large: limit is 3145728",
-    );
+    let big = format!(r#"{{"metadata":{{"name":"big"}},"data":{{"k":"{}"}}}}"#, "x".repeat(3 * 1024 * 1024));
+    let r = app.request(Method::POST, cms, &[("content-type", "application/json")], Body::from(big)).await;
+    r.status_of(413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728");
 
-    app.get_with(cms, &[("accept", "application/vnd.kubernetes.protobuf")])
-        .await
-        .status_of(
-            406,
-            "NotAcceptable",
-            "only the following media types are accepted: application/json",
-        );
+    app.get_with(cms, &[("accept", "application/vnd.kubernetes.protobuf")]).await.status_of(
+        406,
+        "NotAcceptable",
+        "only the following media types are accepted: application/json",
+    );
 
     // Not created by any of the above.
     assert_eq!(app.get(cms).await.json()["items"], json!([]));
@@ -525,23 +354,11 @@ async fn create_rejects_bad_requests() {
 async fn dry_run_create_stores_nothing() {
     let app = app().await;
     app.namespace("default").await;
-    let r = app
-        .post(
-            "/api/v1/namespaces/default/configmaps?dryRun=All",
-            json!({"metadata": {"name": "a"}}),
-        )
-        .await;
+    let r = app.post("/api/v1/namespaces/default/configmaps?dryRun=All", json!({"metadata": {"name": "a"}})).await;
     assert_eq!(r.status, StatusCode::CREATED);
     assert_eq!(r.json()["metadata"]["name"], "a");
-    app.get("/api/v1/namespaces/default/configmaps/a")
-        .await
-        .status_of(404, "NotFound", "configmaps \"a\" not found");
-    let r = app
-        .post(
-            "/api/v1/namespaces/default/configmaps?dryRun=Some",
-            json!({"metadata": {"name": "a"}}),
-        )
-        .await;
+    app.get("/api/v1/namespaces/default/configmaps/a").await.status_of(404, "NotFound", "configmaps \"a\" not found");
+    let r = app.post("/api/v1/namespaces/default/configmaps?dryRun=Some", json!({"metadata": {"name": "a"}})).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
 
@@ -559,18 +376,19 @@ async fn get_and_list() {
     let got = app.get("/api/v1/namespaces/default/configmaps/b").await;
     assert_eq!(got.status, StatusCode::OK);
     assert_eq!(got.json(), b);
-    let v = app
-        .get("/api/v1/namespaces/default/configmaps/zz")
-        .await
-        .status_of(404, "NotFound", "configmaps \"zz\" not found");
+    let v = app.get("/api/v1/namespaces/default/configmaps/zz").await.status_of(
+        404,
+        "NotFound",
+        "configmaps \"zz\" not found",
+    );
     assert_eq!(v["details"], json!({"name": "zz", "kind": "configmaps"}));
-    app.get("/apis/apps/v1/namespaces/default/deployments/zz")
-        .await
-        .status_of(404, "NotFound", "deployments.apps \"zz\" not found");
+    app.get("/apis/apps/v1/namespaces/default/deployments/zz").await.status_of(
+        404,
+        "NotFound",
+        "deployments.apps \"zz\" not found",
+    );
 
-    let list = app
-        .get("/api/v1/namespaces/default/configmaps?&limit=500&")
-        .await;
+    let list = app.get("/api/v1/namespaces/default/configmaps?&limit=500&").await;
     assert_eq!(list.status, StatusCode::OK);
     let list = list.json();
     assert_eq!(list["kind"], "ConfigMapList");
@@ -579,24 +397,13 @@ async fn get_and_list() {
     assert!(rv(&list) >= rv(&a).max(rv(&b)));
 
     let all = app.get("/api/v1/configmaps").await.json();
-    let names: Vec<_> = all["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].clone())
-        .collect();
+    let names: Vec<_> = all["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].clone()).collect();
     assert_eq!(names, [json!("a"), json!("b"), json!("c")]);
     for item in all["items"].as_array().unwrap() {
-        assert_eq!(
-            (item["kind"].as_str(), item["apiVersion"].as_str()),
-            (Some("ConfigMap"), Some("v1"))
-        );
+        assert_eq!((item["kind"].as_str(), item["apiVersion"].as_str()), (Some("ConfigMap"), Some("v1")));
     }
 
-    let empty = app
-        .get("/apis/apps/v1/namespaces/default/deployments")
-        .await
-        .json();
+    let empty = app.get("/apis/apps/v1/namespaces/default/deployments").await.json();
     assert_eq!(empty["kind"], "DeploymentList");
     assert_eq!(empty["apiVersion"], "apps/v1");
     assert_eq!(empty["items"], json!([]));
@@ -615,20 +422,11 @@ async fn read_consistency_follows_resource_version() {
     let cm = app.configmap("default", "a").await;
     let at = rv(&cm);
 
-    for q in [
-        "",
-        "?resourceVersion=0",
-        &format!("?resourceVersion={at}"),
-        "?resourceVersion=1",
-    ] {
-        let r = app
-            .get(&format!("/api/v1/namespaces/default/configmaps{q}"))
-            .await;
+    for q in ["", "?resourceVersion=0", &format!("?resourceVersion={at}"), "?resourceVersion=1"] {
+        let r = app.get(&format!("/api/v1/namespaces/default/configmaps{q}")).await;
         assert_eq!(r.status, StatusCode::OK, "{q}");
         assert!(rv(&r.json()) >= at, "{q}");
-        let r = app
-            .get(&format!("/api/v1/namespaces/default/configmaps/a{q}"))
-            .await;
+        let r = app.get(&format!("/api/v1/namespaces/default/configmaps/a{q}")).await;
         assert_eq!(r.status, StatusCode::OK, "{q}");
     }
     let r = app.get("/api/v1/namespaces/default/configmaps?resourceVersion=0&resourceVersionMatch=NotOlderThan").await;
@@ -636,32 +434,23 @@ async fn read_consistency_follows_resource_version() {
 
     let far = at + 1_000_000;
     let current = app.state.cluster.applied_index();
-    let r = app
-        .get(&format!(
-            "/api/v1/namespaces/default/configmaps?resourceVersion={far}"
-        ))
-        .await;
-    let v = r.status_of(
-        504,
-        "Timeout",
-        &format!("Timeout: Too large resource version: {far}, current: {current}"),
-    );
+    let r = app.get(&format!("/api/v1/namespaces/default/configmaps?resourceVersion={far}")).await;
+    let v = r.status_of(504, "Timeout", &format!("Timeout: Too large resource version: {far}, current: {current}"));
     assert_eq!(r.headers.get("retry-after").unwrap(), "1");
-    assert_eq!(
-        v["details"]["causes"][0]["reason"],
-        "ResourceVersionTooLarge"
-    );
+    assert_eq!(v["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
     assert_eq!(v["details"]["retryAfterSeconds"], 1);
 
-    app.get("/api/v1/namespaces/default/configmaps?resourceVersion=abc")
-        .await
-        .status_of(400, "BadRequest", "invalid resource version: \"abc\"");
-    app.get("/api/v1/namespaces/default/configmaps/a?resourceVersion=abc")
-        .await
-        .status_of(400, "BadRequest", "invalid resource version: \"abc\"");
-    let r = app
-        .get("/api/v1/namespaces/default/configmaps?resourceVersionMatch=NotOlderThan")
-        .await;
+    app.get("/api/v1/namespaces/default/configmaps?resourceVersion=abc").await.status_of(
+        400,
+        "BadRequest",
+        "invalid resource version: \"abc\"",
+    );
+    app.get("/api/v1/namespaces/default/configmaps/a?resourceVersion=abc").await.status_of(
+        400,
+        "BadRequest",
+        "invalid resource version: \"abc\"",
+    );
+    let r = app.get("/api/v1/namespaces/default/configmaps?resourceVersionMatch=NotOlderThan").await;
     assert_eq!(r.json()["code"], 422);
 }
 
@@ -711,26 +500,21 @@ async fn update_with_and_without_preconditions() {
         ),
     );
 
-    app.put(url, json!({"metadata": {"name": "b"}}))
-        .await
-        .status_of(
-            400,
-            "BadRequest",
-            "the name of the object (b) does not match the name on the URL (a)",
-        );
-    app.put(url, json!({"metadata": {"name": "a", "namespace": "x"}}))
-        .await
-        .status_of(
-            400,
-            "BadRequest",
-            "the namespace of the object (x) does not match the namespace on the URL (default)",
-        );
-    app.put(
-        "/api/v1/namespaces/default/configmaps/missing",
-        json!({"metadata": {"name": "missing"}}),
-    )
-    .await
-    .status_of(404, "NotFound", "configmaps \"missing\" not found");
+    app.put(url, json!({"metadata": {"name": "b"}})).await.status_of(
+        400,
+        "BadRequest",
+        "the name of the object (b) does not match the name on the URL (a)",
+    );
+    app.put(url, json!({"metadata": {"name": "a", "namespace": "x"}})).await.status_of(
+        400,
+        "BadRequest",
+        "the namespace of the object (x) does not match the namespace on the URL (default)",
+    );
+    app.put("/api/v1/namespaces/default/configmaps/missing", json!({"metadata": {"name": "missing"}})).await.status_of(
+        404,
+        "NotFound",
+        "configmaps \"missing\" not found",
+    );
     app.request(Method::PUT, url, &[("content-type", "application/merge-patch+json")], Body::from("{}"))
         .await
         .status_of(
@@ -738,12 +522,7 @@ async fn update_with_and_without_preconditions() {
             "UnsupportedMediaType",
             "the body of the request was in an unknown format - accepted media types include: application/json",
         );
-    let r = app
-        .put(
-            &format!("{url}?dryRun=All"),
-            json!({"metadata": {"name": "a"}, "data": {"dry": "run"}}),
-        )
-        .await;
+    let r = app.put(&format!("{url}?dryRun=All"), json!({"metadata": {"name": "a"}, "data": {"dry": "run"}})).await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.json()["data"], json!({"dry": "run"}));
     assert_eq!(app.get(url).await.json()["data"], json!({"k": "v3"}));
@@ -803,41 +582,32 @@ async fn delete_with_options_and_preconditions() {
              not match the ResourceVersion in record ({at}). The object might have been modified"
         ),
     );
-    let r = app
-        .send(Method::DELETE, &format!("{url}?dryRun=All"), json!({}))
-        .await;
+    let r = app.send(Method::DELETE, &format!("{url}?dryRun=All"), json!({})).await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(app.get(url).await.status, StatusCode::OK);
 
     // kube-rs sends {}, kubectl a propagation policy; both with application/json.
     let r = app
-        .send(Method::DELETE, url, json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background",
-                                          "preconditions": {"uid": uid, "resourceVersion": at.to_string()}}))
+        .send(
+            Method::DELETE,
+            url,
+            json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background",
+                                          "preconditions": {"uid": uid, "resourceVersion": at.to_string()}}),
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK);
     let gone = r.json();
     assert_eq!(gone["kind"], "ConfigMap");
     assert_eq!(gone["metadata"]["name"], "a");
     assert!(rv(&gone) > at);
-    app.get(url)
-        .await
-        .status_of(404, "NotFound", "configmaps \"a\" not found");
-    app.delete(url)
-        .await
-        .status_of(404, "NotFound", "configmaps \"a\" not found");
+    app.get(url).await.status_of(404, "NotFound", "configmaps \"a\" not found");
+    app.delete(url).await.status_of(404, "NotFound", "configmaps \"a\" not found");
 
     // Python: no body, no Content-Type.
     app.configmap("default", "b").await;
     let r = app.delete("/api/v1/namespaces/default/configmaps/b").await;
     assert_eq!(r.status, StatusCode::OK);
-    let r = app
-        .request(
-            Method::DELETE,
-            url,
-            &[("content-type", "application/json")],
-            Body::from("{"),
-        )
-        .await;
+    let r = app.request(Method::DELETE, url, &[("content-type", "application/json")], Body::from("{")).await;
     assert_eq!(r.json()["reason"], "BadRequest");
 }
 
@@ -859,38 +629,21 @@ async fn unknown_resources_and_methods() {
         app.get(path).await.status_of(404, "NotFound", nf);
     }
     let na = "the server does not allow this method on the requested resource";
-    app.post("/api/v1/namespaces/default/configmaps/a", json!({}))
-        .await
-        .status_of(405, "MethodNotAllowed", na);
-    app.post("/api/v1/configmaps", json!({"metadata": {"name": "a"}}))
-        .await
-        .status_of(405, "MethodNotAllowed", na);
-    app.put("/api/v1/namespaces/default/configmaps", json!({}))
-        .await
-        .status_of(405, "MethodNotAllowed", na);
-    app.send(
-        Method::PATCH,
-        "/api/v1/namespaces/default/configmaps/a",
-        json!({}),
-    )
-    .await
-    .status_of(
+    app.post("/api/v1/namespaces/default/configmaps/a", json!({})).await.status_of(405, "MethodNotAllowed", na);
+    app.post("/api/v1/configmaps", json!({"metadata": {"name": "a"}})).await.status_of(405, "MethodNotAllowed", na);
+    app.put("/api/v1/namespaces/default/configmaps", json!({})).await.status_of(405, "MethodNotAllowed", na);
+    app.send(Method::PATCH, "/api/v1/namespaces/default/configmaps/a", json!({})).await.status_of(
         405,
         "MethodNotAllowed",
         "patch is not supported on resources of kind \"configmaps\"",
     );
-    app.get("/api/v1/namespaces/default/configmaps?watch=true")
-        .await
-        .status_of(
-            405,
-            "MethodNotAllowed",
-            "watch is not supported on resources of kind \"configmaps\"",
-        );
-    app.get("/api/v1/namespaces/default/configmaps/a%2E%2E/")
-        .await;
-    let r = app
-        .get("/api/v1/namespaces/default/configmaps/%2E%2E")
-        .await;
+    app.get("/api/v1/namespaces/default/configmaps?watch=true").await.status_of(
+        405,
+        "MethodNotAllowed",
+        "watch is not supported on resources of kind \"configmaps\"",
+    );
+    app.get("/api/v1/namespaces/default/configmaps/a%2E%2E/").await;
+    let r = app.get("/api/v1/namespaces/default/configmaps/%2E%2E").await;
     assert_eq!(r.json()["reason"], "BadRequest");
 }
 
@@ -901,68 +654,25 @@ async fn list_selectors() {
     app.namespace("other").await;
     let cms = "/api/v1/namespaces/default/configmaps";
     for (name, app_label) in [("a", "web"), ("b", "db"), ("c", "web")] {
-        let r = app
-            .post(
-                cms,
-                json!({"metadata": {"name": name, "labels": {"app": app_label}}}),
-            )
-            .await;
+        let r = app.post(cms, json!({"metadata": {"name": name, "labels": {"app": app_label}}})).await;
         assert_eq!(r.status, StatusCode::CREATED);
     }
     app.configmap("other", "a").await;
     let names = |v: serde_json::Value| -> Vec<String> {
-        v["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
-            .collect()
+        v["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap().to_string()).collect()
     };
-    assert_eq!(
-        names(
-            app.get(&format!("{cms}?labelSelector=app%3Dweb"))
-                .await
-                .json()
-        ),
-        ["a", "c"]
-    );
-    assert_eq!(
-        names(
-            app.get(&format!("{cms}?labelSelector=app+in+(db,x)"))
-                .await
-                .json()
-        ),
-        ["b"]
-    );
-    assert_eq!(
-        names(
-            app.get(&format!("{cms}?labelSelector=app!%3Dweb"))
-                .await
-                .json()
-        ),
-        ["b"]
-    );
-    assert_eq!(
-        names(
-            app.get(&format!("{cms}?fieldSelector=metadata.name%3Da"))
-                .await
-                .json()
-        ),
-        ["a"]
-    );
-    let all = app
-        .get("/api/v1/configmaps?fieldSelector=metadata.name%3Da,metadata.namespace%3Dother")
-        .await
-        .json();
+    assert_eq!(names(app.get(&format!("{cms}?labelSelector=app%3Dweb")).await.json()), ["a", "c"]);
+    assert_eq!(names(app.get(&format!("{cms}?labelSelector=app+in+(db,x)")).await.json()), ["b"]);
+    assert_eq!(names(app.get(&format!("{cms}?labelSelector=app!%3Dweb")).await.json()), ["b"]);
+    assert_eq!(names(app.get(&format!("{cms}?fieldSelector=metadata.name%3Da")).await.json()), ["a"]);
+    let all = app.get("/api/v1/configmaps?fieldSelector=metadata.name%3Da,metadata.namespace%3Dother").await.json();
     assert_eq!(all["items"].as_array().unwrap().len(), 1);
     assert_eq!(all["items"][0]["metadata"]["namespace"], "other");
-    app.get(&format!("{cms}?fieldSelector=spec.nodeName%3Dx"))
-        .await
-        .status_of(
-            400,
-            "BadRequest",
-            "field label not supported: spec.nodeName",
-        );
+    app.get(&format!("{cms}?fieldSelector=spec.nodeName%3Dx")).await.status_of(
+        400,
+        "BadRequest",
+        "field label not supported: spec.nodeName",
+    );
     let r = app.get(&format!("{cms}?labelSelector=a+b+c")).await;
     assert_eq!(r.json()["reason"], "BadRequest");
 }

@@ -6,9 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use kuorum_store::{StoreError, StoreResult};
-use rocksdb::{
-    ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, WriteBatch, WriteOptions, DB,
-};
+use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, WriteBatch, WriteOptions, DB};
 
 /// Raft log entries: key = index as u64 big-endian, value = the entry bytes.
 pub(crate) const CF_LOG: &str = "log";
@@ -18,8 +16,11 @@ pub(crate) const CF_LOG_META: &str = "log_meta";
 pub(crate) const CF_OBJECTS: &str = "objects";
 /// The object store's metadata (last applied log id, membership).
 pub(crate) const CF_OBJECT_META: &str = "object_meta";
+/// Object history (MVCC): key = storage key, a zero byte, rv as u64 big-endian; value =
+/// a tag byte (1 = the object follows, 0 = deleted at this rv) and the object bytes.
+pub(crate) const CF_HISTORY: &str = "history";
 
-const ALL_CFS: [&str; 4] = [CF_LOG, CF_LOG_META, CF_OBJECTS, CF_OBJECT_META];
+const ALL_CFS: [&str; 5] = [CF_LOG, CF_LOG_META, CF_OBJECTS, CF_OBJECT_META, CF_HISTORY];
 
 /// Bounds the write-ahead log on disk. With one WAL shared by four column families, a WAL
 /// file can be deleted only once every family's data in it has been flushed to a table;
@@ -36,9 +37,7 @@ where
     T: Send + 'static,
     F: FnOnce() -> StoreResult<T> + Send + 'static,
 {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| err("blocking task", e))?
+    tokio::task::spawn_blocking(f).await.map_err(|e| err("blocking task", e))?
 }
 
 /// The database plus the group-commit counters. Every unsynced write bumps `written`
@@ -97,9 +96,7 @@ impl Shared {
     }
 
     pub(crate) fn cf(&self, name: &str) -> StoreResult<&ColumnFamily> {
-        self.db
-            .cf_handle(name)
-            .ok_or_else(|| err("column family", format!("{name} is missing")))
+        self.db.cf_handle(name).ok_or_else(|| err("column family", format!("{name} is missing")))
     }
 
     /// Writes a batch to the memtable and the WAL file, without an fsync. Readable at
@@ -118,9 +115,7 @@ impl Shared {
         let covered = self.written.load(Ordering::SeqCst);
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
-        self.db
-            .write_opt(batch, &wo)
-            .map_err(|e| err("synced write", e))?;
+        self.db.write_opt(batch, &wo).map_err(|e| err("synced write", e))?;
         self.fsyncs.fetch_add(1, Ordering::SeqCst);
         self.synced.fetch_max(covered, Ordering::SeqCst);
         Ok(())

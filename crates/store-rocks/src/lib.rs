@@ -64,9 +64,7 @@ pub struct RocksStore {
 
 impl std::fmt::Debug for RocksStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RocksStore")
-            .field("path", &self.shared.path())
-            .finish()
+        f.debug_struct("RocksStore").field("path", &self.shared.path()).finish()
     }
 }
 
@@ -74,9 +72,7 @@ impl RocksStore {
     /// Opens the database in `path`, creating the directory and the column families if
     /// they are missing.
     pub fn open(path: &Path) -> StoreResult<Self> {
-        Ok(RocksStore {
-            shared: db::Shared::open(path)?,
-        })
+        Ok(RocksStore { shared: db::Shared::open(path)? })
     }
 
     /// The Raft log in this database.

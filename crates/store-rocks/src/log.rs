@@ -19,9 +19,7 @@ fn index_key(index: u64) -> [u8; 8] {
 }
 
 fn decode_index(key: &[u8]) -> StoreResult<u64> {
-    let bytes: [u8; 8] = key
-        .try_into()
-        .map_err(|_| err("log", format!("a log key has {} bytes, not 8", key.len())))?;
+    let bytes: [u8; 8] = key.try_into().map_err(|_| err("log", format!("a log key has {} bytes, not 8", key.len())))?;
     Ok(u64::from_be_bytes(bytes))
 }
 
@@ -38,9 +36,7 @@ pub struct RocksLogEngine {
 
 impl std::fmt::Debug for RocksLogEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RocksLogEngine")
-            .field("path", &self.shared.path())
-            .finish()
+        f.debug_struct("RocksLogEngine").field("path", &self.shared.path()).finish()
     }
 }
 
@@ -156,11 +152,7 @@ impl LogEngine for RocksLogEngine {
 
     fn get_meta(&self, key: &str) -> StoreResult<Option<Bytes>> {
         let cf = self.shared.cf(CF_LOG_META)?;
-        let value = self
-            .shared
-            .db
-            .get_pinned_cf(cf, key.as_bytes())
-            .map_err(|e| err("read log meta", e))?;
+        let value = self.shared.db.get_pinned_cf(cf, key.as_bytes()).map_err(|e| err("read log meta", e))?;
         Ok(value.map(|v| Bytes::copy_from_slice(&v)))
     }
 }

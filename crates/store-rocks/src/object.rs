@@ -4,11 +4,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kuorum_store::engine::ObjectDump;
+use kuorum_store::engine::{ObjectDump, ObjectWrite};
 use kuorum_store::{ObjectBatch, ObjectEngine, StoreResult};
 use rocksdb::{DBRawIterator, ReadOptions, WriteBatch};
 
-use crate::db::{blocking, err, Shared, CF_OBJECTS, CF_OBJECT_META};
+use crate::db::{blocking, err, Shared, CF_HISTORY, CF_OBJECTS, CF_OBJECT_META};
 use crate::RocksStore;
 
 /// A key past every UTF-8 string: no UTF-8 text holds the byte 0xff, so every key of
@@ -30,6 +30,57 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 
 fn decode_key(key: &[u8]) -> StoreResult<String> {
     String::from_utf8(key.to_vec()).map_err(|e| err("object key is not UTF-8", e))
+}
+
+/// The history key of one version: the storage key, a zero byte (no storage key holds
+/// one, so all versions of a key sort together and before any longer key), the rv.
+fn history_key(key: &str, rv: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 9);
+    k.extend_from_slice(key.as_bytes());
+    k.push(0);
+    k.extend_from_slice(&rv.to_be_bytes());
+    k
+}
+
+fn split_history_key(raw: &[u8]) -> StoreResult<(&[u8], u64)> {
+    if raw.len() < 9 || raw[raw.len() - 9] != 0 {
+        return Err(err("history key", "malformed"));
+    }
+    let (key, rest) = raw.split_at(raw.len() - 9);
+    let rv = u64::from_be_bytes(rest[1..].try_into().expect("8 bytes"));
+    Ok((key, rv))
+}
+
+fn history_value(value: &Option<Bytes>) -> Vec<u8> {
+    match value {
+        Some(v) => {
+            let mut out = Vec::with_capacity(v.len() + 1);
+            out.push(1);
+            out.extend_from_slice(v);
+            out
+        }
+        None => vec![0],
+    }
+}
+
+fn decode_history_value(raw: &[u8]) -> Option<Bytes> {
+    match raw.first() {
+        Some(1) => Some(Bytes::copy_from_slice(&raw[1..])),
+        _ => None,
+    }
+}
+
+/// Reads every version the iterator yields from its first key on.
+fn collect_history(mut it: DBRawIterator<'_>) -> StoreResult<Vec<ObjectWrite>> {
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while let Some((raw, value)) = it.item() {
+        let (key, rv) = split_history_key(raw)?;
+        out.push(ObjectWrite { key: decode_key(key)?, rv, value: decode_history_value(value) });
+        it.next();
+    }
+    it.status().map_err(|e| err("read history", e))?;
+    Ok(out)
 }
 
 /// Reads every pair the iterator yields from its first key on.
@@ -56,9 +107,7 @@ pub struct RocksObjectEngine {
 
 impl std::fmt::Debug for RocksObjectEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RocksObjectEngine")
-            .field("path", &self.shared.path())
-            .finish()
+        f.debug_struct("RocksObjectEngine").field("path", &self.shared.path()).finish()
     }
 }
 
@@ -90,13 +139,15 @@ impl ObjectEngine for RocksObjectEngine {
         blocking(move || {
             let objects = shared.cf(CF_OBJECTS)?;
             let meta = shared.cf(CF_OBJECT_META)?;
+            let history = shared.cf(CF_HISTORY)?;
             let mut wb = WriteBatch::default();
             // Applied in order, so a later write of the same key in the batch wins.
-            for (key, value) in &batch.objects {
-                match value {
-                    Some(v) => wb.put_cf(objects, key.as_bytes(), v),
-                    None => wb.delete_cf(objects, key.as_bytes()),
+            for w in &batch.objects {
+                match &w.value {
+                    Some(v) => wb.put_cf(objects, w.key.as_bytes(), v),
+                    None => wb.delete_cf(objects, w.key.as_bytes()),
                 }
+                wb.put_cf(history, history_key(&w.key, w.rv), history_value(&w.value));
             }
             for (key, value) in &batch.meta {
                 wb.put_cf(meta, key.as_bytes(), value);
@@ -112,20 +163,11 @@ impl ObjectEngine for RocksObjectEngine {
 
     fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
         let cf = self.shared.cf(CF_OBJECTS)?;
-        let value = self
-            .shared
-            .db
-            .get_pinned_cf(cf, key.as_bytes())
-            .map_err(|e| err("read object", e))?;
+        let value = self.shared.db.get_pinned_cf(cf, key.as_bytes()).map_err(|e| err("read object", e))?;
         Ok(value.map(|v| Bytes::copy_from_slice(&v)))
     }
 
-    fn scan(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        limit: usize,
-    ) -> StoreResult<Vec<(String, Bytes)>> {
+    fn scan(&self, prefix: &str, start_after: Option<&str>, limit: usize) -> StoreResult<Vec<(String, Bytes)>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
@@ -158,13 +200,136 @@ impl ObjectEngine for RocksObjectEngine {
         Ok(out)
     }
 
+    fn get_at(&self, key: &str, rv: u64) -> StoreResult<Option<Bytes>> {
+        let cf = self.shared.cf(CF_HISTORY)?;
+        let mut it = self.shared.db.raw_iterator_cf(cf);
+        it.seek_for_prev(history_key(key, rv));
+        let found = match it.item() {
+            Some((raw, value)) => {
+                let (k, _) = split_history_key(raw)?;
+                if k == key.as_bytes() {
+                    decode_history_value(value)
+                } else {
+                    None
+                }
+            }
+            None => None,
+        };
+        it.status().map_err(|e| err("read history", e))?;
+        Ok(found)
+    }
+
+    fn scan_at(
+        &self,
+        prefix: &str,
+        rv: u64,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, Bytes)>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let cf = self.shared.cf(CF_HISTORY)?;
+        // Past every version of `start_after`: its key followed by the byte after zero.
+        let from: Vec<u8> = match start_after {
+            Some(after) if after >= prefix => {
+                let mut k = after.as_bytes().to_vec();
+                k.push(1);
+                k
+            }
+            _ => prefix.as_bytes().to_vec(),
+        };
+        let mut opts = ReadOptions::default();
+        if let Some(end) = prefix_end(prefix.as_bytes()) {
+            opts.set_iterate_upper_bound(end);
+        }
+        let mut it = self.shared.db.raw_iterator_cf_opt(cf, opts);
+        it.seek(&from);
+        let mut out = Vec::new();
+        // The key whose versions are being read, and its newest value at or below `rv`.
+        let mut current: Option<(Vec<u8>, Option<Bytes>)> = None;
+        while let Some((raw, value)) = it.item() {
+            let (key, version) = split_history_key(raw)?;
+            if !key.starts_with(prefix.as_bytes()) {
+                break;
+            }
+            if current.as_ref().is_some_and(|(k, _)| k.as_slice() != key) {
+                if let Some((k, Some(v))) = current.take() {
+                    out.push((decode_key(&k)?, v));
+                    if out.len() >= limit {
+                        return Ok(out);
+                    }
+                }
+                current = None;
+            }
+            if current.is_none() {
+                current = Some((key.to_vec(), None));
+            }
+            if version <= rv {
+                if let Some((_, best)) = current.as_mut() {
+                    *best = decode_history_value(value);
+                }
+            }
+            it.next();
+        }
+        it.status().map_err(|e| err("scan history", e))?;
+        if let Some((k, Some(v))) = current {
+            out.push((decode_key(&k)?, v));
+        }
+        Ok(out)
+    }
+
+    fn history_after(&self, after: u64) -> StoreResult<Vec<ObjectWrite>> {
+        let cf = self.shared.cf(CF_HISTORY)?;
+        let mut all = collect_history(self.shared.db.raw_iterator_cf(cf))?;
+        all.retain(|w| w.rv > after);
+        all.sort_by(|a, b| (a.rv, &a.key).cmp(&(b.rv, &b.key)));
+        Ok(all)
+    }
+
+    async fn compact(&self, rv: u64) -> StoreResult<()> {
+        let shared = Arc::clone(&self.shared);
+        blocking(move || {
+            let cf = shared.cf(CF_HISTORY)?;
+            let mut wb = WriteBatch::default();
+            let mut it = shared.db.raw_iterator_cf(cf);
+            it.seek_to_first();
+            // Versions of the current key at or below `rv`, oldest first: all but the newest
+            // go, and the newest too if it is a deletion.
+            let mut key: Vec<u8> = Vec::new();
+            let mut old: Vec<(Vec<u8>, bool)> = Vec::new();
+            let flush = |old: &mut Vec<(Vec<u8>, bool)>, wb: &mut WriteBatch| {
+                if let Some((newest, live)) = old.pop() {
+                    for (raw, _) in old.drain(..) {
+                        wb.delete_cf(cf, raw);
+                    }
+                    if !live {
+                        wb.delete_cf(cf, newest);
+                    }
+                }
+            };
+            while let Some((raw, value)) = it.item() {
+                let (k, version) = split_history_key(raw)?;
+                if k != key.as_slice() {
+                    flush(&mut old, &mut wb);
+                    key = k.to_vec();
+                }
+                if version <= rv {
+                    old.push((raw.to_vec(), value.first() == Some(&1)));
+                }
+                it.next();
+            }
+            it.status().map_err(|e| err("compact history", e))?;
+            flush(&mut old, &mut wb);
+            drop(it);
+            shared.write(wb)
+        })
+        .await
+    }
+
     fn get_meta(&self, key: &str) -> StoreResult<Option<Bytes>> {
         let cf = self.shared.cf(CF_OBJECT_META)?;
-        let value = self
-            .shared
-            .db
-            .get_pinned_cf(cf, key.as_bytes())
-            .map_err(|e| err("read object meta", e))?;
+        let value = self.shared.db.get_pinned_cf(cf, key.as_bytes()).map_err(|e| err("read object meta", e))?;
         Ok(value.map(|v| Bytes::copy_from_slice(&v)))
     }
 
@@ -174,9 +339,11 @@ impl ObjectEngine for RocksObjectEngine {
         // One snapshot for both families: a batch is either wholly in it or not at all,
         // so the dumped metadata (the applied log id) matches the dumped objects.
         let snapshot = self.shared.db.snapshot();
+        let history_cf = self.shared.cf(CF_HISTORY)?;
         let objects = collect_all(snapshot.raw_iterator_cf(objects_cf), "dump objects")?;
+        let history = collect_history(snapshot.raw_iterator_cf(history_cf))?;
         let meta = collect_all(snapshot.raw_iterator_cf(meta_cf), "dump object meta")?;
-        Ok(ObjectDump { objects, meta })
+        Ok(ObjectDump { objects, history, meta })
     }
 
     async fn restore(&self, dump: ObjectDump) -> StoreResult<()> {
@@ -184,13 +351,18 @@ impl ObjectEngine for RocksObjectEngine {
         blocking(move || {
             let objects = shared.cf(CF_OBJECTS)?;
             let meta = shared.cf(CF_OBJECT_META)?;
+            let history = shared.cf(CF_HISTORY)?;
             // One batch: the old state is cleared and the new one written atomically,
             // and after a crash either the whole old or the whole new state is there.
             let mut wb = WriteBatch::default();
             wb.delete_range_cf(objects, &[][..], &PAST_ALL_KEYS[..]);
             wb.delete_range_cf(meta, &[][..], &PAST_ALL_KEYS[..]);
+            wb.delete_range_cf(history, &[][..], &PAST_ALL_KEYS[..]);
             for (key, value) in &dump.objects {
                 wb.put_cf(objects, key.as_bytes(), value);
+            }
+            for w in &dump.history {
+                wb.put_cf(history, history_key(&w.key, w.rv), history_value(&w.value));
             }
             for (key, value) in &dump.meta {
                 wb.put_cf(meta, key.as_bytes(), value);

@@ -15,19 +15,10 @@ use tempfile::TempDir;
 /// when the suite drops it after the stores.
 struct RocksBuilder;
 
-impl StoreBuilder<TypeConfig, LogStore<RocksLogEngine>, StateMachine<RocksObjectEngine>, TempDir>
-    for RocksBuilder
-{
+impl StoreBuilder<TypeConfig, LogStore<RocksLogEngine>, StateMachine<RocksObjectEngine>, TempDir> for RocksBuilder {
     async fn build(
         &self,
-    ) -> Result<
-        (
-            TempDir,
-            LogStore<RocksLogEngine>,
-            StateMachine<RocksObjectEngine>,
-        ),
-        StorageError<TypeConfig>,
-    > {
+    ) -> Result<(TempDir, LogStore<RocksLogEngine>, StateMachine<RocksObjectEngine>), StorageError<TypeConfig>> {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = RocksStore::open(&dir.path().join("db")).expect("open rocksdb");
         let log = LogStore::new(Arc::new(store.log_engine()));
@@ -38,7 +29,5 @@ impl StoreBuilder<TypeConfig, LogStore<RocksLogEngine>, StateMachine<RocksObject
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openraft_storage_suite_passes_on_rocksdb_engines() {
-    Suite::test_all(RocksBuilder)
-        .await
-        .expect("openraft storage suite");
+    Suite::test_all(RocksBuilder).await.expect("openraft storage suite");
 }

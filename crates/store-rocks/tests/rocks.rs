@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use kuorum_store::conformance::{log_engine_suite, object_engine_suite};
-use kuorum_store::engine::ObjectDump;
+use kuorum_store::engine::{ObjectDump, ObjectWrite};
 use kuorum_store::memory::MemoryObjectEngine;
 use kuorum_store::{LogEngine, ObjectBatch, ObjectEngine};
 use kuorum_store_rocks::{RocksLogEngine, RocksObjectEngine, RocksStore};
@@ -29,8 +29,17 @@ impl Dirs {
     }
 }
 
-fn put(key: &str, value: &str) -> (String, Option<Bytes>) {
-    (key.to_string(), Some(b(value)))
+/// Versions get rising rvs, as the log gives them.
+static NEXT_RV: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn put(key: &str, value: &str) -> ObjectWrite {
+    let rv = NEXT_RV.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    ObjectWrite { key: key.to_string(), rv, value: Some(b(value)) }
+}
+
+fn del(key: &str) -> ObjectWrite {
+    let rv = NEXT_RV.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    ObjectWrite { key: key.to_string(), rv, value: None }
 }
 
 fn keys(pairs: &[(String, Bytes)]) -> Vec<&str> {
@@ -66,9 +75,7 @@ async fn log_survives_reopen() {
     let path = dirs.fresh();
     {
         let log = RocksLogEngine::open(&path).unwrap();
-        log.append((1..=5).map(|i| (i, b(&format!("e{i}")))).collect())
-            .await
-            .unwrap();
+        log.append((1..=5).map(|i| (i, b(&format!("e{i}")))).collect()).await.unwrap();
         log.sync().await.unwrap();
         log.truncate_from(4).await.unwrap();
         log.append(vec![(4, b("e4-new"))]).await.unwrap();
@@ -80,15 +87,7 @@ async fn log_survives_reopen() {
         log.sync().await.unwrap();
     }
     let log = RocksLogEngine::open(&path).unwrap();
-    assert_eq!(
-        log.read_range(0, 100).unwrap(),
-        vec![
-            (2, b("e2")),
-            (3, b("e3")),
-            (4, b("e4-new")),
-            (5, b("e5-new"))
-        ]
-    );
+    assert_eq!(log.read_range(0, 100).unwrap(), vec![(2, b("e2")), (3, b("e3")), (4, b("e4-new")), (5, b("e5-new"))]);
     assert_eq!(log.last_entry().unwrap(), Some((5, b("e5-new"))));
     assert_eq!(log.get_meta("vote").unwrap(), Some(b("v1")));
     assert_eq!(log.get_meta("committed").unwrap(), Some(b("c3")));
@@ -118,22 +117,10 @@ async fn log_index_order_and_extremes() {
     ])
     .await
     .unwrap();
-    assert_eq!(
-        indexes(&log.read_range(0, u64::MAX).unwrap()),
-        vec![0, 255, 256, 65536, u64::MAX - 1]
-    );
-    assert_eq!(
-        indexes(&log.read_range(255, 65536).unwrap()),
-        vec![255, 256]
-    );
-    assert_eq!(
-        indexes(&log.read_range(257, 65536).unwrap()),
-        Vec::<u64>::new()
-    );
-    assert!(
-        log.read_range(10, 5).unwrap().is_empty(),
-        "a backwards range reads nothing"
-    );
+    assert_eq!(indexes(&log.read_range(0, u64::MAX).unwrap()), vec![0, 255, 256, 65536, u64::MAX - 1]);
+    assert_eq!(indexes(&log.read_range(255, 65536).unwrap()), vec![255, 256]);
+    assert_eq!(indexes(&log.read_range(257, 65536).unwrap()), Vec::<u64>::new());
+    assert!(log.read_range(10, 5).unwrap().is_empty(), "a backwards range reads nothing");
     assert_eq!(log.last_entry().unwrap(), Some((u64::MAX, b("max"))));
 
     log.truncate_from(u64::MAX).await.unwrap();
@@ -143,22 +130,12 @@ async fn log_index_order_and_extremes() {
     log.truncate_from(256).await.unwrap();
     assert_eq!(log.last_entry().unwrap().map(|e| e.0), Some(255));
 
-    log.append(vec![(1000, b("x")), (u64::MAX, b("max"))])
-        .await
-        .unwrap();
+    log.append(vec![(1000, b("x")), (u64::MAX, b("max"))]).await.unwrap();
     log.purge_upto(u64::MAX).await.unwrap();
-    assert_eq!(
-        log.last_entry().unwrap(),
-        None,
-        "purging up to u64::MAX empties the log"
-    );
+    assert_eq!(log.last_entry().unwrap(), None, "purging up to u64::MAX empties the log");
     log.append(vec![(7, b("7")), (8, b("8"))]).await.unwrap();
     log.truncate_from(0).await.unwrap();
-    assert_eq!(
-        log.last_entry().unwrap(),
-        None,
-        "truncating from 0 empties the log"
-    );
+    assert_eq!(log.last_entry().unwrap(), None, "truncating from 0 empties the log");
 }
 
 #[tokio::test]
@@ -166,22 +143,14 @@ async fn objects_survive_reopen() {
     let dirs = Dirs::default();
     let path = dirs.fresh();
     let batch = ObjectBatch {
-        objects: vec![
-            put("/r/a", "1"),
-            put("/r/b", "2"),
-            put("/r/c", "3"),
-            ("/r/b".into(), None),
-        ],
+        objects: vec![put("/r/a", "1"), put("/r/b", "2"), put("/r/c", "3"), del("/r/b")],
         meta: vec![("applied".into(), b("7")), ("membership".into(), b("m"))],
     };
     {
         let objects = RocksObjectEngine::open(&path).unwrap();
         objects.write(batch).await.unwrap();
         objects
-            .write(ObjectBatch {
-                objects: vec![put("/r/a", "1b")],
-                meta: vec![("applied".into(), b("8"))],
-            })
+            .write(ObjectBatch { objects: vec![put("/r/a", "1b")], meta: vec![("applied".into(), b("8"))] })
             .await
             .unwrap();
         objects.sync().await.unwrap();
@@ -189,19 +158,13 @@ async fn objects_survive_reopen() {
     let objects = RocksObjectEngine::open(&path).unwrap();
     assert_eq!(objects.get("/r/a").unwrap(), Some(b("1b")));
     assert_eq!(objects.get("/r/b").unwrap(), None);
-    assert_eq!(
-        keys(&objects.scan("/r/", None, 10).unwrap()),
-        vec!["/r/a", "/r/c"]
-    );
+    assert_eq!(keys(&objects.scan("/r/", None, 10).unwrap()), vec!["/r/a", "/r/c"]);
     assert_eq!(objects.get_meta("applied").unwrap(), Some(b("8")));
     assert_eq!(objects.get_meta("membership").unwrap(), Some(b("m")));
-    assert_eq!(
-        objects.dump().unwrap(),
-        ObjectDump {
-            objects: vec![("/r/a".into(), b("1b")), ("/r/c".into(), b("3"))],
-            meta: vec![("applied".into(), b("8")), ("membership".into(), b("m"))],
-        }
-    );
+    let dump = objects.dump().unwrap();
+    assert_eq!(dump.objects, vec![("/r/a".into(), b("1b")), ("/r/c".into(), b("3"))]);
+    assert_eq!(dump.meta, vec![("applied".into(), b("8")), ("membership".into(), b("m"))]);
+    assert_eq!(dump.history.len(), 5, "every version survives a reopen");
 }
 
 #[tokio::test]
@@ -210,17 +173,17 @@ async fn restore_replaces_everything_and_survives_reopen() {
     let path = dirs.fresh();
     let dump = ObjectDump {
         objects: vec![("/new/1".into(), b("one")), ("/new/2".into(), b("two"))],
+        history: vec![
+            ObjectWrite { key: "/new/1".into(), rv: 40, value: Some(b("one")) },
+            ObjectWrite { key: "/new/2".into(), rv: 41, value: Some(b("two")) },
+        ],
         meta: vec![("applied".into(), b("42"))],
     };
     {
         let objects = RocksObjectEngine::open(&path).unwrap();
         objects
             .write(ObjectBatch {
-                objects: vec![
-                    put("/old/1", "x"),
-                    put("/new/1", "stale"),
-                    put("\u{10FFFF}", "last"),
-                ],
+                objects: vec![put("/old/1", "x"), put("/new/1", "stale"), put("\u{10FFFF}", "last")],
                 meta: vec![("applied".into(), b("3")), ("old-meta".into(), b("y"))],
             })
             .await
@@ -230,31 +193,14 @@ async fn restore_replaces_everything_and_survives_reopen() {
         // No sync: restore is durable on its own.
     }
     let objects = RocksObjectEngine::open(&path).unwrap();
-    assert_eq!(
-        objects.dump().unwrap(),
-        dump,
-        "the restored state is what a restart sees"
-    );
+    assert_eq!(objects.dump().unwrap(), dump, "the restored state is what a restart sees");
     assert_eq!(objects.get("/old/1").unwrap(), None);
-    assert_eq!(
-        objects.get("\u{10FFFF}").unwrap(),
-        None,
-        "the highest possible key is cleared too"
-    );
+    assert_eq!(objects.get("\u{10FFFF}").unwrap(), None, "the highest possible key is cleared too");
     assert_eq!(objects.get_meta("old-meta").unwrap(), None);
 
     // Writes after a restore land on top of it; an empty dump empties the store.
-    objects
-        .write(ObjectBatch {
-            objects: vec![put("/new/3", "three")],
-            meta: vec![],
-        })
-        .await
-        .unwrap();
-    assert_eq!(
-        keys(&objects.scan("/new/", None, 10).unwrap()),
-        vec!["/new/1", "/new/2", "/new/3"]
-    );
+    objects.write(ObjectBatch { objects: vec![put("/new/3", "three")], meta: vec![] }).await.unwrap();
+    assert_eq!(keys(&objects.scan("/new/", None, 10).unwrap()), vec!["/new/1", "/new/2", "/new/3"]);
     objects.restore(ObjectDump::default()).await.unwrap();
     drop(objects);
     let objects = RocksObjectEngine::open(&path).unwrap();
@@ -266,14 +212,8 @@ async fn scan_matches_the_reference_at_boundaries() {
     let dirs = Dirs::default();
     let rocks = RocksObjectEngine::open(&dirs.fresh()).unwrap();
     let memory = MemoryObjectEngine::new();
-    let all = [
-        "/a", "/a/", "/a/1", "/a/1/x", "/a/10", "/a/2", "/a/é", "/a0", "/ab", "/a\u{7f}", "/b",
-        "/b/1", "",
-    ];
-    let batch = ObjectBatch {
-        objects: all.iter().map(|k| put(k, &format!("v{k}"))).collect(),
-        meta: vec![],
-    };
+    let all = ["/a", "/a/", "/a/1", "/a/1/x", "/a/10", "/a/2", "/a/é", "/a0", "/ab", "/a\u{7f}", "/b", "/b/1", ""];
+    let batch = ObjectBatch { objects: all.iter().map(|k| put(k, &format!("v{k}"))).collect(), meta: vec![] };
     rocks.write(batch.clone()).await.unwrap();
     memory.write(batch).await.unwrap();
 
@@ -283,29 +223,12 @@ async fn scan_matches_the_reference_at_boundaries() {
         vec!["/a/", "/a/1", "/a/1/x", "/a/10", "/a/2", "/a/é"],
         "a prefix ending in / takes no sibling (/a0, /ab)"
     );
-    assert_eq!(
-        keys(&rocks.scan("/a/", Some("/a/1"), 2).unwrap()),
-        vec!["/a/1/x", "/a/10"]
-    );
-    assert_eq!(
-        keys(&rocks.scan("/a/", Some("/a/15"), 10).unwrap()),
-        vec!["/a/2", "/a/é"]
-    );
-    assert_eq!(
-        keys(&rocks.scan("/a/", Some("/a/"), 1).unwrap()),
-        vec!["/a/1"],
-        "start_after is exclusive"
-    );
-    assert!(
-        rocks.scan("/a/", Some("/a0"), 10).unwrap().is_empty(),
-        "start_after past the prefix"
-    );
+    assert_eq!(keys(&rocks.scan("/a/", Some("/a/1"), 2).unwrap()), vec!["/a/1/x", "/a/10"]);
+    assert_eq!(keys(&rocks.scan("/a/", Some("/a/15"), 10).unwrap()), vec!["/a/2", "/a/é"]);
+    assert_eq!(keys(&rocks.scan("/a/", Some("/a/"), 1).unwrap()), vec!["/a/1"], "start_after is exclusive");
+    assert!(rocks.scan("/a/", Some("/a0"), 10).unwrap().is_empty(), "start_after past the prefix");
     assert!(rocks.scan("/a/", None, 0).unwrap().is_empty(), "limit 0");
-    assert_eq!(
-        rocks.scan("", None, 100).unwrap().len(),
-        all.len(),
-        "the empty prefix is everything"
-    );
+    assert_eq!(rocks.scan("", None, 100).unwrap().len(), all.len(), "the empty prefix is everything");
 
     // Every combination against the in-memory reference.
     let prefixes = ["", "/", "/a", "/a/", "/a/1", "/a/é", "/b", "/c", "/a\u{7f}"];
@@ -354,18 +277,12 @@ async fn one_store_holds_both_engines_across_reopen() {
     let path = dirs.fresh();
     {
         let store = RocksStore::open(&path).unwrap();
-        assert!(
-            RocksLogEngine::open(&path).is_err(),
-            "a directory is open once at a time"
-        );
+        assert!(RocksLogEngine::open(&path).is_err(), "a directory is open once at a time");
         let (log, objects) = (store.log_engine(), store.object_engine());
         log.append(vec![(1, b("e1"))]).await.unwrap();
         log.put_meta("vote", b("log-vote")).await.unwrap();
         objects
-            .write(ObjectBatch {
-                objects: vec![put("/k", "v")],
-                meta: vec![("vote".into(), b("sm-meta"))],
-            })
+            .write(ObjectBatch { objects: vec![put("/k", "v")], meta: vec![("vote".into(), b("sm-meta"))] })
             .await
             .unwrap();
         // The log's sync covers the object write before it: one WAL.
@@ -373,28 +290,17 @@ async fn one_store_holds_both_engines_across_reopen() {
         log.sync().await.unwrap();
         let before = store.fsync_count();
         objects.sync().await.unwrap();
-        assert_eq!(
-            store.fsync_count(),
-            before,
-            "nothing left for the object store to sync"
-        );
+        assert_eq!(store.fsync_count(), before, "nothing left for the object store to sync");
     }
     let store = RocksStore::open(&path).unwrap();
     let (log, objects) = (store.log_engine(), store.object_engine());
     assert_eq!(indexes(&log.read_range(0, 10).unwrap()), vec![1, 2]);
-    assert_eq!(
-        log.get_meta("vote").unwrap(),
-        Some(b("log-vote")),
-        "the two metadata spaces are apart"
-    );
+    assert_eq!(log.get_meta("vote").unwrap(), Some(b("log-vote")), "the two metadata spaces are apart");
     assert_eq!(objects.get_meta("vote").unwrap(), Some(b("sm-meta")));
     assert_eq!(objects.get("/k").unwrap(), Some(b("v")));
     drop((store, log, objects));
     // The same directory opens as either engine alone.
-    assert_eq!(
-        RocksObjectEngine::open(&path).unwrap().get("/k").unwrap(),
-        Some(b("v"))
-    );
+    assert_eq!(RocksObjectEngine::open(&path).unwrap().get("/k").unwrap(), Some(b("v")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -423,20 +329,12 @@ async fn concurrent_syncs_share_fsyncs() {
     assert!((1..=64).contains(&fsyncs), "{fsyncs} fsyncs for 64 syncs");
     assert_eq!(log.read_range(0, 100).unwrap().len(), 64);
     log.sync().await.unwrap();
-    assert_eq!(
-        store.fsync_count(),
-        fsyncs,
-        "a sync with nothing new does no fsync"
-    );
+    assert_eq!(store.fsync_count(), fsyncs, "a sync with nothing new does no fsync");
 
     log.append(vec![(65, b("65"))]).await.unwrap();
     log.put_meta("vote", b("v")).await.unwrap();
     assert_eq!(store.fsync_count(), fsyncs + 1);
     log.sync().await.unwrap();
-    assert_eq!(
-        store.fsync_count(),
-        fsyncs + 1,
-        "the synced metadata write covered the append"
-    );
+    assert_eq!(store.fsync_count(), fsyncs + 1, "the synced metadata write covered the append");
     eprintln!("64 concurrent append+sync callers made {fsyncs} fsyncs");
 }

@@ -6,6 +6,9 @@
 //! two writers racing through different nodes are ordered by the log, and the second one
 //! meets the first one's resourceVersion.
 //!
+//! Every entry changes at most one object, so every change has its own resourceVersion
+//! and a watch that resumes from any resourceVersion misses and repeats nothing.
+//!
 //! Worked example: the object `/registry/core/configmaps/default/a` is at RV 7. Entries
 //! 9 and 10 both carry `Update{precondition: rv=7}`. Entry 9 applies (RV becomes 9);
 //! entry 10 sees RV 9 in the overlay and answers `Conflict`.
@@ -16,17 +19,27 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use crate::command::{Command, Precondition, WriteError, WriteResult};
-use crate::engine::{ObjectBatch, ObjectEngine, StoreResult};
+use crate::engine::{ObjectBatch, ObjectEngine, ObjectWrite, StoreResult};
 use crate::keys;
 
-/// One change an applied command made, in log order: what the watch cache consumes.
+/// What a change did to its object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One change an applied command made: what the watch cache consumes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     pub key: String,
     pub rv: u64,
-    /// The object after the change; `None` for a deletion.
-    pub object: Option<Bytes>,
-    /// The object before the change (with its old resourceVersion), if it existed.
+    pub kind: ChangeKind,
+    /// The object after the change; for a deletion, its last state with the deleting
+    /// resourceVersion (what a DELETED watch event carries).
+    pub object: Bytes,
+    /// The object before the change, if it existed.
     pub prev: Option<Bytes>,
 }
 
@@ -34,25 +47,26 @@ pub struct Change {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApplyOutcome {
     pub result: WriteResult,
-    pub changes: Vec<Change>,
+    /// At most one change (see the module docs).
+    pub change: Option<Change>,
+    /// Set when the command was a compaction: history below this rv is gone.
+    pub compacted: Option<u64>,
 }
 
 /// Applies commands over an engine, batching their writes.
 pub struct BatchApplier<'e, E: ObjectEngine> {
     engine: &'e E,
-    /// Writes made by this batch, not yet in the engine: `None` is a deletion.
+    /// Current values written by this batch, not yet in the engine: `None` is a deletion.
     overlay: BTreeMap<String, Option<Bytes>>,
-    /// The same writes in the order they were made.
-    order: Vec<String>,
+    /// The same writes, versioned, in log order.
+    writes: Vec<ObjectWrite>,
+    /// The highest compaction requested in this batch.
+    compact: Option<u64>,
 }
 
 impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
     pub fn new(engine: &'e E) -> Self {
-        Self {
-            engine,
-            overlay: BTreeMap::new(),
-            order: Vec::new(),
-        }
+        Self { engine, overlay: BTreeMap::new(), writes: Vec::new(), compact: None }
     }
 
     fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
@@ -62,52 +76,36 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
         }
     }
 
-    fn put(&mut self, key: &str, value: Option<Bytes>) {
-        if self.overlay.insert(key.to_string(), value).is_none() {
-            self.order.push(key.to_string());
-        }
-    }
-
-    /// Keys of every live object in `namespace`, from the engine and this batch.
-    fn keys_in_namespace(&self, namespace: &str) -> StoreResult<Vec<String>> {
-        let mut keys: BTreeMap<String, ()> = BTreeMap::new();
-        for (k, _) in self.engine.scan("/registry/", None, usize::MAX)? {
-            if keys::namespace_of(&k) == Some(namespace) {
-                keys.insert(k, ());
-            }
-        }
-        for (k, v) in &self.overlay {
-            if keys::namespace_of(k) == Some(namespace) {
-                if v.is_some() {
-                    keys.insert(k.clone(), ());
-                } else {
-                    keys.remove(k);
-                }
-            }
-        }
-        Ok(keys.into_keys().collect())
+    fn put(&mut self, key: &str, rv: u64, value: Option<Bytes>) {
+        self.overlay.insert(key.to_string(), value.clone());
+        self.writes.push(ObjectWrite { key: key.to_string(), rv, value });
     }
 
     /// Applies one command as log entry `index`.
     pub fn apply(&mut self, index: u64, cmd: &Command) -> StoreResult<ApplyOutcome> {
-        let mut changes = Vec::new();
-        let result = self.apply_inner(index, cmd, &mut changes)?;
-        Ok(ApplyOutcome { result, changes })
+        let mut change = None;
+        let mut compacted = None;
+        let result = self.apply_inner(index, cmd, &mut change, &mut compacted)?;
+        Ok(ApplyOutcome { result, change, compacted })
     }
 
     fn apply_inner(
         &mut self,
         index: u64,
         cmd: &Command,
-        changes: &mut Vec<Change>,
+        change: &mut Option<Change>,
+        compacted: &mut Option<u64>,
     ) -> StoreResult<WriteResult> {
         match cmd {
             Command::Noop => Ok(Ok(Bytes::new())),
-            Command::Create {
-                key,
-                namespace,
-                object,
-            } => {
+            Command::Compact { rv } => {
+                // Never past what is applied: history at the newest version must stay.
+                let rv = (*rv).min(index);
+                self.compact = Some(self.compact.map_or(rv, |c| c.max(rv)));
+                *compacted = Some(rv);
+                Ok(Ok(Bytes::new()))
+            }
+            Command::Create { key, namespace, object } => {
                 if let Some(ns) = namespace {
                     match self.get(&keys::namespace_key(ns))? {
                         None => return Ok(Err(WriteError::NamespaceNotFound(ns.clone()))),
@@ -126,20 +124,17 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
                 };
                 set_resource_version(&mut obj, index);
                 let bytes = to_bytes(&obj);
-                self.put(key, Some(bytes.clone()));
-                changes.push(Change {
+                self.put(key, index, Some(bytes.clone()));
+                *change = Some(Change {
                     key: key.clone(),
                     rv: index,
-                    object: Some(bytes.clone()),
+                    kind: ChangeKind::Added,
+                    object: bytes.clone(),
                     prev: None,
                 });
                 Ok(Ok(bytes))
             }
-            Command::Update {
-                key,
-                object,
-                precondition,
-            } => {
+            Command::Update { key, object, precondition } => {
                 let Some(old_bytes) = self.get(key)? else {
                     return Ok(Err(WriteError::NotFound));
                 };
@@ -163,84 +158,105 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
                 bump_generation(&old, &mut obj);
                 set_resource_version(&mut obj, index);
                 let bytes = to_bytes(&obj);
-                self.put(key, Some(bytes.clone()));
-                changes.push(Change {
+                if is_marked_for_deletion(&obj) && !has_finalizers(&obj) {
+                    // The last finalizer is gone: the object goes.
+                    self.put(key, index, None);
+                    *change = Some(Change {
+                        key: key.clone(),
+                        rv: index,
+                        kind: ChangeKind::Deleted,
+                        object: bytes.clone(),
+                        prev: Some(old_bytes),
+                    });
+                    return Ok(Ok(bytes));
+                }
+                self.put(key, index, Some(bytes.clone()));
+                *change = Some(Change {
                     key: key.clone(),
                     rv: index,
-                    object: Some(bytes.clone()),
+                    kind: ChangeKind::Modified,
+                    object: bytes.clone(),
                     prev: Some(old_bytes),
                 });
                 Ok(Ok(bytes))
             }
-            Command::Delete { key, precondition } => {
+            Command::Delete { key, precondition, deletion_timestamp } => {
                 let Some(old_bytes) = self.get(key)? else {
                     return Ok(Err(WriteError::NotFound));
                 };
-                let mut old = match parse_object(&old_bytes) {
+                let mut obj = match parse_object(&old_bytes) {
                     Ok(o) => o,
                     Err(e) => return Ok(Err(e)),
                 };
-                if let Err(e) = check_precondition(&old, precondition) {
+                if let Err(e) = check_precondition(&obj, precondition) {
                     return Ok(Err(e));
                 }
-                // A namespace takes its contents with it.
-                if let Some(ns) = namespace_name_of_key(key) {
-                    for k in self.keys_in_namespace(&ns)? {
-                        let prev = self.get(&k)?;
-                        self.put(&k, None);
-                        changes.push(Change {
-                            key: k,
-                            rv: index,
-                            object: None,
-                            prev,
-                        });
+                if has_finalizers(&obj) {
+                    if is_marked_for_deletion(&obj) {
+                        // Already being deleted: nothing changes.
+                        return Ok(Ok(old_bytes));
                     }
+                    let meta = metadata_mut(&mut obj);
+                    meta.insert(
+                        "deletionTimestamp".into(),
+                        Value::String(deletion_timestamp.clone().unwrap_or_else(|| "1970-01-01T00:00:00Z".into())),
+                    );
+                    meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+                    if obj.get("kind").and_then(Value::as_str) == Some("Namespace") {
+                        let status = obj.entry("status").or_insert_with(|| Value::Object(Map::new()));
+                        if let Some(st) = status.as_object_mut() {
+                            st.insert("phase".into(), Value::String("Terminating".into()));
+                        }
+                    }
+                    set_resource_version(&mut obj, index);
+                    let bytes = to_bytes(&obj);
+                    self.put(key, index, Some(bytes.clone()));
+                    *change = Some(Change {
+                        key: key.clone(),
+                        rv: index,
+                        kind: ChangeKind::Modified,
+                        object: bytes.clone(),
+                        prev: Some(old_bytes),
+                    });
+                    return Ok(Ok(bytes));
                 }
-                self.put(key, None);
-                changes.push(Change {
+                set_resource_version(&mut obj, index);
+                let bytes = to_bytes(&obj);
+                self.put(key, index, None);
+                *change = Some(Change {
                     key: key.clone(),
                     rv: index,
-                    object: None,
+                    kind: ChangeKind::Deleted,
+                    object: bytes.clone(),
                     prev: Some(old_bytes),
                 });
-                set_resource_version(&mut old, index);
-                Ok(Ok(to_bytes(&old)))
+                Ok(Ok(bytes))
             }
         }
     }
 
+    /// The compaction requested by this batch, if any (the caller compacts the engine
+    /// after writing the batch).
+    pub fn compaction(&self) -> Option<u64> {
+        self.compact
+    }
+
     /// The writes of every command applied so far, with `meta`, as one atomic batch.
     pub fn into_batch(self, meta: Vec<(String, Bytes)>) -> ObjectBatch {
-        let BatchApplier {
-            mut overlay, order, ..
-        } = self;
-        let objects = order
-            .into_iter()
-            .map(|k| {
-                let v = overlay.remove(&k).flatten();
-                (k, v)
-            })
-            .collect();
-        ObjectBatch { objects, meta }
+        ObjectBatch { objects: self.writes, meta }
     }
 }
 
 /// Applies a single command and writes it: the convenience the tests use.
-pub async fn apply_command<E: ObjectEngine>(
-    engine: &E,
-    index: u64,
-    cmd: &Command,
-) -> StoreResult<ApplyOutcome> {
+pub async fn apply_command<E: ObjectEngine>(engine: &E, index: u64, cmd: &Command) -> StoreResult<ApplyOutcome> {
     let mut applier = BatchApplier::new(engine);
     let outcome = applier.apply(index, cmd)?;
+    let compact = applier.compaction();
     engine.write(applier.into_batch(Vec::new())).await?;
+    if let Some(rv) = compact {
+        engine.compact(rv).await?;
+    }
     Ok(outcome)
-}
-
-fn namespace_name_of_key(key: &str) -> Option<String> {
-    key.strip_prefix("/registry/core/namespaces/")
-        .filter(|n| !n.contains('/'))
-        .map(str::to_string)
 }
 
 fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, WriteError> {
@@ -261,9 +277,7 @@ fn metadata(obj: &Map<String, Value>) -> Option<&Map<String, Value>> {
 }
 
 fn metadata_mut(obj: &mut Map<String, Value>) -> &mut Map<String, Value> {
-    let entry = obj
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
+    let entry = obj.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
     if !entry.is_object() {
         *entry = Value::Object(Map::new());
     }
@@ -271,9 +285,7 @@ fn metadata_mut(obj: &mut Map<String, Value>) -> &mut Map<String, Value> {
 }
 
 fn meta_str<'a>(obj: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
-    metadata(obj)
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_str)
+    metadata(obj).and_then(|m| m.get(field)).and_then(Value::as_str)
 }
 
 /// The resourceVersion stored in an object, if it has a numeric one.
@@ -285,20 +297,28 @@ fn set_resource_version(obj: &mut Map<String, Value>, rv: u64) {
     metadata_mut(obj).insert("resourceVersion".into(), Value::String(rv.to_string()));
 }
 
+fn is_marked_for_deletion(obj: &Map<String, Value>) -> bool {
+    metadata(obj).is_some_and(|m| m.contains_key("deletionTimestamp"))
+}
+
+/// `metadata.finalizers`, or for a namespace also `spec.finalizers` (the namespace
+/// lifecycle's own finalizer, `kubernetes`).
+fn has_finalizers(obj: &Map<String, Value>) -> bool {
+    let nonempty = |v: Option<&Value>| v.and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+    nonempty(metadata(obj).and_then(|m| m.get("finalizers")))
+        || (obj.get("kind").and_then(Value::as_str) == Some("Namespace")
+            && nonempty(obj.get("spec").and_then(|s| s.get("finalizers"))))
+}
+
 fn is_terminating(nsobj: &[u8]) -> bool {
-    parse_object(nsobj)
-        .map(|o| metadata(&o).is_some_and(|m| m.contains_key("deletionTimestamp")))
-        .unwrap_or(false)
+    parse_object(nsobj).map(|o| is_marked_for_deletion(&o)).unwrap_or(false)
 }
 
 fn check_precondition(old: &Map<String, Value>, p: &Precondition) -> Result<(), WriteError> {
     if let Some(uid) = &p.uid {
         let actual = meta_str(old, "uid").unwrap_or_default();
         if actual != uid {
-            return Err(WriteError::UidMismatch {
-                wanted: uid.clone(),
-                actual: actual.to_string(),
-            });
+            return Err(WriteError::UidMismatch { wanted: uid.clone(), actual: actual.to_string() });
         }
     }
     if let Some(rv) = p.resource_version {
@@ -309,11 +329,12 @@ fn check_precondition(old: &Map<String, Value>, p: &Precondition) -> Result<(), 
     Ok(())
 }
 
-/// uid and creationTimestamp belong to the stored object; an update never changes them.
+/// uid, creationTimestamp and the deletion marks belong to the stored object; an update
+/// never changes them.
 fn carry_system_fields(old: &Map<String, Value>, new: &mut Map<String, Value>) {
     let old_meta = metadata(old).cloned().unwrap_or_default();
     let meta = metadata_mut(new);
-    for field in ["uid", "creationTimestamp"] {
+    for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"] {
         match old_meta.get(field) {
             Some(v) => meta.insert(field.into(), v.clone()),
             None => meta.remove(field),
@@ -335,10 +356,7 @@ fn same_apart_from_rv(old: &Map<String, Value>, new: &Map<String, Value>) -> boo
 
 /// metadata.generation counts changes of the desired state (`spec`).
 fn bump_generation(old: &Map<String, Value>, new: &mut Map<String, Value>) {
-    let Some(old_gen) = metadata(old)
-        .and_then(|m| m.get("generation"))
-        .and_then(Value::as_i64)
-    else {
+    let Some(old_gen) = metadata(old).and_then(|m| m.get("generation")).and_then(Value::as_i64) else {
         return;
     };
     if old.get("spec") != new.get("spec") {

@@ -21,22 +21,22 @@ pub struct Precondition {
 pub enum Command {
     /// Store a new object. Fails if the key exists, or if `namespace` is given and that
     /// namespace does not exist or is terminating.
-    Create {
-        key: String,
-        namespace: Option<String>,
-        object: Bytes,
-    },
+    Create { key: String, namespace: Option<String>, object: Bytes },
     /// Replace an existing object, keeping its uid and creationTimestamp.
-    Update {
-        key: String,
-        object: Bytes,
-        precondition: Precondition,
-    },
-    /// Remove an object. Removing a namespace removes everything in it.
+    Update { key: String, object: Bytes, precondition: Precondition },
+    /// Delete an object. One with finalizers (`metadata.finalizers`, or a namespace's
+    /// `spec.finalizers`) is only marked: `deletionTimestamp` is set to
+    /// `deletion_timestamp` (decided by the proposer) and it stays until an update removes
+    /// its last finalizer. Otherwise it is removed.
     Delete {
         key: String,
         precondition: Precondition,
+        #[serde(default)]
+        deletion_timestamp: Option<String>,
     },
+    /// Forget history older than `rv` (proposed by the leader on a timer, so every node
+    /// compacts at the same point of the log).
+    Compact { rv: u64 },
     /// Does nothing; used to move the log forward (tests, barriers).
     Noop,
 }
@@ -44,10 +44,8 @@ pub enum Command {
 impl Command {
     pub fn key(&self) -> Option<&str> {
         match self {
-            Command::Create { key, .. }
-            | Command::Update { key, .. }
-            | Command::Delete { key, .. } => Some(key),
-            Command::Noop => None,
+            Command::Create { key, .. } | Command::Update { key, .. } | Command::Delete { key, .. } => Some(key),
+            Command::Noop | Command::Compact { .. } => None,
         }
     }
 }
@@ -56,10 +54,9 @@ impl std::fmt::Display for Command {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Command::Create { key, .. } => write!(f, "create {key}"),
-            Command::Update {
-                key, precondition, ..
-            } => write!(f, "update {key} {precondition:?}"),
-            Command::Delete { key, precondition } => write!(f, "delete {key} {precondition:?}"),
+            Command::Update { key, precondition, .. } => write!(f, "update {key} {precondition:?}"),
+            Command::Delete { key, precondition, .. } => write!(f, "delete {key} {precondition:?}"),
+            Command::Compact { rv } => write!(f, "compact {rv}"),
             Command::Noop => write!(f, "noop"),
         }
     }

@@ -5,9 +5,10 @@
 
 use bytes::Bytes;
 
+use crate::apply::ChangeKind;
 use crate::apply::{apply_command, BatchApplier};
 use crate::command::{Command, Precondition, WriteError};
-use crate::engine::{LogEngine, ObjectBatch, ObjectEngine};
+use crate::engine::{LogEngine, ObjectBatch, ObjectDump, ObjectEngine, ObjectWrite};
 use crate::keys;
 
 fn b(s: &str) -> Bytes {
@@ -28,15 +29,8 @@ async fn log_append_read<E: LogEngine>(e: &E) {
     e.sync().await.unwrap();
     assert_eq!(e.last_entry().unwrap(), Some((3, b("c"))));
     let r = e.read_range(2, 10).unwrap();
-    assert_eq!(
-        r,
-        vec![(2, b("b")), (3, b("c"))],
-        "read_range is [start, end)"
-    );
-    assert!(
-        e.read_range(3, 3).unwrap().is_empty(),
-        "an empty range reads nothing"
-    );
+    assert_eq!(r, vec![(2, b("b")), (3, b("c"))], "read_range is [start, end)");
+    assert!(e.read_range(3, 3).unwrap().is_empty(), "an empty range reads nothing");
     assert_eq!(e.read_range(1, 2).unwrap(), vec![(1, b("a"))]);
     // Appending at an existing index overwrites it (after a truncate).
     e.truncate_from(3).await.unwrap();
@@ -45,35 +39,16 @@ async fn log_append_read<E: LogEngine>(e: &E) {
 }
 
 async fn log_truncate_purge<E: LogEngine>(e: &E) {
-    e.append((1..=10).map(|i| (i, b(&i.to_string()))).collect())
-        .await
-        .unwrap();
+    e.append((1..=10).map(|i| (i, b(&i.to_string()))).collect()).await.unwrap();
     e.truncate_from(8).await.unwrap();
-    assert_eq!(
-        e.last_entry().unwrap().map(|x| x.0),
-        Some(7),
-        "truncate_from removes >= index"
-    );
+    assert_eq!(e.last_entry().unwrap().map(|x| x.0), Some(7), "truncate_from removes >= index");
     e.purge_upto(3).await.unwrap();
-    let r: Vec<u64> = e
-        .read_range(0, 100)
-        .unwrap()
-        .into_iter()
-        .map(|x| x.0)
-        .collect();
+    let r: Vec<u64> = e.read_range(0, 100).unwrap().into_iter().map(|x| x.0).collect();
     assert_eq!(r, vec![4, 5, 6, 7], "purge_upto removes <= index");
     e.purge_upto(7).await.unwrap();
-    assert_eq!(
-        e.last_entry().unwrap(),
-        None,
-        "purging everything empties the log"
-    );
+    assert_eq!(e.last_entry().unwrap(), None, "purging everything empties the log");
     e.append(vec![(8, b("8"))]).await.unwrap();
-    assert_eq!(
-        e.last_entry().unwrap(),
-        Some((8, b("8"))),
-        "the log continues after a full purge"
-    );
+    assert_eq!(e.last_entry().unwrap(), Some((8, b("8"))), "the log continues after a full purge");
 }
 
 async fn log_meta<E: LogEngine>(e: &E) {
@@ -88,82 +63,113 @@ async fn log_meta<E: LogEngine>(e: &E) {
 /// Runs every object-engine check, each on a fresh engine from `make`.
 pub async fn object_engine_suite<E: ObjectEngine, F: Fn() -> E>(make: F) {
     object_write_get_scan(&make()).await;
+    object_history_and_compaction(&make()).await;
     object_dump_restore(&make(), &make()).await;
     apply_preconditions(&make()).await;
     apply_batch_sees_its_own_writes(&make()).await;
-    apply_namespace_delete_takes_contents(&make()).await;
+    apply_finalizers_hold_deletion(&make()).await;
 }
 
 async fn object_write_get_scan<E: ObjectEngine>(e: &E) {
     let batch = ObjectBatch {
         objects: vec![
-            ("/p/a/1".into(), Some(b("1"))),
-            ("/p/a/2".into(), Some(b("2"))),
-            ("/p/ab/3".into(), Some(b("3"))),
-            ("/p/b/4".into(), Some(b("4"))),
-            ("/p/a/2".into(), None),
-            ("/p/a/5".into(), Some(b("5"))),
+            w("/p/a/1", 1, Some("1")),
+            w("/p/a/2", 2, Some("2")),
+            w("/p/ab/3", 3, Some("3")),
+            w("/p/b/4", 4, Some("4")),
+            w("/p/a/2", 5, None),
+            w("/p/a/5", 6, Some("5")),
         ],
         meta: vec![("applied".into(), b("x"))],
     };
     e.write(batch).await.unwrap();
     assert_eq!(e.get("/p/a/1").unwrap(), Some(b("1")));
-    assert_eq!(
-        e.get("/p/a/2").unwrap(),
-        None,
-        "a later delete in a batch wins"
-    );
+    assert_eq!(e.get("/p/a/2").unwrap(), None, "a later delete in a batch wins");
     assert_eq!(e.get_meta("applied").unwrap(), Some(b("x")));
-    let keys: Vec<String> = e
-        .scan("/p/a/", None, 100)
-        .unwrap()
-        .into_iter()
-        .map(|x| x.0)
-        .collect();
-    assert_eq!(
-        keys,
-        vec!["/p/a/1", "/p/a/5"],
-        "a prefix scan stays inside its prefix"
-    );
-    let keys: Vec<String> = e
-        .scan("/p/", Some("/p/a/5"), 2)
-        .unwrap()
-        .into_iter()
-        .map(|x| x.0)
-        .collect();
-    assert_eq!(
-        keys,
-        vec!["/p/ab/3", "/p/b/4"],
-        "start_after is exclusive and limit holds"
-    );
+    let keys: Vec<String> = e.scan("/p/a/", None, 100).unwrap().into_iter().map(|x| x.0).collect();
+    assert_eq!(keys, vec!["/p/a/1", "/p/a/5"], "a prefix scan stays inside its prefix");
+    let keys: Vec<String> = e.scan("/p/", Some("/p/a/5"), 2).unwrap().into_iter().map(|x| x.0).collect();
+    assert_eq!(keys, vec!["/p/ab/3", "/p/b/4"], "start_after is exclusive and limit holds");
     assert!(e.scan("/q/", None, 10).unwrap().is_empty());
+    e.sync().await.unwrap();
+}
+
+fn w(key: &str, rv: u64, value: Option<&str>) -> ObjectWrite {
+    ObjectWrite { key: key.into(), rv, value: value.map(b) }
+}
+
+async fn object_history_and_compaction<E: ObjectEngine>(e: &E) {
+    // /h/a: 3, 5, deleted at 8, 9.  /h/b: 4, deleted at 6.  /h/c: 7.
+    e.write(ObjectBatch {
+        objects: vec![
+            w("/h/a", 3, Some("a3")),
+            w("/h/b", 4, Some("b4")),
+            w("/h/a", 5, Some("a5")),
+            w("/h/b", 6, None),
+            w("/h/c", 7, Some("c7")),
+            w("/h/a", 8, None),
+        ],
+        meta: vec![],
+    })
+    .await
+    .unwrap();
+    e.write(ObjectBatch { objects: vec![w("/h/a", 9, Some("a9"))], meta: vec![] }).await.unwrap();
+    assert_eq!(e.get("/h/a").unwrap(), Some(b("a9")));
+    assert_eq!(e.get_at("/h/a", 2).unwrap(), None, "nothing before the first version");
+    assert_eq!(e.get_at("/h/a", 4).unwrap(), Some(b("a3")));
+    assert_eq!(e.get_at("/h/a", 5).unwrap(), Some(b("a5")));
+    assert_eq!(e.get_at("/h/a", 8).unwrap(), None, "deleted at 8");
+    assert_eq!(e.get_at("/h/a", 100).unwrap(), Some(b("a9")));
+    let at = |rv| -> Vec<(String, Bytes)> { e.scan_at("/h/", rv, None, 100).unwrap() };
+    assert_eq!(at(4), vec![("/h/a".into(), b("a3")), ("/h/b".into(), b("b4"))]);
+    assert_eq!(at(7), vec![("/h/a".into(), b("a5")), ("/h/c".into(), b("c7"))]);
+    assert_eq!(at(8), vec![("/h/c".into(), b("c7"))]);
+    assert_eq!(
+        e.scan_at("/h/", 7, Some("/h/a"), 1).unwrap(),
+        vec![("/h/c".into(), b("c7"))],
+        "start_after and limit at an rv"
+    );
+    let hist: Vec<(u64, String)> = e.history_after(5).unwrap().into_iter().map(|x| (x.rv, x.key)).collect();
+    assert_eq!(
+        hist,
+        vec![(6, "/h/b".into()), (7, "/h/c".into()), (8, "/h/a".into()), (9, "/h/a".into())],
+        "history ascends by rv"
+    );
+
+    e.compact(6).await.unwrap();
+    assert_eq!(e.get_at("/h/a", 6).unwrap(), Some(b("a5")), "the newest version <= the compaction rv stays");
+    assert_eq!(
+        at(7),
+        vec![("/h/a".into(), b("a5")), ("/h/c".into(), b("c7"))],
+        "reads at or above the compaction rv are unchanged"
+    );
+    let hist: Vec<(u64, String)> = e.history_after(0).unwrap().into_iter().map(|x| (x.rv, x.key)).collect();
+    assert_eq!(
+        hist,
+        vec![(5, "/h/a".into()), (7, "/h/c".into()), (8, "/h/a".into()), (9, "/h/a".into())],
+        "older versions and old deletions are gone"
+    );
+    assert_eq!(e.get("/h/a").unwrap(), Some(b("a9")), "compaction never touches current values");
     e.sync().await.unwrap();
 }
 
 async fn object_dump_restore<E: ObjectEngine>(src: &E, dst: &E) {
     src.write(ObjectBatch {
-        objects: vec![
-            ("/k/1".into(), Some(b("one"))),
-            ("/k/2".into(), Some(b("two"))),
-        ],
+        objects: vec![w("/k/1", 1, Some("one")), w("/k/2", 2, Some("two")), w("/k/1", 3, Some("uno"))],
         meta: vec![("m".into(), b("meta"))],
     })
     .await
     .unwrap();
-    dst.write(ObjectBatch {
-        objects: vec![("/old".into(), Some(b("gone")))],
-        meta: vec![],
-    })
-    .await
-    .unwrap();
+    dst.write(ObjectBatch { objects: vec![w("/old", 1, Some("gone"))], meta: vec![] }).await.unwrap();
     let dump = src.dump().unwrap();
+    assert_eq!(dump.history.len(), 3, "the dump carries history");
     dst.restore(dump.clone()).await.unwrap();
-    assert_eq!(
-        dst.dump().unwrap(),
-        dump,
-        "restore replaces everything with the dump"
-    );
+    assert_eq!(dst.dump().unwrap(), dump, "restore replaces everything with the dump");
     assert_eq!(dst.get("/old").unwrap(), None);
+    assert_eq!(dst.get_at("/k/1", 2).unwrap(), Some(b("one")), "history survives a restore");
+    let empty = ObjectDump::default();
+    dst.restore(empty.clone()).await.unwrap();
+    assert_eq!(dst.dump().unwrap(), empty);
 }
 
 fn cm(name: &str, uid: &str, data: &str) -> Bytes {
@@ -174,72 +180,33 @@ fn cm(name: &str, uid: &str, data: &str) -> Bytes {
 
 fn rv_of(bytes: &Bytes) -> String {
     let v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
-    v["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    v["metadata"]["resourceVersion"].as_str().unwrap().to_string()
 }
 
 async fn apply_preconditions<E: ObjectEngine>(e: &E) {
-    let ns = Bytes::from(
-        r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns","uid":"n1"}}"#,
-    );
-    let key = keys::ObjectKey {
-        group: "",
-        resource: "configmaps",
-        namespace: Some("ns"),
-        name: "a",
-    }
-    .encode();
-    let create = Command::Create {
-        key: key.clone(),
-        namespace: Some("ns".into()),
-        object: cm("a", "u1", "1"),
-    };
+    let ns = Bytes::from(r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns","uid":"n1"}}"#);
+    let key = keys::ObjectKey { group: "", resource: "configmaps", namespace: Some("ns"), name: "a" }.encode();
+    let create = Command::Create { key: key.clone(), namespace: Some("ns".into()), object: cm("a", "u1", "1") };
 
     let out = apply_command(e, 1, &create).await.unwrap();
-    assert_eq!(
-        out.result,
-        Err(WriteError::NamespaceNotFound("ns".into())),
-        "create needs its namespace"
-    );
+    assert_eq!(out.result, Err(WriteError::NamespaceNotFound("ns".into())), "create needs its namespace");
 
-    let ns_create = Command::Create {
-        key: keys::namespace_key("ns"),
-        namespace: None,
-        object: ns,
-    };
-    apply_command(e, 2, &ns_create)
-        .await
-        .unwrap()
-        .result
-        .unwrap();
+    let ns_create = Command::Create { key: keys::namespace_key("ns"), namespace: None, object: ns };
+    apply_command(e, 2, &ns_create).await.unwrap().result.unwrap();
     let created = apply_command(e, 3, &create).await.unwrap().result.unwrap();
     assert_eq!(rv_of(&created), "3", "resourceVersion is the log index");
-    assert_eq!(
-        apply_command(e, 4, &create).await.unwrap().result,
-        Err(WriteError::AlreadyExists)
-    );
+    assert_eq!(apply_command(e, 4, &create).await.unwrap().result, Err(WriteError::AlreadyExists));
 
     let stale = Command::Update {
         key: key.clone(),
         object: cm("a", "other-uid", "2"),
-        precondition: Precondition {
-            resource_version: Some(2),
-            uid: None,
-        },
+        precondition: Precondition { resource_version: Some(2), uid: None },
     };
-    assert_eq!(
-        apply_command(e, 5, &stale).await.unwrap().result,
-        Err(WriteError::Conflict)
-    );
+    assert_eq!(apply_command(e, 5, &stale).await.unwrap().result, Err(WriteError::Conflict));
     let fresh = Command::Update {
         key: key.clone(),
         object: cm("a", "other-uid", "2"),
-        precondition: Precondition {
-            resource_version: Some(3),
-            uid: None,
-        },
+        precondition: Precondition { resource_version: Some(3), uid: None },
     };
     let updated = apply_command(e, 6, &fresh).await.unwrap().result.unwrap();
     assert_eq!(rv_of(&updated), "6");
@@ -248,53 +215,28 @@ async fn apply_preconditions<E: ObjectEngine>(e: &E) {
     assert_eq!(v["data"]["k"], "2");
 
     // An update that changes nothing writes nothing and keeps the resourceVersion.
-    let same = Command::Update {
-        key: key.clone(),
-        object: cm("a", "u1", "2"),
-        precondition: Precondition::default(),
-    };
+    let same = Command::Update { key: key.clone(), object: cm("a", "u1", "2"), precondition: Precondition::default() };
     let out = apply_command(e, 7, &same).await.unwrap();
     assert_eq!(rv_of(&out.result.unwrap()), "6");
-    assert!(out.changes.is_empty(), "a no-op update is no change");
+    assert!(out.change.is_none(), "a no-op update is no change");
 
     let wrong_uid = Command::Delete {
         key: key.clone(),
-        precondition: Precondition {
-            resource_version: None,
-            uid: Some("zz".into()),
-        },
+        precondition: Precondition { resource_version: None, uid: Some("zz".into()) },
+        deletion_timestamp: None,
     };
-    assert!(matches!(
-        apply_command(e, 8, &wrong_uid).await.unwrap().result,
-        Err(WriteError::UidMismatch { .. })
-    ));
+    assert!(matches!(apply_command(e, 8, &wrong_uid).await.unwrap().result, Err(WriteError::UidMismatch { .. })));
     let del = Command::Delete {
         key: key.clone(),
-        precondition: Precondition {
-            resource_version: Some(6),
-            uid: Some("u1".into()),
-        },
+        precondition: Precondition { resource_version: Some(6), uid: Some("u1".into()) },
+        deletion_timestamp: None,
     };
     let deleted = apply_command(e, 9, &del).await.unwrap().result.unwrap();
-    assert_eq!(
-        rv_of(&deleted),
-        "9",
-        "a deleted object answers with the deleting resourceVersion"
-    );
+    assert_eq!(rv_of(&deleted), "9", "a deleted object answers with the deleting resourceVersion");
     assert_eq!(e.get(&key).unwrap(), None);
-    assert_eq!(
-        apply_command(e, 10, &del).await.unwrap().result,
-        Err(WriteError::NotFound)
-    );
-    let missing = Command::Update {
-        key,
-        object: cm("a", "u1", "3"),
-        precondition: Precondition::default(),
-    };
-    assert_eq!(
-        apply_command(e, 11, &missing).await.unwrap().result,
-        Err(WriteError::NotFound)
-    );
+    assert_eq!(apply_command(e, 10, &del).await.unwrap().result, Err(WriteError::NotFound));
+    let missing = Command::Update { key, object: cm("a", "u1", "3"), precondition: Precondition::default() };
+    assert_eq!(apply_command(e, 11, &missing).await.unwrap().result, Err(WriteError::NotFound));
 }
 
 async fn apply_batch_sees_its_own_writes<E: ObjectEngine>(e: &E) {
@@ -302,14 +244,7 @@ async fn apply_batch_sees_its_own_writes<E: ObjectEngine>(e: &E) {
     let node = Bytes::from(r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}"#);
     let mut applier = BatchApplier::new(e);
     applier
-        .apply(
-            1,
-            &Command::Create {
-                key: key.clone(),
-                namespace: None,
-                object: node.clone(),
-            },
-        )
+        .apply(1, &Command::Create { key: key.clone(), namespace: None, object: node.clone() })
         .unwrap()
         .result
         .unwrap();
@@ -318,91 +253,64 @@ async fn apply_batch_sees_its_own_writes<E: ObjectEngine>(e: &E) {
         object: Bytes::from(format!(
             r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"n1","labels":{{"v":"{v}"}}}}}}"#
         )),
-        precondition: Precondition {
-            resource_version: Some(1),
-            uid: None,
-        },
+        precondition: Precondition { resource_version: Some(1), uid: None },
     };
-    assert!(
-        applier.apply(2, &racer("a")).unwrap().result.is_ok(),
-        "first racer wins"
-    );
-    assert_eq!(
-        applier.apply(3, &racer("b")).unwrap().result,
-        Err(WriteError::Conflict),
-        "second racer sees the first"
-    );
-    assert_eq!(
-        e.get(&key).unwrap(),
-        None,
-        "nothing is written before the batch is"
-    );
-    e.write(applier.into_batch(vec![("applied".into(), b("3"))]))
-        .await
-        .unwrap();
+    assert!(applier.apply(2, &racer("a")).unwrap().result.is_ok(), "first racer wins");
+    assert_eq!(applier.apply(3, &racer("b")).unwrap().result, Err(WriteError::Conflict), "second racer sees the first");
+    assert_eq!(e.get(&key).unwrap(), None, "nothing is written before the batch is");
+    e.write(applier.into_batch(vec![("applied".into(), b("3"))])).await.unwrap();
     assert_eq!(rv_of(&e.get(&key).unwrap().unwrap()), "2");
 }
 
-async fn apply_namespace_delete_takes_contents<E: ObjectEngine>(e: &E) {
-    let ns = |n: &str| Command::Create {
-        key: keys::namespace_key(n),
-        namespace: None,
-        object: Bytes::from(format!(
-            r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{n}"}}}}"#
-        )),
-    };
-    let in_ns = |n: &str, name: &str| {
-        let key = keys::ObjectKey {
-            group: "",
-            resource: "configmaps",
-            namespace: Some(n),
-            name,
-        }
-        .encode();
-        Command::Create {
-            key,
-            namespace: Some(n.into()),
-            object: cm(name, "u", "x"),
-        }
-    };
-    for (i, c) in [
-        ns("ns"),
-        ns("ns2"),
-        in_ns("ns", "a"),
-        in_ns("ns", "b"),
-        in_ns("ns2", "c"),
-    ]
-    .iter()
-    .enumerate()
-    {
-        apply_command(e, i as u64 + 1, c)
-            .await
-            .unwrap()
-            .result
-            .unwrap();
-    }
-    let del = Command::Delete {
+async fn apply_finalizers_hold_deletion<E: ObjectEngine>(e: &E) {
+    let ns = Command::Create {
         key: keys::namespace_key("ns"),
+        namespace: None,
+        object: Bytes::from(
+            r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns"},"spec":{"finalizers":["kubernetes"]}}"#,
+        ),
+    };
+    apply_command(e, 1, &ns).await.unwrap().result.unwrap();
+    let key = keys::ObjectKey { group: "", resource: "configmaps", namespace: Some("ns"), name: "f" }.encode();
+    let with_finalizer = Bytes::from(
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"f","namespace":"ns","finalizers":["x/y"]}}"#,
+    );
+    apply_command(e, 2, &Command::Create { key: key.clone(), namespace: Some("ns".into()), object: with_finalizer })
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+
+    let del = |k: &str| Command::Delete {
+        key: k.to_string(),
+        precondition: Precondition::default(),
+        deletion_timestamp: Some("2026-01-01T00:00:00Z".into()),
+    };
+    let out = apply_command(e, 3, &del(&key)).await.unwrap();
+    let marked: serde_json::Value = serde_json::from_slice(&out.result.unwrap()).unwrap();
+    assert_eq!(marked["metadata"]["deletionTimestamp"], "2026-01-01T00:00:00Z", "a finalizer holds the object, marked");
+    assert_eq!(out.change.unwrap().kind, ChangeKind::Modified);
+    assert!(e.get(&key).unwrap().is_some());
+
+    // Removing the last finalizer deletes it.
+    let mut cleared = marked.clone();
+    cleared["metadata"]["finalizers"] = serde_json::json!([]);
+    let upd = Command::Update {
+        key: key.clone(),
+        object: Bytes::from(cleared.to_string()),
         precondition: Precondition::default(),
     };
-    let out = apply_command(e, 10, &del).await.unwrap();
+    let out = apply_command(e, 4, &upd).await.unwrap();
     assert!(out.result.is_ok());
-    assert_eq!(out.changes.len(), 3, "two objects and the namespace go");
-    assert!(e
-        .scan(
-            &keys::collection_prefix("", "configmaps", Some("ns")),
-            None,
-            10
-        )
-        .unwrap()
-        .is_empty());
-    assert_eq!(
-        e.scan(&keys::collection_prefix("", "configmaps", None), None, 10)
-            .unwrap()
-            .len(),
-        1,
-        "other namespaces keep theirs"
-    );
+    assert_eq!(out.change.unwrap().kind, ChangeKind::Deleted);
+    assert_eq!(e.get(&key).unwrap(), None);
+
+    // A namespace with its `kubernetes` finalizer is marked Terminating; creates in it fail.
+    let out = apply_command(e, 5, &del(&keys::namespace_key("ns"))).await.unwrap();
+    let nsv: serde_json::Value = serde_json::from_slice(&out.result.unwrap()).unwrap();
+    assert_eq!(nsv["status"]["phase"], "Terminating");
+    let create = Command::Create { key: key.clone(), namespace: Some("ns".into()), object: cm("f", "u", "x") };
+    assert_eq!(apply_command(e, 6, &create).await.unwrap().result, Err(WriteError::NamespaceTerminating("ns".into())));
 }
 
 #[cfg(test)]
@@ -439,19 +347,9 @@ mod memory_conformance {
     #[tokio::test]
     async fn memory_object_crash_drops_unsynced_batches() {
         let e = MemoryObjectEngine::new();
-        e.write(ObjectBatch {
-            objects: vec![("/a".into(), Some(b("1")))],
-            meta: vec![],
-        })
-        .await
-        .unwrap();
+        e.write(ObjectBatch { objects: vec![w("/a", 1, Some("1"))], meta: vec![] }).await.unwrap();
         e.sync().await.unwrap();
-        e.write(ObjectBatch {
-            objects: vec![("/b".into(), Some(b("2")))],
-            meta: vec![],
-        })
-        .await
-        .unwrap();
+        e.write(ObjectBatch { objects: vec![w("/b", 2, Some("2"))], meta: vec![] }).await.unwrap();
         e.crash();
         assert_eq!(e.get("/a").unwrap(), Some(b("1")));
         assert_eq!(e.get("/b").unwrap(), None);

@@ -61,11 +61,21 @@ pub trait LogEngine: Send + Sync + 'static {
     fn get_meta(&self, key: &str) -> StoreResult<Option<Bytes>>;
 }
 
+/// One version of one object, as the log decided it: `value` is the object after the
+/// change at `rv`, or `None` if `rv` deleted it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectWrite {
+    pub key: String,
+    pub rv: u64,
+    pub value: Option<Bytes>,
+}
+
 /// One atomic change to the object store.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ObjectBatch {
-    /// `Some(value)` writes the key, `None` deletes it. Applied in order.
-    pub objects: Vec<(String, Option<Bytes>)>,
+    /// Versioned writes in log order (ascending `rv`). Each one becomes the key's current
+    /// value and is kept in its history until compaction.
+    pub objects: Vec<ObjectWrite>,
     /// Metadata to write in the same atomic batch (e.g. the last applied log id).
     pub meta: Vec<(String, Bytes)>,
 }
@@ -77,13 +87,23 @@ impl ObjectBatch {
 }
 
 /// A consistent copy of everything in an object store: what a Raft snapshot carries.
+/// History travels too, so a node restored from a snapshot can still answer reads and
+/// resume watches inside the compaction window.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ObjectDump {
     pub objects: Vec<(String, Bytes)>,
+    /// Every retained version, ascending by key then `rv`.
+    pub history: Vec<ObjectWrite>,
     pub meta: Vec<(String, Bytes)>,
 }
 
-/// The applied state: Kubernetes objects by key, plus metadata.
+/// The applied state: Kubernetes objects by key with their recent history (MVCC), plus
+/// metadata.
+///
+/// Worked example of the history: `/a` written at 3, 5, deleted at 8, written at 9.
+/// `get_at("/a", 4)` is the value of 3, `get_at("/a", 8)` is none, `get("/a")` is the
+/// value of 9. After `compact(6)` the versions 3 is gone (5 still answers reads at 6 and
+/// 7), and `get_at("/a", 4)` is no longer answerable (callers refuse rv < compacted).
 pub trait ObjectEngine: Send + Sync + 'static {
     /// Applies a batch atomically. Readers see all of it or none of it. Durable after the
     /// next [`ObjectEngine::sync`] (the Raft log already holds what is needed to redo it).
@@ -92,20 +112,35 @@ pub trait ObjectEngine: Send + Sync + 'static {
     /// Makes every write so far durable.
     fn sync(&self) -> impl Future<Output = StoreResult<()>> + Send;
 
+    /// The current value of `key`.
     fn get(&self, key: &str) -> StoreResult<Option<Bytes>>;
 
-    /// Keys starting with `prefix` and greater than `start_after`, ascending, at most
-    /// `limit` of them.
-    fn scan(
+    /// Current values of the keys starting with `prefix` and greater than `start_after`,
+    /// ascending, at most `limit` of them.
+    fn scan(&self, prefix: &str, start_after: Option<&str>, limit: usize) -> StoreResult<Vec<(String, Bytes)>>;
+
+    /// The value `key` had at `rv` (its newest version with version <= `rv`).
+    fn get_at(&self, key: &str, rv: u64) -> StoreResult<Option<Bytes>>;
+
+    /// As [`ObjectEngine::scan`], at `rv`.
+    fn scan_at(
         &self,
         prefix: &str,
+        rv: u64,
         start_after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<(String, Bytes)>>;
 
+    /// Every retained version with version > `after`, ascending by `rv` then key.
+    fn history_after(&self, after: u64) -> StoreResult<Vec<ObjectWrite>>;
+
+    /// Forgets the versions no read at `rv` or later can need: for each key, every version
+    /// older than its newest version <= `rv`, and that one too if it is a deletion.
+    fn compact(&self, rv: u64) -> impl Future<Output = StoreResult<()>> + Send;
+
     fn get_meta(&self, key: &str) -> StoreResult<Option<Bytes>>;
 
-    /// A consistent copy of all objects and metadata, taken at one point.
+    /// A consistent copy of all objects, history and metadata, taken at one point.
     fn dump(&self) -> StoreResult<ObjectDump>;
 
     /// Replaces everything with `dump`, atomically and durably (snapshot install).

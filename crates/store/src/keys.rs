@@ -28,19 +28,8 @@ fn group_segment(group: &str) -> &str {
 impl ObjectKey<'_> {
     pub fn encode(&self) -> String {
         match self.namespace {
-            Some(ns) => format!(
-                "/registry/{}/{}/{}/{}",
-                group_segment(self.group),
-                self.resource,
-                ns,
-                self.name
-            ),
-            None => format!(
-                "/registry/{}/{}/{}",
-                group_segment(self.group),
-                self.resource,
-                self.name
-            ),
+            Some(ns) => format!("/registry/{}/{}/{}/{}", group_segment(self.group), self.resource, ns, self.name),
+            None => format!("/registry/{}/{}/{}", group_segment(self.group), self.resource, self.name),
         }
     }
 }
@@ -55,13 +44,7 @@ pub fn collection_prefix(group: &str, resource: &str, namespace: Option<&str>) -
 
 /// The key of a namespace object.
 pub fn namespace_key(name: &str) -> String {
-    ObjectKey {
-        group: "",
-        resource: "namespaces",
-        namespace: None,
-        name,
-    }
-    .encode()
+    ObjectKey { group: "", resource: "namespaces", namespace: None, name }.encode()
 }
 
 /// The namespace segment of a namespaced key (`/registry/g/r/NS/name`), if it has one.
@@ -81,30 +64,14 @@ mod tests {
 
     #[test]
     fn keys_and_prefixes_nest() {
-        let k = ObjectKey {
-            group: "",
-            resource: "configmaps",
-            namespace: Some("default"),
-            name: "a",
-        };
+        let k = ObjectKey { group: "", resource: "configmaps", namespace: Some("default"), name: "a" };
         assert_eq!(k.encode(), "/registry/core/configmaps/default/a");
-        assert!(k
-            .encode()
-            .starts_with(&collection_prefix("", "configmaps", Some("default"))));
-        assert!(k
-            .encode()
-            .starts_with(&collection_prefix("", "configmaps", None)));
-        assert!(!k
-            .encode()
-            .starts_with(&collection_prefix("", "configmaps", Some("def"))));
+        assert!(k.encode().starts_with(&collection_prefix("", "configmaps", Some("default"))));
+        assert!(k.encode().starts_with(&collection_prefix("", "configmaps", None)));
+        assert!(!k.encode().starts_with(&collection_prefix("", "configmaps", Some("def"))));
         assert_eq!(namespace_of(&k.encode()), Some("default"));
         assert_eq!(namespace_of(&namespace_key("default")), None);
-        let d = ObjectKey {
-            group: "apps",
-            resource: "deployments",
-            namespace: Some("x"),
-            name: "w",
-        };
+        let d = ObjectKey { group: "apps", resource: "deployments", namespace: Some("x"), name: "w" };
         assert_eq!(d.encode(), "/registry/apps/deployments/x/w");
     }
 }

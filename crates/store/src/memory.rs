@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 
-use crate::engine::{LogEngine, ObjectBatch, ObjectDump, ObjectEngine, StoreResult};
+use crate::engine::{LogEngine, ObjectBatch, ObjectDump, ObjectEngine, ObjectWrite, StoreResult};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the lock leaves plain data behind; keep going with it.
@@ -122,19 +122,12 @@ impl LogEngine for MemoryLogEngine {
             return Ok(Vec::new());
         }
         let g = lock(&self.inner);
-        Ok(g.visible
-            .entries
-            .range(start..end)
-            .map(|(i, b)| (*i, b.clone()))
-            .collect())
+        Ok(g.visible.entries.range(start..end).map(|(i, b)| (*i, b.clone())).collect())
     }
 
     fn last_entry(&self) -> StoreResult<Option<(u64, Bytes)>> {
         let g = lock(&self.inner);
-        Ok(g.visible
-            .entries
-            .last_key_value()
-            .map(|(i, b)| (*i, b.clone())))
+        Ok(g.visible.entries.last_key_value().map(|(i, b)| (*i, b.clone())))
     }
 
     async fn put_meta(&self, key: &str, value: Bytes) -> StoreResult<()> {
@@ -156,22 +149,49 @@ impl LogEngine for MemoryLogEngine {
     }
 }
 
+/// Versions of one key: rv → value (`None` = deleted at that rv).
+type Versions = BTreeMap<u64, Option<Bytes>>;
+
 #[derive(Debug, Default, Clone)]
 struct ObjectState {
     objects: BTreeMap<String, Bytes>,
+    history: BTreeMap<String, Versions>,
     meta: BTreeMap<String, Bytes>,
 }
 
+#[derive(Debug, Clone)]
+enum ObjectOp {
+    Write(ObjectBatch),
+    Compact(u64),
+}
+
 impl ObjectState {
-    fn apply(&mut self, batch: &ObjectBatch) {
-        for (k, v) in &batch.objects {
-            match v {
-                Some(v) => self.objects.insert(k.clone(), v.clone()),
-                None => self.objects.remove(k),
-            };
-        }
-        for (k, v) in &batch.meta {
-            self.meta.insert(k.clone(), v.clone());
+    fn apply(&mut self, op: &ObjectOp) {
+        match op {
+            ObjectOp::Write(batch) => {
+                for w in &batch.objects {
+                    match &w.value {
+                        Some(v) => self.objects.insert(w.key.clone(), v.clone()),
+                        None => self.objects.remove(&w.key),
+                    };
+                    self.history.entry(w.key.clone()).or_default().insert(w.rv, w.value.clone());
+                }
+                for (k, v) in &batch.meta {
+                    self.meta.insert(k.clone(), v.clone());
+                }
+            }
+            ObjectOp::Compact(rv) => {
+                self.history.retain(|_, versions| {
+                    let keep_from = versions.range(..=*rv).next_back().map(|(v, val)| (*v, val.is_some()));
+                    if let Some((v, live)) = keep_from {
+                        *versions = versions.split_off(&v);
+                        if !live {
+                            versions.remove(&v);
+                        }
+                    }
+                    !versions.is_empty()
+                });
+            }
         }
     }
 }
@@ -180,7 +200,7 @@ impl ObjectState {
 struct ObjectInner {
     visible: ObjectState,
     durable: ObjectState,
-    pending: Vec<ObjectBatch>,
+    pending: Vec<ObjectOp>,
 }
 
 /// The simulator's object store. Cloning shares the same "disk".
@@ -200,21 +220,39 @@ impl MemoryObjectEngine {
         g.pending.clear();
         g.visible = g.durable.clone();
     }
+
+    fn op(&self, op: ObjectOp) {
+        let mut g = lock(&self.inner);
+        g.visible.apply(&op);
+        g.pending.push(op);
+    }
+}
+
+fn range_from<'a, V>(
+    map: &'a BTreeMap<String, V>,
+    prefix: &str,
+    start_after: Option<&str>,
+) -> impl Iterator<Item = (&'a String, &'a V)> + 'a {
+    use std::ops::Bound;
+    let lower = match start_after {
+        Some(s) if s >= prefix => Bound::Excluded(s.to_string()),
+        _ => Bound::Included(prefix.to_string()),
+    };
+    let prefix = prefix.to_string();
+    map.range((lower, Bound::Unbounded)).take_while(move |(k, _)| k.starts_with(&prefix))
 }
 
 impl ObjectEngine for MemoryObjectEngine {
     async fn write(&self, batch: ObjectBatch) -> StoreResult<()> {
-        let mut g = lock(&self.inner);
-        g.visible.apply(&batch);
-        g.pending.push(batch);
+        self.op(ObjectOp::Write(batch));
         Ok(())
     }
 
     async fn sync(&self) -> StoreResult<()> {
         let mut g = lock(&self.inner);
         let pending = std::mem::take(&mut g.pending);
-        for b in &pending {
-            g.durable.apply(b);
+        for op in &pending {
+            g.durable.apply(op);
         }
         Ok(())
     }
@@ -223,25 +261,50 @@ impl ObjectEngine for MemoryObjectEngine {
         Ok(lock(&self.inner).visible.objects.get(key).cloned())
     }
 
-    fn scan(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        limit: usize,
-    ) -> StoreResult<Vec<(String, Bytes)>> {
-        use std::ops::Bound;
+    fn scan(&self, prefix: &str, start_after: Option<&str>, limit: usize) -> StoreResult<Vec<(String, Bytes)>> {
         let g = lock(&self.inner);
-        let lower = match start_after {
-            Some(s) if s >= prefix => Bound::Excluded(s.to_string()),
-            _ => Bound::Included(prefix.to_string()),
-        };
-        Ok(g.visible
-            .objects
-            .range((lower, Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(prefix))
+        Ok(range_from(&g.visible.objects, prefix, start_after)
             .take(limit)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect())
+    }
+
+    fn get_at(&self, key: &str, rv: u64) -> StoreResult<Option<Bytes>> {
+        let g = lock(&self.inner);
+        Ok(g.visible.history.get(key).and_then(|vs| vs.range(..=rv).next_back()).and_then(|(_, v)| v.clone()))
+    }
+
+    fn scan_at(
+        &self,
+        prefix: &str,
+        rv: u64,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, Bytes)>> {
+        let g = lock(&self.inner);
+        Ok(range_from(&g.visible.history, prefix, start_after)
+            .filter_map(|(k, vs)| vs.range(..=rv).next_back().and_then(|(_, v)| v.clone()).map(|v| (k.clone(), v)))
+            .take(limit)
+            .collect())
+    }
+
+    fn history_after(&self, after: u64) -> StoreResult<Vec<ObjectWrite>> {
+        let g = lock(&self.inner);
+        let mut out: Vec<ObjectWrite> = g
+            .visible
+            .history
+            .iter()
+            .flat_map(|(k, vs)| {
+                vs.range(after + 1..).map(move |(rv, v)| ObjectWrite { key: k.clone(), rv: *rv, value: v.clone() })
+            })
+            .collect();
+        out.sort_by(|a, b| (a.rv, &a.key).cmp(&(b.rv, &b.key)));
+        Ok(out)
+    }
+
+    async fn compact(&self, rv: u64) -> StoreResult<()> {
+        self.op(ObjectOp::Compact(rv));
+        Ok(())
     }
 
     fn get_meta(&self, key: &str) -> StoreResult<Option<Bytes>> {
@@ -251,26 +314,26 @@ impl ObjectEngine for MemoryObjectEngine {
     fn dump(&self) -> StoreResult<ObjectDump> {
         let g = lock(&self.inner);
         Ok(ObjectDump {
-            objects: g
+            objects: g.visible.objects.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            history: g
                 .visible
-                .objects
+                .history
                 .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
+                .flat_map(|(k, vs)| {
+                    vs.iter().map(move |(rv, v)| ObjectWrite { key: k.clone(), rv: *rv, value: v.clone() })
+                })
                 .collect(),
-            meta: g
-                .visible
-                .meta
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            meta: g.visible.meta.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         })
     }
 
     async fn restore(&self, dump: ObjectDump) -> StoreResult<()> {
-        let state = ObjectState {
-            objects: dump.objects.into_iter().collect(),
-            meta: dump.meta.into_iter().collect(),
-        };
+        let mut history: BTreeMap<String, Versions> = BTreeMap::new();
+        for w in dump.history {
+            history.entry(w.key).or_default().insert(w.rv, w.value);
+        }
+        let state =
+            ObjectState { objects: dump.objects.into_iter().collect(), history, meta: dump.meta.into_iter().collect() };
         let mut g = lock(&self.inner);
         g.pending.clear();
         g.visible = state.clone();

@@ -32,10 +32,7 @@ pub struct App {
 pub async fn app() -> App {
     let cluster = kuorum_raft::testing::single_node().await;
     let state = RestState::new(cluster, Arc::new(FixedClock), Arc::new(SplitMix64::new(42)));
-    App {
-        router: router(state.clone()),
-        state,
-    }
+    App { router: router(state.clone()), state }
 }
 
 pub struct Reply {
@@ -51,10 +48,7 @@ impl Reply {
     }
 
     pub fn content_type(&self) -> &str {
-        self.headers
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
+        self.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("")
     }
 
     /// Asserts a Status with this code, reason and message; answers it.
@@ -73,37 +67,16 @@ impl Reply {
 }
 
 impl App {
-    pub async fn request(
-        &self,
-        method: Method,
-        uri: &str,
-        headers: &[(&str, &str)],
-        body: Body,
-    ) -> Reply {
+    pub async fn request(&self, method: Method, uri: &str, headers: &[(&str, &str)], body: Body) -> Reply {
         let mut req = Request::builder().method(method).uri(uri);
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        let resp = self
-            .router
-            .clone()
-            .oneshot(req.body(body).unwrap())
-            .await
-            .unwrap();
+        let resp = self.router.clone().oneshot(req.body(body).unwrap()).await.unwrap();
         let status = resp.status();
         let headers = resp.headers().clone();
-        let bytes = resp
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes()
-            .to_vec();
-        Reply {
-            status,
-            headers,
-            bytes,
-        }
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
+        Reply { status, headers, bytes }
     }
 
     pub async fn get(&self, uri: &str) -> Reply {
@@ -116,8 +89,7 @@ impl App {
 
     pub async fn send(&self, method: Method, uri: &str, body: Value) -> Reply {
         let body = Body::from(serde_json::to_vec(&body).unwrap());
-        self.request(method, uri, &[("content-type", "application/json")], body)
-            .await
+        self.request(method, uri, &[("content-type", "application/json")], body).await
     }
 
     pub async fn post(&self, uri: &str, body: Value) -> Reply {
@@ -134,18 +106,8 @@ impl App {
 
     /// Creates a namespace and asserts 201.
     pub async fn namespace(&self, name: &str) -> Value {
-        let r = self
-            .post(
-                "/api/v1/namespaces",
-                serde_json::json!({"metadata": {"name": name}}),
-            )
-            .await;
-        assert_eq!(
-            r.status,
-            StatusCode::CREATED,
-            "{}",
-            String::from_utf8_lossy(&r.bytes)
-        );
+        let r = self.post("/api/v1/namespaces", serde_json::json!({"metadata": {"name": name}})).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&r.bytes));
         r.json()
     }
 
@@ -157,21 +119,12 @@ impl App {
                 serde_json::json!({"metadata": {"name": name}, "data": {"k": "v"}}),
             )
             .await;
-        assert_eq!(
-            r.status,
-            StatusCode::CREATED,
-            "{}",
-            String::from_utf8_lossy(&r.bytes)
-        );
+        assert_eq!(r.status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&r.bytes));
         r.json()
     }
 }
 
 /// The numeric resourceVersion of an object or list.
 pub fn rv(v: &Value) -> u64 {
-    v["metadata"]["resourceVersion"]
-        .as_str()
-        .expect("resourceVersion")
-        .parse()
-        .expect("numeric")
+    v["metadata"]["resourceVersion"].as_str().expect("resourceVersion").parse().expect("numeric")
 }

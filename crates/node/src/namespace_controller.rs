@@ -1,0 +1,82 @@
+//! The namespace lifecycle, which kube-controller-manager runs beside kube-apiserver and
+//! kuorum runs inside the leader: a namespace marked for deletion (Terminating) has every
+//! object in it deleted, one log entry each, and then its `kubernetes` finalizer removed,
+//! at which point apply removes the namespace itself.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use kuorum_api::registry::RESOURCES;
+use kuorum_api::seams::Clock;
+use kuorum_raft::Cluster;
+use kuorum_store::keys::collection_prefix;
+use kuorum_store::{Command, Precondition};
+use serde_json::Value;
+use std::sync::Arc;
+
+const PERIOD: Duration = Duration::from_millis(500);
+const WRITE_DEADLINE: Duration = Duration::from_secs(10);
+
+pub async fn run(cluster: Cluster, clock: Arc<dyn Clock>) {
+    loop {
+        tokio::time::sleep(PERIOD).await;
+        if cluster.leader() != Some(cluster.node_id()) {
+            continue;
+        }
+        let Ok(namespaces) = cluster.scan(&collection_prefix("", "namespaces", None), None, usize::MAX) else {
+            continue;
+        };
+        for (key, bytes) in namespaces {
+            let Ok(ns) = serde_json::from_slice::<Value>(&bytes) else { continue };
+            if ns["metadata"].get("deletionTimestamp").is_none() {
+                continue;
+            }
+            let Some(name) = ns["metadata"]["name"].as_str() else { continue };
+            if let Err(e) = finalize(&cluster, clock.as_ref(), &key, name, ns.clone()).await {
+                tracing::debug!("namespace {name}: {e}");
+            }
+        }
+    }
+}
+
+/// One pass over a terminating namespace: delete what is in it; once it is empty, drop
+/// its `kubernetes` finalizer.
+async fn finalize(cluster: &Cluster, clock: &dyn Clock, key: &str, name: &str, mut ns: Value) -> Result<(), String> {
+    let mut remaining = 0;
+    for def in RESOURCES.iter().filter(|d| d.namespaced()) {
+        let prefix = collection_prefix(def.group, def.plural, Some(name));
+        let objects = cluster.scan(&prefix, None, usize::MAX).map_err(|e| e.to_string())?;
+        for (okey, obj) in objects {
+            remaining += 1;
+            let marked = serde_json::from_slice::<Value>(&obj)
+                .map(|o| o["metadata"].get("deletionTimestamp").is_some())
+                .unwrap_or(false);
+            if marked {
+                // Held by its own finalizers; whoever owns them will release it.
+                continue;
+            }
+            let cmd = Command::Delete {
+                key: okey,
+                precondition: Precondition::default(),
+                deletion_timestamp: Some(clock.now_rfc3339()),
+            };
+            cluster.write(cmd, WRITE_DEADLINE).await.map_err(|e| e.to_string())?.ok();
+        }
+    }
+    if remaining > 0 {
+        return Ok(());
+    }
+    let Some(finalizers) = ns.get_mut("spec").and_then(|s| s.get_mut("finalizers")).and_then(Value::as_array_mut)
+    else {
+        return Ok(());
+    };
+    finalizers.retain(|f| f != "kubernetes");
+    let rv = ns["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok());
+    let cmd = Command::Update {
+        key: key.to_string(),
+        object: Bytes::from(serde_json::to_vec(&ns).map_err(|e| e.to_string())?),
+        precondition: Precondition { resource_version: rv, uid: None },
+    };
+    cluster.write(cmd, WRITE_DEADLINE).await.map_err(|e| e.to_string())?.ok();
+    Ok(())
+}
