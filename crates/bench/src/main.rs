@@ -54,6 +54,10 @@ struct Args {
     /// etcd binary to start (Debian's etcd-server ships 3.4 as `etcd`).
     #[arg(long, default_value = "etcd")]
     etcd_bin: String,
+    /// Which member client 0 talks to (the only client of a 1-client run; with more clients
+    /// the round-robin covers all members): leader, follower or as-given.
+    #[arg(long, default_value = "leader")]
+    first: String,
     /// Parent directory for the clusters' data dirs (default: the system temp dir).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -220,14 +224,21 @@ fn bench_kuorum(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) 
             urls
         }
     };
-    report.kuorum_urls = Some(urls.clone());
     let pids: Option<Vec<u32>> = cluster.as_ref().map(|c| c.nodes.iter().filter_map(|n| n.pid()).collect());
-    let mut client0_target = None;
     if let Some(c) = cluster.as_mut() {
         let leader = c.leader()?;
         eprintln!("kuorum nodes {urls:?}, leader node {leader}");
-        client0_target = Some(if leader == 1 { "leader" } else { "follower" }.to_string());
     }
+    let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(5)).build()?;
+    let roles: Vec<Option<bool>> = urls
+        .iter()
+        .map(|u| {
+            let v: serde_json::Value = http.get(format!("{u}/debug/kuorum/raft")).send().ok()?.json().ok()?;
+            Some(v.get("id")?.as_u64()? == v.get("leader")?.as_u64()?)
+        })
+        .collect();
+    let (urls, client0_target) = put_first(urls, roles, &args.first)?;
+    report.kuorum_urls = Some(urls.clone());
     let idle_cores = pids.as_deref().map(idle_cpu_cores);
     if let Some(i) = idle_cores {
         eprintln!("idle kuorum cluster uses {i:.3} cores");
@@ -371,15 +382,22 @@ fn bench_etcd(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) ->
             e
         }
     };
+    let pids = cluster.as_ref().map(EtcdCluster::pids);
+    let roles: Vec<Option<bool>> = rt.block_on(async {
+        let mut roles = Vec::new();
+        for ep in &endpoints {
+            let role = async {
+                let mut c = etcd_client::Client::connect([ep.as_str()], None).await.ok()?;
+                let st = c.status().await.ok()?;
+                Some(st.leader() == st.header()?.member_id())
+            };
+            roles.push(role.await);
+        }
+        roles
+    });
+    let (endpoints, client0_target) = put_first(endpoints, roles, &args.first)?;
     eprintln!("etcd endpoints {endpoints:?}");
     report.etcd_endpoints = Some(endpoints.clone());
-    let pids = cluster.as_ref().map(EtcdCluster::pids);
-    let client0_target = rt.block_on(async {
-        let mut c = etcd_client::Client::connect([endpoints[0].as_str()], None).await.ok()?;
-        let st = c.status().await.ok()?;
-        let me = st.header()?.member_id();
-        Some(if st.leader() == me { "leader" } else { "follower" }.to_string())
-    });
     let idle_cores = pids.as_deref().map(idle_cpu_cores);
     if let Some(i) = idle_cores {
         eprintln!("idle etcd cluster uses {i:.3} cores");
@@ -676,6 +694,28 @@ fn print_markdown(report: &Report) {
             r.client0_target.as_deref().unwrap_or("(unknown)")
         );
     }
+}
+
+/// Rotates the member list so that client 0 talks to the wanted role; returns the list
+/// and the role client 0 got. `roles[i]` is Some(is_leader) when known.
+fn put_first(mut members: Vec<String>, roles: Vec<Option<bool>>, want: &str) -> Result<(Vec<String>, Option<String>)> {
+    let want_leader = match want {
+        "leader" => Some(true),
+        "follower" => Some(false),
+        "as-given" => None,
+        other => bail!("--first {other:?}: leader, follower or as-given"),
+    };
+    let mut roles = roles;
+    if let Some(w) = want_leader {
+        let idx = roles
+            .iter()
+            .position(|r| *r == Some(w))
+            .ok_or_else(|| anyhow!("no member is a {want} (roles {roles:?})"))?;
+        members.rotate_left(idx);
+        roles.rotate_left(idx);
+    }
+    let role = roles.first().copied().flatten().map(|l| if l { "leader" } else { "follower" }.to_string());
+    Ok((members, role))
 }
 
 /// Cores the processes use while nothing is asked of them, over 2 s.
