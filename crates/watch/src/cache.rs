@@ -1,0 +1,336 @@
+//! [`WatchCache`]: the current objects of one node at its applied resourceVersion, a
+//! window of recent events, and the watchers fed from them.
+//!
+//! Invariants (each guarded by the one state lock):
+//! - `rv` only grows, and equals the last applied index the state machine reported; the
+//!   cache is updated after the state machine wrote the batch, so it never runs ahead.
+//! - `events` ascend by rv, one per change; every change with rv > `oldest` is in
+//!   `events`, so a watch from any rv >= `oldest` misses and repeats nothing.
+//! - A watcher's queue receives events in rv order and a bookmark only after every event
+//!   at or below its rv was queued: a bookmark never claims an rv it has not delivered.
+//!
+//! Worked example: the cache is at rv 12 with events 9..=12 and oldest 8. A watch from 10
+//! is given events 11 and 12 at once, then live events from 13 on. A watch from 5 is
+//! refused ([`TooOld`]): the client relists. After `compact(11)`, oldest is 11.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kuorum_store::apply::{Change, ChangeKind};
+use tokio::sync::mpsc;
+
+use crate::event::{Event, EventType, Obj};
+use crate::filter::WatchFilter;
+
+/// Sizes of the cache and of each watcher's queue.
+#[derive(Debug, Clone)]
+pub struct CacheConfig {
+    /// Events kept at most; older ones fall out of the window (and a watch from before
+    /// them gets 410) even before compaction.
+    pub max_events: usize,
+    /// Items a watcher may have queued before it is cut off as too slow.
+    pub watcher_queue: usize,
+    /// How often a watcher that asked for bookmarks gets one.
+    pub bookmark_every: Duration,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig { max_events: 200_000, watcher_queue: 4096, bookmark_every: Duration::from_secs(10) }
+    }
+}
+
+/// What a watcher receives.
+#[derive(Debug, Clone)]
+pub enum WatchItem {
+    /// An event, as seen through the watcher's filter.
+    Event(EventType, Arc<Event>),
+    /// Every event up to this rv has been delivered.
+    Bookmark(u64),
+}
+
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchStart {
+    /// Events with rv greater than this one.
+    After(u64),
+    /// The current state (returned as `initial`), then every event after it.
+    Now,
+}
+
+/// A watch from an rv the window no longer covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooOld {
+    pub requested: u64,
+    pub oldest: u64,
+}
+
+struct Watcher {
+    filter: WatchFilter,
+    /// Events at or below this rv were before the watch's start.
+    after: u64,
+    bookmarks: bool,
+    last_bookmark: Instant,
+    tx: mpsc::Sender<WatchItem>,
+}
+
+struct State {
+    rv: u64,
+    oldest: u64,
+    objects: BTreeMap<String, Arc<Obj>>,
+    events: VecDeque<Arc<Event>>,
+    watchers: BTreeMap<u64, Watcher>,
+    next_watcher: u64,
+}
+
+/// The watch cache of one node. Shared as `Arc<WatchCache>`.
+pub struct WatchCache {
+    config: CacheConfig,
+    state: Mutex<State>,
+}
+
+/// A running watch. Dropping it unregisters the watcher.
+pub struct Watch {
+    pub rx: mpsc::Receiver<WatchItem>,
+    id: u64,
+    cache: Weak<WatchCache>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(c) = self.cache.upgrade() {
+            c.lock().watchers.remove(&self.id);
+        }
+    }
+}
+
+/// A started watch: for [`WatchStart::Now`], the state it starts from.
+pub struct WatchStarted {
+    pub watch: Watch,
+    /// The cache's rv when the watch was registered (the initial state's rv).
+    pub rv: u64,
+    /// For [`WatchStart::Now`]: the matching objects at `rv`, in key order.
+    pub initial: Vec<Arc<Obj>>,
+}
+
+/// A page of a list served from the cache.
+pub struct CacheList {
+    /// The rv the list was read at.
+    pub rv: u64,
+    pub items: Vec<Arc<Obj>>,
+    /// Objects under the prefix after the last item (set when the page is full).
+    pub remaining: Option<usize>,
+}
+
+impl WatchCache {
+    pub fn new(config: CacheConfig) -> Arc<WatchCache> {
+        Arc::new(WatchCache {
+            config,
+            state: Mutex::new(State {
+                rv: 0,
+                oldest: 0,
+                objects: BTreeMap::new(),
+                events: VecDeque::new(),
+                watchers: BTreeMap::new(),
+                next_watcher: 1,
+            }),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Replaces everything (start-up, snapshot install): `objects` are the state at `rv`;
+    /// `changes` every change after `oldest` (ascending). Watchers are cut off: they
+    /// resume from their last rv and are served from the new window if it covers it.
+    pub fn reset(&self, rv: u64, oldest: u64, objects: Vec<(String, Bytes)>, changes: Vec<Change>) {
+        let objects = objects.into_iter().map(|(k, b)| (k.clone(), Obj::from_stored(k, b))).collect();
+        let mut events: VecDeque<Arc<Event>> = changes.into_iter().map(to_event).collect();
+        let mut oldest = oldest;
+        while events.len() > self.config.max_events {
+            if let Some(e) = events.pop_front() {
+                oldest = e.rv;
+            }
+        }
+        let mut s = self.lock();
+        s.rv = rv;
+        s.oldest = oldest.min(rv);
+        s.objects = objects;
+        s.events = events;
+        s.watchers.clear();
+    }
+
+    /// The state machine applied everything up to `rv`, making `changes` (ascending rv).
+    pub fn apply(&self, rv: u64, changes: Vec<Change>) {
+        let mut s = self.lock();
+        for change in changes {
+            let event = to_event(change);
+            match event.kind {
+                EventType::Deleted => s.objects.remove(&event.object.key),
+                _ => s.objects.insert(event.object.key.clone(), event.object.clone()),
+            };
+            s.watchers.retain(|_, w| deliver(w, &event));
+            s.events.push_back(event);
+        }
+        while s.events.len() > self.config.max_events {
+            if let Some(e) = s.events.pop_front() {
+                s.oldest = e.rv;
+            }
+        }
+        if rv > s.rv {
+            s.rv = rv;
+        }
+    }
+
+    /// History at or below `rv` is gone cluster-wide: watches from before it get 410.
+    pub fn compact(&self, rv: u64) {
+        let mut s = self.lock();
+        let rv = rv.min(s.rv);
+        while s.events.front().is_some_and(|e| e.rv <= rv) {
+            s.events.pop_front();
+        }
+        if rv > s.oldest {
+            s.oldest = rv;
+        }
+    }
+
+    /// The applied rv the cache reflects.
+    pub fn rv(&self) -> u64 {
+        self.lock().rv
+    }
+
+    /// The lowest rv a watch can start after.
+    pub fn oldest(&self) -> u64 {
+        self.lock().oldest
+    }
+
+    pub fn watcher_count(&self) -> usize {
+        self.lock().watchers.len()
+    }
+
+    /// One object as the cache has it now, with the cache's rv.
+    pub fn get(&self, key: &str) -> (u64, Option<Arc<Obj>>) {
+        let s = self.lock();
+        (s.rv, s.objects.get(key).cloned())
+    }
+
+    /// Matching objects after `start_after`, in key order, at most `limit` of them.
+    pub fn list(&self, filter: &WatchFilter, start_after: Option<&str>, limit: usize) -> CacheList {
+        let s = self.lock();
+        let lower = match start_after {
+            Some(a) if a >= filter.prefix.as_str() => Bound::Excluded(a.to_string()),
+            _ => Bound::Included(filter.prefix.clone()),
+        };
+        let mut items = Vec::new();
+        let mut range = s.objects.range((lower, Bound::Unbounded)).take_while(|(k, _)| k.starts_with(&filter.prefix));
+        for (_, o) in range.by_ref() {
+            if filter.matches(o) {
+                items.push(o.clone());
+                if items.len() >= limit {
+                    break;
+                }
+            }
+        }
+        let remaining = if items.len() >= limit { Some(range.count()) } else { None };
+        CacheList { rv: s.rv, items, remaining }
+    }
+
+    /// Starts a watch. With [`WatchStart::After`], the window must cover the start.
+    pub fn watch(
+        self: &Arc<Self>,
+        filter: WatchFilter,
+        start: WatchStart,
+        bookmarks: bool,
+    ) -> Result<WatchStarted, TooOld> {
+        let (tx, rx) = mpsc::channel(self.config.watcher_queue);
+        let mut s = self.lock();
+        let (after, initial) = match start {
+            WatchStart::After(n) => {
+                if n < s.oldest {
+                    return Err(TooOld { requested: n, oldest: s.oldest });
+                }
+                (n, Vec::new())
+            }
+            WatchStart::Now => {
+                let initial = s
+                    .objects
+                    .range::<String, _>((Bound::Included(&filter.prefix), Bound::Unbounded))
+                    .take_while(|(k, _)| k.starts_with(&filter.prefix))
+                    .filter(|(_, o)| filter.matches(o))
+                    .map(|(_, o)| o.clone())
+                    .collect();
+                (s.rv, initial)
+            }
+        };
+        let mut w = Watcher { filter, after, bookmarks, last_bookmark: Instant::now(), tx };
+        // Replay the window after the start.
+        let first = s.events.partition_point(|e| e.rv <= after);
+        let mut alive = true;
+        for e in s.events.range(first..) {
+            if !deliver(&mut w, e) {
+                alive = false;
+                break;
+            }
+        }
+        let id = s.next_watcher;
+        s.next_watcher += 1;
+        let rv = s.rv;
+        if alive {
+            s.watchers.insert(id, w);
+        }
+        Ok(WatchStarted { watch: Watch { rx, id, cache: Arc::downgrade(self) }, rv, initial })
+    }
+
+    /// Sends a bookmark at the cache's rv to every watcher that asked for bookmarks and
+    /// has had none for `bookmark_every` (call it on a timer).
+    pub fn bookmark_tick(&self) {
+        let now = Instant::now();
+        let every = self.config.bookmark_every;
+        let mut s = self.lock();
+        let rv = s.rv;
+        s.watchers.retain(|_, w| {
+            if !w.bookmarks || now.duration_since(w.last_bookmark) < every || rv <= w.after {
+                return true;
+            }
+            w.last_bookmark = now;
+            send(w, WatchItem::Bookmark(rv))
+        });
+    }
+}
+
+fn to_event(c: Change) -> Arc<Event> {
+    let kind = match c.kind {
+        ChangeKind::Added => EventType::Added,
+        ChangeKind::Modified => EventType::Modified,
+        ChangeKind::Deleted => EventType::Deleted,
+    };
+    let prev = c.prev.map(|p| Obj::from_stored(c.key.clone(), p));
+    Event::new(c.rv, kind, Obj::new(c.key, c.rv, c.object), prev)
+}
+
+/// Queues `event` for `w` if it is after the watch's start and in its view. False if the
+/// watcher is gone or too slow (it is then dropped: its stream ends, its client resumes).
+fn deliver(w: &mut Watcher, event: &Arc<Event>) -> bool {
+    if event.rv <= w.after {
+        return true;
+    }
+    match w.filter.view(event) {
+        Some(t) => send(w, WatchItem::Event(t, event.clone())),
+        None => true,
+    }
+}
+
+fn send(w: &mut Watcher, item: WatchItem) -> bool {
+    match w.tx.try_send(item) {
+        Ok(()) => true,
+        Err(mpsc::error::TrySendError::Full(_)) => {
+            tracing::debug!("watcher too slow: cut off");
+            false
+        }
+        Err(mpsc::error::TrySendError::Closed(_)) => false,
+    }
+}

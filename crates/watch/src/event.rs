@@ -1,0 +1,120 @@
+//! Objects and events as the cache shares them: one [`Obj`] per stored version, shared
+//! by the current state, lists and events; one [`Event`] per change, whose encoded watch
+//! line is built once per event type and then shared by every watcher.
+
+use std::sync::{Arc, OnceLock};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::Value;
+
+/// The type of a watch event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+
+    fn slot(self) -> usize {
+        self as usize
+    }
+}
+
+/// One version of one object: its storage key, resourceVersion and stored JSON bytes
+/// (which carry kind and apiVersion). Parsed lazily, once, for selectors.
+#[derive(Debug)]
+pub struct Obj {
+    pub key: String,
+    pub rv: u64,
+    pub bytes: Bytes,
+    parsed: OnceLock<Option<Value>>,
+}
+
+impl Obj {
+    pub fn new(key: String, rv: u64, bytes: Bytes) -> Arc<Obj> {
+        Arc::new(Obj { key, rv, bytes, parsed: OnceLock::new() })
+    }
+
+    /// Builds an object from stored bytes, reading its resourceVersion from them.
+    pub fn from_stored(key: String, bytes: Bytes) -> Arc<Obj> {
+        let obj = Obj { key, rv: 0, bytes, parsed: OnceLock::new() };
+        let rv = obj
+            .value()
+            .and_then(|v| v["metadata"]["resourceVersion"].as_str())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        Arc::new(Obj { rv, ..obj })
+    }
+
+    /// The object as JSON (None if the stored bytes are not JSON, never expected).
+    pub fn value(&self) -> Option<&Value> {
+        self.parsed.get_or_init(|| serde_json::from_slice(&self.bytes).ok()).as_ref()
+    }
+}
+
+/// One change to one object, at `rv`.
+#[derive(Debug)]
+pub struct Event {
+    pub rv: u64,
+    pub kind: EventType,
+    /// The object after the change (for a deletion: its last state, at `rv`).
+    pub object: Arc<Obj>,
+    /// The object before the change, if it existed.
+    pub prev: Option<Arc<Obj>>,
+    /// The encoded watch line per event type (a filtered watcher may see a MODIFIED as
+    /// an ADDED or a DELETED), built on first use.
+    lines: [OnceLock<Bytes>; 3],
+}
+
+impl Event {
+    pub fn new(rv: u64, kind: EventType, object: Arc<Obj>, prev: Option<Arc<Obj>>) -> Arc<Event> {
+        Arc::new(Event { rv, kind, object, prev, lines: Default::default() })
+    }
+
+    /// `{"type":"...","object":{...}}\n` for this event's object, encoded once per type.
+    pub fn line(&self, t: EventType) -> Bytes {
+        self.lines[t.slot()].get_or_init(|| event_line(t.as_str(), &self.object.bytes)).clone()
+    }
+}
+
+/// One watch event line: `{"type":TYPE,"object":OBJECT}` and a newline. `object` must
+/// be one line of JSON (stored objects are compact JSON).
+pub fn event_line(event_type: &str, object: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(object.len() + event_type.len() + 24);
+    b.put_slice(b"{\"type\":\"");
+    b.put_slice(event_type.as_bytes());
+    b.put_slice(b"\",\"object\":");
+    b.put_slice(object);
+    b.put_slice(b"}\n");
+    b.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_single_line_json() {
+        let o = Obj::from_stored(
+            "/k".into(),
+            Bytes::from_static(br#"{"kind":"ConfigMap","metadata":{"resourceVersion":"7"}}"#),
+        );
+        assert_eq!(o.rv, 7);
+        let e = Event::new(7, EventType::Modified, o, None);
+        let line = e.line(EventType::Added);
+        assert!(line.ends_with(b"\n") && !line[..line.len() - 1].contains(&b'\n'));
+        let v: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["type"], "ADDED");
+        assert_eq!(v["object"]["metadata"]["resourceVersion"], "7");
+        assert_eq!(e.line(EventType::Added).as_ptr(), line.as_ptr(), "encoded once, then shared");
+    }
+}

@@ -1,0 +1,147 @@
+//! The watch cache's contract: continuity from any rv in the window, 410 below it, the
+//! filtered view, slow watchers cut off, bookmarks never ahead of events.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kuorum_api::selector::LabelSelector;
+use kuorum_store::apply::{Change, ChangeKind};
+use kuorum_watch::{CacheConfig, EventType, TooOld, WatchCache, WatchFilter, WatchItem, WatchStart};
+
+const P: &str = "/registry/core/configmaps/";
+
+fn obj(name: &str, rv: u64, app: &str) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"kind":"ConfigMap","apiVersion":"v1","metadata":{{"name":"{name}","namespace":"d","resourceVersion":"{rv}","labels":{{"app":"{app}"}}}}}}"#
+    ))
+}
+
+fn key(name: &str) -> String {
+    format!("{P}d/{name}")
+}
+
+fn change(kind: ChangeKind, name: &str, rv: u64, app: &str, prev: Option<(u64, &str)>) -> Change {
+    Change { key: key(name), rv, kind, object: obj(name, rv, app), prev: prev.map(|(r, a)| obj(name, r, a)) }
+}
+
+fn drain(w: &mut kuorum_watch::Watch) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    while let Ok(item) = w.rx.try_recv() {
+        match item {
+            WatchItem::Event(t, e) => out.push((t.as_str().to_string(), e.rv)),
+            WatchItem::Bookmark(rv) => out.push(("BOOKMARK".to_string(), rv)),
+        }
+    }
+    out
+}
+
+fn cache_with_history() -> Arc<WatchCache> {
+    let c = WatchCache::new(CacheConfig::default());
+    c.reset(4, 4, vec![], vec![]);
+    c.apply(5, vec![change(ChangeKind::Added, "a", 5, "x", None)]);
+    c.apply(6, vec![change(ChangeKind::Added, "b", 6, "y", None)]);
+    c.apply(7, vec![]); // a membership entry: no change, rv moves
+    c.apply(8, vec![change(ChangeKind::Modified, "a", 8, "y", Some((5, "x")))]);
+    c.apply(9, vec![change(ChangeKind::Deleted, "b", 9, "y", Some((6, "y")))]);
+    c
+}
+
+#[test]
+fn watches_resume_exactly_after_their_rv() {
+    let c = cache_with_history();
+    assert_eq!(c.rv(), 9);
+    for (from, want) in [(4, vec![5, 6, 8, 9]), (5, vec![6, 8, 9]), (7, vec![8, 9]), (9, vec![])] {
+        let mut w = c.watch(WatchFilter::prefix(P), WatchStart::After(from), false).unwrap().watch;
+        let got: Vec<u64> = drain(&mut w).into_iter().map(|x| x.1).collect();
+        assert_eq!(got, want, "from {from}");
+    }
+    // Live events follow the replay, in order, once each.
+    let mut w = c.watch(WatchFilter::prefix(P), WatchStart::After(8), false).unwrap().watch;
+    c.apply(10, vec![change(ChangeKind::Added, "c", 10, "x", None)]);
+    assert_eq!(drain(&mut w), vec![("DELETED".into(), 9), ("ADDED".into(), 10)]);
+}
+
+#[test]
+fn below_the_window_is_too_old_and_compaction_moves_it() {
+    let c = cache_with_history();
+    assert_eq!(
+        c.watch(WatchFilter::prefix(P), WatchStart::After(3), false).err(),
+        Some(TooOld { requested: 3, oldest: 4 })
+    );
+    c.compact(6);
+    assert_eq!(c.oldest(), 6);
+    assert!(c.watch(WatchFilter::prefix(P), WatchStart::After(5), false).is_err());
+    let mut w = c.watch(WatchFilter::prefix(P), WatchStart::After(6), false).unwrap().watch;
+    assert_eq!(drain(&mut w).len(), 2, "events 8 and 9 remain");
+}
+
+#[test]
+fn a_watch_from_now_gets_the_state_then_live_events() {
+    let c = cache_with_history();
+    let mut started = c.watch(WatchFilter::prefix(P), WatchStart::Now, false).unwrap();
+    assert_eq!(started.rv, 9);
+    assert_eq!(started.initial.iter().map(|o| o.key.clone()).collect::<Vec<_>>(), vec![key("a")]);
+    assert!(drain(&mut started.watch).is_empty(), "nothing before the state is replayed");
+    c.apply(10, vec![change(ChangeKind::Modified, "a", 10, "z", Some((8, "y")))]);
+    assert_eq!(drain(&mut started.watch), vec![("MODIFIED".into(), 10)]);
+}
+
+#[test]
+fn selectors_turn_transitions_into_added_and_deleted() {
+    let c = cache_with_history();
+    let filter = WatchFilter { labels: LabelSelector::parse("app=y").unwrap(), ..WatchFilter::prefix(P) };
+    let mut w = c.watch(filter.clone(), WatchStart::After(4), false).unwrap().watch;
+    // a: added with app=x (not seen), modified to app=y (seen as ADDED); b: app=y added, deleted.
+    assert_eq!(drain(&mut w), vec![("ADDED".into(), 6), ("ADDED".into(), 8), ("DELETED".into(), 9)]);
+    c.apply(10, vec![change(ChangeKind::Modified, "a", 10, "x", Some((8, "y")))]);
+    assert_eq!(drain(&mut w), vec![("DELETED".into(), 10)], "leaving the selector is a deletion");
+    let page = c.list(&filter, None, 10);
+    assert!(page.items.is_empty());
+}
+
+#[test]
+fn a_slow_watcher_is_cut_off_and_others_go_on() {
+    let c = WatchCache::new(CacheConfig { watcher_queue: 4, ..CacheConfig::default() });
+    c.reset(0, 0, vec![], vec![]);
+    let mut slow = c.watch(WatchFilter::prefix(P), WatchStart::After(0), false).unwrap().watch;
+    let mut fast = c.watch(WatchFilter::prefix(P), WatchStart::After(0), false).unwrap().watch;
+    for rv in 1..=10u64 {
+        c.apply(rv, vec![change(ChangeKind::Added, &format!("o{rv}"), rv, "x", None)]);
+        drain(&mut fast);
+    }
+    assert_eq!(c.watcher_count(), 1, "the slow one was dropped");
+    let got = drain(&mut slow);
+    assert_eq!(got.len(), 4, "it keeps what was queued before the cut");
+    assert!(slow.rx.try_recv().is_err(), "then its stream ends");
+}
+
+#[test]
+fn bookmarks_follow_the_events_they_cover() {
+    let c = WatchCache::new(CacheConfig { bookmark_every: Duration::ZERO, ..CacheConfig::default() });
+    c.reset(0, 0, vec![], vec![]);
+    let mut w = c.watch(WatchFilter::prefix(P), WatchStart::After(0), true).unwrap().watch;
+    c.apply(1, vec![change(ChangeKind::Added, "a", 1, "x", None)]);
+    c.apply(2, vec![]);
+    c.bookmark_tick();
+    assert_eq!(drain(&mut w), vec![("ADDED".into(), 1), ("BOOKMARK".into(), 2)]);
+    let mut quiet = c.watch(WatchFilter::prefix(P), WatchStart::After(2), false).unwrap().watch;
+    c.bookmark_tick();
+    assert!(drain(&mut quiet).is_empty(), "no bookmarks unless asked for");
+}
+
+#[test]
+fn lists_page_in_key_order_with_remaining_counts() {
+    let c = WatchCache::new(CacheConfig::default());
+    let objects = (0..5).map(|i| (key(&format!("o{i}")), obj(&format!("o{i}"), i + 1, "x"))).collect();
+    c.reset(5, 5, objects, vec![]);
+    let p1 = c.list(&WatchFilter::prefix(P), None, 2);
+    assert_eq!(p1.rv, 5);
+    assert_eq!(p1.items.len(), 2);
+    assert_eq!(p1.remaining, Some(3));
+    let p2 = c.list(&WatchFilter::prefix(P), Some(&p1.items[1].key), 10);
+    assert_eq!(p2.items.len(), 3);
+    assert_eq!(p2.remaining, None);
+    assert_eq!(c.get(&key("o3")).1.map(|o| o.rv), Some(4));
+    let _ = EventType::Added;
+}
