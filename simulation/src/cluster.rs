@@ -76,7 +76,8 @@ impl SimCluster {
                 async move {
                     let rest = turmoil::net::TcpListener::bind(("0.0.0.0", REST_PORT)).await?;
                     let peer = turmoil::net::TcpListener::bind(("0.0.0.0", PEER_PORT)).await?;
-                    let cfg = NodeConfig { id, members, timing, request_timeout: Duration::from_secs(10) };
+                    let cfg =
+                        NodeConfig { timing, request_timeout: Duration::from_secs(10), ..NodeConfig::new(id, members) };
                     let seams = NodeSeams {
                         rest_listener: SimListener(rest),
                         peer_incoming: peer_incoming(peer),

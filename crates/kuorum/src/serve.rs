@@ -11,7 +11,7 @@ use clap::Args;
 use futures::StreamExt;
 use kuorum_api::seams::{SplitMix64, SystemClock};
 use kuorum_node::{start_node, NodeConfig, NodeSeams};
-use kuorum_raft::{PeerIo, RaftTiming, TcpDialer};
+use kuorum_raft::{PeerIo, TcpDialer};
 use kuorum_store_rocks::RocksStore;
 use tokio_stream::wrappers::TcpListenerStream;
 
@@ -35,6 +35,10 @@ pub struct ServeArgs {
     /// Deadline of one request's write or consistent read, in seconds.
     #[arg(long, default_value_t = 60)]
     pub request_timeout_secs: u64,
+    /// History older than this many seconds is compacted (exact reads, continue tokens
+    /// and watch resumes older than it get 410 Gone).
+    #[arg(long, default_value_t = 300)]
+    pub compaction_window_secs: u64,
 }
 
 fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, String>> {
@@ -72,10 +76,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .boxed();
 
     let cfg = NodeConfig {
-        id: args.id,
-        members,
-        timing: RaftTiming::default(),
         request_timeout: Duration::from_secs(args.request_timeout_secs),
+        compaction_window: Duration::from_secs(args.compaction_window_secs),
+        ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {
         rest_listener: rest,

@@ -6,9 +6,10 @@
 //! [`start_node`] wires replication (kuorum-raft) under the REST router (kuorum-rest),
 //! serves both, creates the namespaces every cluster has (`default`, `kube-system`,
 //! `kube-public`) once a leader exists, and, on the leader, empties and removes namespaces
-//! that are being deleted.
+//! that are being deleted, and proposes compaction of history older than the window.
 
 mod bootstrap;
+mod compaction;
 mod debug;
 mod namespace_controller;
 
@@ -24,7 +25,8 @@ use futures::StreamExt;
 use kuorum_api::seams::{Clock, Entropy};
 use kuorum_raft::{Cluster, Dialer, PeerIo, RaftNodeConfig, RaftTiming};
 use kuorum_rest::RestState;
-use kuorum_store::{LogEngine, ObjectEngine};
+use kuorum_store::{ApplyObserver, LogEngine, ObjectEngine};
+use kuorum_watch::{CacheConfig, WatchCache};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::task::JoinHandle;
 
@@ -37,6 +39,24 @@ pub struct NodeConfig {
     pub timing: RaftTiming,
     /// Deadline of one write or read barrier.
     pub request_timeout: Duration,
+    /// How much history (for exact reads, continue tokens and watch resumes) is kept:
+    /// the leader compacts what is older than this.
+    pub compaction_window: Duration,
+    pub cache: CacheConfig,
+}
+
+impl NodeConfig {
+    /// A node with the defaults for everything but its identity.
+    pub fn new(id: u64, members: BTreeMap<u64, String>) -> NodeConfig {
+        NodeConfig {
+            id,
+            members,
+            timing: RaftTiming::default(),
+            request_timeout: Duration::from_secs(60),
+            compaction_window: Duration::from_secs(300),
+            cache: CacheConfig::default(),
+        }
+    }
 }
 
 /// What a node is given from outside: the seams.
@@ -53,6 +73,7 @@ pub struct NodeSeams<L, O, R> {
 /// A running node. Dropping it does not stop it; call [`RunningNode::shutdown`].
 pub struct RunningNode<O: ObjectEngine> {
     pub cluster: Cluster,
+    pub cache: Arc<WatchCache>,
     pub raft: kuorum_raft::types::Raft<kuorum_raft::state_machine::StateMachine<O>>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -102,7 +123,10 @@ where
     R::Addr: std::fmt::Debug,
 {
     let raft_cfg = RaftNodeConfig { id: cfg.id, members: cfg.members.clone(), timing: cfg.timing.clone() };
-    let mut started = kuorum_raft::start_raft(raft_cfg, seams.log_engine, seams.object_engine, seams.dialer).await?;
+    let cache = WatchCache::new(cfg.cache.clone());
+    let observer: Arc<dyn ApplyObserver> = cache.clone();
+    let mut started =
+        kuorum_raft::start_raft(raft_cfg, seams.log_engine, seams.object_engine, seams.dialer, Some(observer)).await?;
     let peer_server = started.take_peer_server().expect("peer server taken once");
     let cluster = started.cluster.clone();
     let mut tasks = Vec::new();
@@ -121,6 +145,7 @@ where
 
     let rest = RestState {
         cluster: cluster.clone(),
+        cache: cache.clone(),
         clock: seams.clock.clone(),
         entropy: seams.entropy.clone(),
         request_timeout: cfg.request_timeout,
@@ -135,6 +160,14 @@ where
 
     tasks.push(tokio::spawn(bootstrap::ensure_system_namespaces(cluster.clone(), seams.clock.clone(), seams.entropy)));
     tasks.push(tokio::spawn(namespace_controller::run(cluster.clone(), seams.clock)));
+    tasks.push(tokio::spawn(compaction::run(cluster.clone(), cfg.compaction_window)));
+    let ticking = cache.clone();
+    tasks.push(tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            ticking.bookmark_tick();
+        }
+    }));
 
-    Ok(RunningNode { cluster, raft: started.raft, tasks })
+    Ok(RunningNode { cluster, cache, raft: started.raft, tasks })
 }

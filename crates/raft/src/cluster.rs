@@ -6,7 +6,9 @@
 //!   is what the log decided, so a retry never double-applies a precondition-checked write.
 //! - [`Cluster::read_barrier`] makes the next local read linearizable: it obtains a read
 //!   index from the leader and waits until this node has applied it.
-//! - [`Cluster::get`] / [`Cluster::scan`] read this node's applied state as it is.
+//! - [`Cluster::get`] / [`Cluster::scan`] read this node's applied state as it is;
+//!   [`Cluster::get_at`] / [`Cluster::scan_at`] read it as it was at a resourceVersion
+//!   inside the history window (above [`Cluster::compacted`]).
 
 use std::sync::Arc;
 use std::time::Duration;

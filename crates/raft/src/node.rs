@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kuorum_store::{LogEngine, ObjectEngine};
+use kuorum_store::{ApplyObserver, LogEngine, ObjectEngine};
 use openraft::async_runtime::WatchReceiver;
 use openraft::BasicNode;
 
@@ -105,6 +105,7 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
     log_engine: Arc<L>,
     object_engine: Arc<E>,
     dialer: Arc<dyn Dialer>,
+    observer: Option<Arc<dyn ApplyObserver>>,
 ) -> Result<StartedRaft<E>, StartError> {
     let t = &cfg.timing;
     let config = openraft::Config {
@@ -122,7 +123,7 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
 
     let channels = Channels::new(dialer);
     let log_store = LogStore::new(log_engine);
-    let state_machine = StateMachine::new(object_engine.clone())?;
+    let state_machine = StateMachine::with_observer(object_engine.clone(), observer)?;
     let raft =
         openraft::Raft::new(cfg.id, config, PeerNetwork::new(channels.clone()), log_store, state_machine.clone())
             .await

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures::{Stream, TryStreamExt};
-use kuorum_store::apply::BatchApplier;
+use kuorum_store::apply::{changes_since, ApplyObserver, BatchApplier};
 use kuorum_store::engine::{ObjectDump, ObjectWrite};
 use kuorum_store::ObjectEngine;
 use openraft::entry::RaftEntry;
@@ -27,8 +27,15 @@ use crate::types::{LogId, SnapshotMeta, StoredMembership, TypeConfig};
 
 const META_APPLIED: &str = "last_applied";
 const META_MEMBERSHIP: &str = "membership";
+/// History at or below this rv has been compacted away.
+const META_COMPACTED: &str = "compacted";
 
 pub type SnapshotData = Vec<u8>;
+
+/// The rv of the last compaction applied to `engine` (0 if none).
+pub fn compacted_rv<E: ObjectEngine>(engine: &E) -> io::Result<u64> {
+    Ok(engine.get_meta(META_COMPACTED)?.map(|b| decode(&b)).transpose()?.unwrap_or(0))
+}
 pub type Snapshot = openraft::alias::SnapshotOf<TypeConfig, SnapshotData>;
 
 /// What a snapshot carries: the engine's dump, in a form bincode can encode.
@@ -51,6 +58,9 @@ impl From<ObjectDump> for SnapshotBody {
 
 struct Shared<E> {
     engine: Arc<E>,
+    /// Told about every applied batch, after it is written and before the applied index
+    /// is published (so a reader that waited for an index finds it in the cache).
+    observer: Option<Arc<dyn ApplyObserver>>,
     /// The index of the last applied entry. Only ever increases, except when a snapshot
     /// is installed over a state that was behind it (then it jumps forward too).
     applied_tx: watch::Sender<u64>,
@@ -70,9 +80,30 @@ impl<E: ObjectEngine> Clone for StateMachine<E> {
 
 impl<E: ObjectEngine> StateMachine<E> {
     pub fn new(engine: Arc<E>) -> io::Result<Self> {
+        Self::with_observer(engine, None)
+    }
+
+    /// A state machine that reports what it applies to `observer` (the watch cache), which
+    /// is first loaded with the engine's current state and history.
+    pub fn with_observer(engine: Arc<E>, observer: Option<Arc<dyn ApplyObserver>>) -> io::Result<Self> {
         let applied: Option<LogId> = engine.get_meta(META_APPLIED)?.map(|b| decode(&b)).transpose()?;
         let (applied_tx, _) = watch::channel(applied.map(|l| l.index()).unwrap_or(0));
-        Ok(Self { shared: Arc::new(Shared { engine, applied_tx, current_snapshot: Mutex::new(None) }) })
+        let sm = Self { shared: Arc::new(Shared { engine, observer, applied_tx, current_snapshot: Mutex::new(None) }) };
+        sm.reset_observer()?;
+        Ok(sm)
+    }
+
+    /// Loads the observer with the engine's whole state.
+    fn reset_observer(&self) -> io::Result<()> {
+        let Some(obs) = &self.shared.observer else { return Ok(()) };
+        let e = &self.shared.engine;
+        let applied: Option<LogId> = e.get_meta(META_APPLIED)?.map(|b| decode(&b)).transpose()?;
+        let rv = applied.map(|l| l.index()).unwrap_or(0);
+        let compacted = compacted_rv(e.as_ref())?;
+        let objects = e.scan("/", None, usize::MAX)?;
+        let changes = changes_since(e.as_ref(), compacted)?;
+        obs.reset(rv, compacted, objects, changes);
+        Ok(())
     }
 
     pub fn engine(&self) -> &Arc<E> {
@@ -138,6 +169,7 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
         let engine = self.shared.engine.clone();
         let mut applier = BatchApplier::new(engine.as_ref());
         let mut replies = Vec::new();
+        let mut changes = Vec::new();
         let mut last: Option<LogId> = None;
         let mut membership: Option<StoredMembership> = None;
 
@@ -145,7 +177,11 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
             let log_id = entry.log_id();
             let index = log_id.index();
             let result = match &entry.payload {
-                EntryPayload::Normal(cmd) => applier.apply(index, cmd)?.result,
+                EntryPayload::Normal(cmd) => {
+                    let outcome = applier.apply(index, cmd)?;
+                    changes.extend(outcome.change);
+                    outcome.result
+                }
                 EntryPayload::Membership(m) => {
                     membership = Some(StoredMembership::new(Some(log_id.clone()), m.clone()));
                     Ok(Bytes::new())
@@ -164,9 +200,15 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
             meta.push((META_MEMBERSHIP.to_string(), Bytes::from(encode(&m))));
         }
         let compaction = applier.compaction();
+        if let Some(rv) = compaction {
+            meta.push((META_COMPACTED.to_string(), Bytes::from(encode(&rv))));
+        }
         engine.write(applier.into_batch(meta)).await?;
         if let Some(rv) = compaction {
             engine.compact(rv).await?;
+        }
+        if let Some(obs) = &self.shared.observer {
+            obs.applied(last.index(), changes, compaction);
         }
         for (r, result) in replies {
             r.send(result);
@@ -191,6 +233,7 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
         self.shared.engine.restore(ObjectDump { objects, history, meta: dump_meta }).await?;
         *self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((meta.clone(), Arc::new(snapshot)));
+        self.reset_observer()?;
         if let Some(l) = &meta.last_log_id {
             self.publish_applied(l.index());
         }

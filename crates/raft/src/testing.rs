@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kuorum_store::memory::{MemoryLogEngine, MemoryObjectEngine};
+use kuorum_store::ApplyObserver;
 
 use crate::cluster::Cluster;
 use crate::network::TcpDialer;
@@ -13,16 +14,26 @@ use crate::node::{start_raft, RaftNodeConfig, RaftTiming};
 
 /// Starts a one-node cluster on in-memory engines and waits until it leads.
 pub async fn single_node() -> Cluster {
+    single_node_observed(None).await
+}
+
+/// As [`single_node`], reporting what it applies to `observer` (a watch cache).
+pub async fn single_node_observed(observer: Option<Arc<dyn ApplyObserver>>) -> Cluster {
     let cfg = RaftNodeConfig {
         id: 1,
         // A single voter never dials a peer, so the address is never used.
         members: BTreeMap::from([(1, "127.0.0.1:1".to_string())]),
         timing: RaftTiming::default(),
     };
-    let started =
-        start_raft(cfg, Arc::new(MemoryLogEngine::new()), Arc::new(MemoryObjectEngine::new()), Arc::new(TcpDialer))
-            .await
-            .expect("single node starts");
+    let started = start_raft(
+        cfg,
+        Arc::new(MemoryLogEngine::new()),
+        Arc::new(MemoryObjectEngine::new()),
+        Arc::new(TcpDialer),
+        observer,
+    )
+    .await
+    .expect("single node starts");
     started
         .raft
         .wait(Some(std::time::Duration::from_secs(10)))

@@ -15,6 +15,7 @@ use axum::routing::get;
 use axum::Router;
 use kuorum_api::seams::{Clock, Entropy};
 use kuorum_raft::Cluster;
+use kuorum_watch::WatchCache;
 
 mod consistency;
 mod create;
@@ -38,6 +39,8 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 #[derive(Clone)]
 pub struct RestState {
     pub cluster: Cluster,
+    /// This node's watch cache, fed by `cluster`'s state machine.
+    pub cache: Arc<WatchCache>,
     pub clock: Arc<dyn Clock>,
     pub entropy: Arc<dyn Entropy>,
     /// The deadline of a write (and of a read barrier).
@@ -46,8 +49,8 @@ pub struct RestState {
 
 impl RestState {
     /// A state with the default request timeout.
-    pub fn new(cluster: Cluster, clock: Arc<dyn Clock>, entropy: Arc<dyn Entropy>) -> Self {
-        RestState { cluster, clock, entropy, request_timeout: DEFAULT_REQUEST_TIMEOUT }
+    pub fn new(cluster: Cluster, cache: Arc<WatchCache>, clock: Arc<dyn Clock>, entropy: Arc<dyn Entropy>) -> Self {
+        RestState { cluster, cache, clock, entropy, request_timeout: DEFAULT_REQUEST_TIMEOUT }
     }
 }
 

@@ -53,6 +53,47 @@ pub struct ApplyOutcome {
     pub compacted: Option<u64>,
 }
 
+/// Receives what the state machine applied, in log order: the watch cache.
+pub trait ApplyObserver: Send + Sync + 'static {
+    /// Everything up to `rv` is applied and written; `changes` are the changes it made
+    /// (ascending rv); `compacted` is set if history at or below it was just forgotten.
+    fn applied(&self, rv: u64, changes: Vec<Change>, compacted: Option<u64>);
+
+    /// The state was replaced (start-up, snapshot install): `objects` at `rv`, and every
+    /// change after `oldest`.
+    fn reset(&self, rv: u64, oldest: u64, objects: Vec<(String, Bytes)>, changes: Vec<Change>);
+}
+
+/// Rebuilds the changes after `oldest` from an engine's history, as they were applied.
+pub fn changes_since<E: ObjectEngine>(engine: &E, oldest: u64) -> StoreResult<Vec<Change>> {
+    let mut last: BTreeMap<String, Option<Bytes>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for w in engine.history_after(oldest)? {
+        let prev = match last.get(&w.key) {
+            Some(p) => p.clone(),
+            None => engine.get_at(&w.key, oldest)?,
+        };
+        last.insert(w.key.clone(), w.value.clone());
+        let change = match (w.value, prev) {
+            (Some(object), None) => Change { key: w.key, rv: w.rv, kind: ChangeKind::Added, object, prev: None },
+            (Some(object), Some(p)) => {
+                Change { key: w.key, rv: w.rv, kind: ChangeKind::Modified, object, prev: Some(p) }
+            }
+            (None, Some(p)) => {
+                let mut obj = match parse_object(&p) {
+                    Ok(o) => o,
+                    Err(_) => continue,
+                };
+                set_resource_version(&mut obj, w.rv);
+                Change { key: w.key, rv: w.rv, kind: ChangeKind::Deleted, object: to_bytes(&obj), prev: Some(p) }
+            }
+            (None, None) => continue,
+        };
+        out.push(change);
+    }
+    Ok(out)
+}
+
 /// Applies commands over an engine, batching their writes.
 pub struct BatchApplier<'e, E: ObjectEngine> {
     engine: &'e E,

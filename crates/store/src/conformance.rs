@@ -68,6 +68,7 @@ pub async fn object_engine_suite<E: ObjectEngine, F: Fn() -> E>(make: F) {
     apply_preconditions(&make()).await;
     apply_batch_sees_its_own_writes(&make()).await;
     apply_finalizers_hold_deletion(&make()).await;
+    history_rebuilds_the_changes(&make()).await;
 }
 
 async fn object_write_get_scan<E: ObjectEngine>(e: &E) {
@@ -311,6 +312,27 @@ async fn apply_finalizers_hold_deletion<E: ObjectEngine>(e: &E) {
     assert_eq!(nsv["status"]["phase"], "Terminating");
     let create = Command::Create { key: key.clone(), namespace: Some("ns".into()), object: cm("f", "u", "x") };
     assert_eq!(apply_command(e, 6, &create).await.unwrap().result, Err(WriteError::NamespaceTerminating("ns".into())));
+}
+
+async fn history_rebuilds_the_changes<E: ObjectEngine>(e: &E) {
+    let node = |v: &str| {
+        Bytes::from(format!(r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"n","labels":{{"v":"{v}"}}}}}}"#))
+    };
+    let key = "/registry/core/nodes/n".to_string();
+    let mut applied = Vec::new();
+    for (i, cmd) in [
+        Command::Create { key: key.clone(), namespace: None, object: node("1") },
+        Command::Update { key: key.clone(), object: node("2"), precondition: Precondition::default() },
+        Command::Delete { key: key.clone(), precondition: Precondition::default(), deletion_timestamp: None },
+        Command::Create { key: key.clone(), namespace: None, object: node("3") },
+    ]
+    .iter()
+    .enumerate()
+    {
+        applied.push(apply_command(e, i as u64 + 1, cmd).await.unwrap().change.unwrap());
+    }
+    assert_eq!(crate::apply::changes_since(e, 0).unwrap(), applied, "history replays as the changes were made");
+    assert_eq!(crate::apply::changes_since(e, 2).unwrap(), applied[2..].to_vec(), "from a later rv");
 }
 
 #[cfg(test)]

@@ -18,6 +18,6 @@ pub mod engine;
 pub mod keys;
 pub mod memory;
 
-pub use apply::{apply_command, ApplyOutcome};
+pub use apply::{apply_command, changes_since, ApplyObserver, ApplyOutcome, Change, ChangeKind};
 pub use command::{Command, Precondition, WriteError, WriteResult};
 pub use engine::{LogEngine, ObjectBatch, ObjectEngine, StoreError, StoreResult};

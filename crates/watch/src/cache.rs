@@ -334,3 +334,16 @@ fn send(w: &mut Watcher, item: WatchItem) -> bool {
         Err(mpsc::error::TrySendError::Closed(_)) => false,
     }
 }
+
+impl kuorum_store::ApplyObserver for WatchCache {
+    fn applied(&self, rv: u64, changes: Vec<Change>, compacted: Option<u64>) {
+        self.apply(rv, changes);
+        if let Some(c) = compacted {
+            self.compact(c);
+        }
+    }
+
+    fn reset(&self, rv: u64, oldest: u64, objects: Vec<(String, Bytes)>, changes: Vec<Change>) {
+        WatchCache::reset(self, rv, oldest, objects, changes);
+    }
+}

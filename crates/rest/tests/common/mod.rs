@@ -30,8 +30,9 @@ pub struct App {
 }
 
 pub async fn app() -> App {
-    let cluster = kuorum_raft::testing::single_node().await;
-    let state = RestState::new(cluster, Arc::new(FixedClock), Arc::new(SplitMix64::new(42)));
+    let cache = kuorum_watch::WatchCache::new(kuorum_watch::CacheConfig::default());
+    let cluster = kuorum_raft::testing::single_node_observed(Some(cache.clone())).await;
+    let state = RestState::new(cluster, cache, Arc::new(FixedClock), Arc::new(SplitMix64::new(42)));
     App { router: router(state.clone()), state }
 }
 
