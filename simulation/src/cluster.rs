@@ -3,13 +3,14 @@
 //! restarted host comes back with what it had synced.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kuorum_api::seams::{Clock, SplitMix64};
 use kuorum_node::{start_node, NodeConfig, NodeSeams};
 use kuorum_raft::RaftTiming;
 use kuorum_store::memory::{MemoryLogEngine, MemoryObjectEngine};
+use kuorum_watch::WatchCache;
 
 use crate::net::{peer_incoming, SimDialer, SimListener};
 
@@ -43,10 +44,12 @@ impl SimNodeDisks {
     }
 }
 
-/// The hosts of a simulated cluster, and their disks.
+/// The hosts of a simulated cluster, their disks, and (for checkers) the watch cache each
+/// running node currently has.
 pub struct SimCluster {
     pub nodes: u64,
     pub disks: BTreeMap<u64, SimNodeDisks>,
+    pub caches: Arc<Mutex<BTreeMap<u64, Arc<WatchCache>>>>,
 }
 
 pub fn host_name(id: u64) -> String {
@@ -64,12 +67,15 @@ impl SimCluster {
         let members: BTreeMap<u64, String> =
             (1..=nodes).map(|i| (i, format!("{}:{PEER_PORT}", host_name(i)))).collect();
         let mut disks = BTreeMap::new();
+        let caches: Arc<Mutex<BTreeMap<u64, Arc<WatchCache>>>> = Arc::default();
         for id in 1..=nodes {
+            let caches_out = caches.clone();
             let d = SimNodeDisks::default();
             disks.insert(id, d.clone());
             let members = members.clone();
             let timing = timing.clone();
             sim.host(host_name(id), move || {
+                let caches_out = caches_out.clone();
                 let d = d.clone();
                 let members = members.clone();
                 let timing = timing.clone();
@@ -87,12 +93,13 @@ impl SimCluster {
                         log_engine: Arc::new(d.log.clone()),
                         object_engine: Arc::new(d.objects.clone()),
                     };
-                    let _node = start_node(cfg, seams).await.map_err(|e| e.to_string())?;
+                    let node = start_node(cfg, seams).await.map_err(|e| e.to_string())?;
+                    caches_out.lock().unwrap_or_else(|e| e.into_inner()).insert(id, node.cache.clone());
                     std::future::pending::<()>().await;
                     Ok(())
                 }
             });
         }
-        SimCluster { nodes, disks }
+        SimCluster { nodes, disks, caches }
     }
 }
