@@ -128,6 +128,18 @@ struct Machine {
     loadavg: String,
     etcd_version: Option<String>,
     kuorum_git: Option<String>,
+    /// 2300-byte append + fdatasync, 500 times, in the data directory's file system: the
+    /// floor under every replicated write (all members share this disk).
+    #[serde(default)]
+    fdatasync_ms: Option<Percentiles>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+struct Percentiles {
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    max: f64,
 }
 
 fn main() -> Result<()> {
@@ -155,13 +167,19 @@ fn main() -> Result<()> {
         failures: vec![],
     };
     eprintln!(
-        "machine: {} x{} ({}), kernel {}, loadavg {}; etcd {}",
+        "machine: {} x{} ({}), kernel {}, loadavg {}; etcd {}; fdatasync {}",
         report.machine.cpu_model,
         report.machine.cpus,
         report.machine.mem_total,
         report.machine.kernel,
         report.machine.loadavg,
-        report.machine.etcd_version.as_deref().unwrap_or("?")
+        report.machine.etcd_version.as_deref().unwrap_or("?"),
+        report
+            .machine
+            .fdatasync_ms
+            .as_ref()
+            .map(|p| format!("p50 {:.2} ms, p99 {:.2} ms", p.p50, p.p99))
+            .unwrap_or_else(|| "?".into())
     );
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
 
@@ -660,6 +678,22 @@ fn print_summary(report: &Report) {
 }
 
 fn print_markdown(report: &Report) {
+    let m = &report.machine;
+    println!();
+    println!(
+        "{} x{}, {} RAM, kernel {}, etcd {}, kuorum {}; loadavg at start {}; fdatasync of 2300 B {}.",
+        m.cpu_model,
+        m.cpus,
+        m.mem_total,
+        m.kernel,
+        m.etcd_version.as_deref().unwrap_or("?"),
+        m.kuorum_git.as_deref().unwrap_or("?"),
+        m.loadavg.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+        m.fdatasync_ms
+            .as_ref()
+            .map(|p| format!("p50 {:.2} ms, p99 {:.2} ms", p.p50, p.p99))
+            .unwrap_or_else(|| "not measured".into())
+    );
     println!();
     println!(
         "| system | workload | clients | creates/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | server CPU ms/op |"
@@ -777,7 +811,27 @@ fn machine(args: &Args) -> Machine {
         loadavg: fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_string(),
         etcd_version,
         kuorum_git,
+        fdatasync_ms: fsync_probe(args.dir.as_deref()).ok(),
     }
+}
+
+fn fsync_probe(dir: Option<&Path>) -> Result<Percentiles> {
+    use std::io::Write;
+    let mut f = match dir {
+        Some(d) => tempfile::tempfile_in(d)?,
+        None => tempfile::tempfile()?,
+    };
+    let buf = vec![b'x'; 2300];
+    let mut ms: Vec<f64> = Vec::with_capacity(500);
+    for _ in 0..500 {
+        let t = Instant::now();
+        f.write_all(&buf)?;
+        f.sync_data()?;
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    ms.sort_by(|a, b| a.total_cmp(b));
+    let at = |p: f64| ms[((p / 100.0 * ms.len() as f64) as usize).min(ms.len() - 1)];
+    Ok(Percentiles { p50: at(50.0), p90: at(90.0), p99: at(99.0), max: ms[ms.len() - 1] })
 }
 
 fn die_with_parent(cmd: &mut Command) {
