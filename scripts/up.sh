@@ -9,5 +9,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/kuorum-target}"
 
 bash "$ROOT/scripts/setup.sh"
 export PATH="${KUORUM_VENV:-$HOME/.cache/kuorum-venv}/bin:$PATH"   # kubectl v1.37 first
-cargo build --release -p kuorum --manifest-path "$ROOT/Cargo.toml"
+# Build from the repo root: cargo reads .cargo/config.toml (the workspace RUSTFLAGS) from
+# the current directory, and other flags would rebuild everything, RocksDB included.
+(cd "$ROOT" && cargo build --release -p kuorum)
 exec "$CARGO_TARGET_DIR/release/kuorum" up "$@"
