@@ -48,7 +48,7 @@ pub(crate) async fn delete(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         return Err(ApiError::namespace_undeletable(&name));
     }
     if opts.dry_run {
-        crate::consistency::wait_for_read(st, &crate::query::Query::default(), false).await?;
+        crate::consistency::wait_fresh(st, crate::consistency::Freshness::MostRecent).await?;
         return match st.cluster.get(&t.key()).map_err(cluster_error)? {
             Some(stored) => Ok(json_response(StatusCode::OK, object::encode_stored(&stored, def)?)),
             None => Err(ApiError::not_found(def.group_resource(), &name)),

@@ -3,10 +3,12 @@
 //!
 //! A request flows top-down: [`route`] turns the path into a target (a resource, maybe a
 //! namespace, name and subresource), [`negotiate`] checks the media types and reads the
-//! body, then one verb module (`get`, `list`, `create`, `update`, `delete`) decodes,
-//! defaults and validates, stores through the cluster and encodes the answer. Reads wait
-//! as [`consistency`] decides. Every failure is a [`kuorum_api::ApiError`], turned into a
-//! `metav1.Status` response in one place ([`error`]).
+//! body, then one verb module (`get`, `list`, `watch`, `create`, `update`, `delete`)
+//! decodes, defaults and validates, stores through the cluster and encodes the answer.
+//! Reads (get, list, watch) are served from the node's watch cache, or from the MVCC
+//! history for exact lists and continue tokens, after waiting as [`consistency`] decides.
+//! Every failure is a [`kuorum_api::ApiError`], turned into a `metav1.Status` response
+//! in one place ([`error`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,12 +25,15 @@ mod delete;
 mod discovery;
 pub mod error;
 mod get;
+mod history;
 mod list;
 pub mod negotiate;
 mod object;
 pub mod query;
 mod route;
+mod token;
 mod update;
+mod watch;
 
 pub use error::RestError;
 

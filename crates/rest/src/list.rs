@@ -1,57 +1,193 @@
-//! LIST of a collection: wait as the request's resourceVersion asks → note the applied
-//! index → scan the collection's key prefix → answer `XList` with every object in key
-//! order and `metadata.resourceVersion` = the index noted before the scan (so a watch
-//! from it misses nothing the list did not show). `labelSelector` and `fieldSelector`
-//! filter the items; `limit` is not honoured yet (every item comes back, no `continue`).
+//! LIST of a collection, per the list table ([`crate::consistency`]): a page cut from one
+//! snapshot, and a continue token that cuts the next page from the same snapshot.
+//!
+//! - Most recent / Any / Not older than: the watch cache, once fresh enough; the list's
+//!   `metadata.resourceVersion` is the cache's rv at the moment the page was cut.
+//! - Exact N and continue tokens: the snapshot at N. While nothing has been applied since
+//!   N the cache *is* that snapshot and serves it; otherwise [`crate::history`] rebuilds
+//!   the page from the cache's event window (selectors applied while merging until
+//!   `limit` items match). Below the window (compaction): 410 Expired (for a token, with
+//!   a fresh token that continues at the newest state in the Status's
+//!   `metadata.continue`, as kube-apiserver does).
+//!
+//! `metadata.remainingItemCount` is set when a page is full, more objects follow, and the
+//! list has no selectors. Bodies are assembled from the stored bytes of each object
+//! (which carry kind and apiVersion) without re-encoding them.
 
 use axum::http::StatusCode;
 use axum::response::Response;
+use bytes::{BufMut, Bytes, BytesMut};
 use kuorum_api::selector::{FieldSelector, LabelSelector};
-use kuorum_api::ApiError;
+use kuorum_api::{ApiError, ResourceDef};
 use kuorum_store::keys::collection_prefix;
-use serde_json::{json, Value};
+use kuorum_watch::WatchFilter;
 
-use crate::consistency::wait_for_read;
-use crate::error::cluster_error;
+use crate::consistency::{wait_for_index, wait_fresh, Freshness, ListOptions, ListPlan};
+use crate::history;
 use crate::negotiate::json_response;
-use crate::object::{parse_stored, set_type_meta};
-use crate::route::Ctx;
+use crate::object::{parse_stored, set_type_meta, to_vec};
+use crate::query::Query;
+use crate::route::{Ctx, Target};
+use crate::token;
 use crate::RestState;
 
-/// How many objects one scan of the local state returns.
-const SCAN_CHUNK: usize = 1024;
+/// kube-apiserver's message for a continue token whose snapshot was compacted.
+pub(crate) const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list \
+     result. You can start a new list without the continue parameter, or use the continue token in this response to \
+     retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - \
+     objects that were created, modified, or deleted between the time the first chunk was returned and now may show \
+     up in the list.";
+
+/// The collection a request names and the selectors it gives (400 on bad selectors).
+pub(crate) fn filter_of(q: &Query, t: &Target) -> Result<WatchFilter, ApiError> {
+    let labels = LabelSelector::parse(q.get("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
+    let fields =
+        FieldSelector::parse(q.get("fieldSelector").unwrap_or(""), t.def.kind).map_err(ApiError::bad_request)?;
+    let prefix = collection_prefix(t.def.group, t.def.plural, t.namespace.as_deref());
+    Ok(WatchFilter { prefix, labels, fields })
+}
+
+pub(crate) fn selects_all(f: &WatchFilter) -> bool {
+    f.labels.0.is_empty() && f.fields.0.is_empty()
+}
+
+/// One page of a list.
+struct Page {
+    /// The resourceVersion of the snapshot it was cut from.
+    rv: u64,
+    items: Vec<Bytes>,
+    /// The key of the last item.
+    last_key: Option<String>,
+    /// Whether objects (matching or not) follow the last item.
+    more: bool,
+    /// How many objects follow, when known and worth telling (no selectors).
+    remaining: Option<usize>,
+}
 
 pub(crate) async fn list(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
     let t = &ctx.target;
-    let labels = LabelSelector::parse(ctx.query.get("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
-    let fields = FieldSelector::parse(ctx.query.get("fieldSelector").unwrap_or(""), t.def.kind)
-        .map_err(ApiError::bad_request)?;
-    wait_for_read(st, &ctx.query, true).await?;
-    let read_at = st.cluster.applied_index();
-    let prefix = collection_prefix(t.def.group, t.def.plural, t.namespace.as_deref());
-    let mut items = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let chunk = st.cluster.scan(&prefix, after.as_deref(), SCAN_CHUNK).map_err(cluster_error)?;
-        let done = chunk.len() < SCAN_CHUNK;
-        after = chunk.last().map(|(k, _)| k.clone());
-        for (_, bytes) in chunk {
-            let mut obj = parse_stored(&bytes)?;
-            set_type_meta(&mut obj, t.def);
-            let obj = Value::Object(obj);
-            if labels.matches(obj["metadata"]["labels"].as_object()) && fields.matches(&obj) {
-                items.push(obj);
+    let filter = filter_of(&ctx.query, t)?;
+    let opts = ListOptions::parse(&ctx.query)?;
+    let plan = opts.list_plan()?;
+    let limit = opts.limit;
+    let page = match plan {
+        ListPlan::Cache(f) => {
+            wait_fresh(st, f).await?;
+            cache_page(st, &filter, None, limit)
+        }
+        ListPlan::Exact(n) => {
+            wait_for_index(st, n).await?;
+            exact_page(st, &filter, n, None, limit)?
+        }
+        ListPlan::Continue(raw) => {
+            let tok = token::decode(&raw, &filter.prefix)?;
+            let start = tok.start_after();
+            if tok.rv < 0 {
+                // Continue at the newest state (a token handed out with a 410).
+                wait_fresh(st, Freshness::MostRecent).await?;
+                cache_page(st, &filter, Some(&start), limit)
+            } else {
+                let rv = tok.rv as u64;
+                wait_for_index(st, rv).await?;
+                match exact_page(st, &filter, rv, Some(&start), limit) {
+                    Err(e) if e.code == 410 => return Ok(continue_expired(&filter.prefix, &tok.from_key)),
+                    other => other?,
+                }
             }
         }
-        if done || after.is_none() {
-            break;
+    };
+    Ok(json_response(StatusCode::OK, encode_list(t.def, &filter.prefix, page)?))
+}
+
+/// A page of the watch cache as it is now.
+fn cache_page(st: &RestState, filter: &WatchFilter, start_after: Option<&str>, limit: Option<usize>) -> Page {
+    let cl = st.cache.list(filter, start_after, limit.unwrap_or(usize::MAX));
+    page_of_cache(cl, filter)
+}
+
+fn page_of_cache(cl: kuorum_watch::CacheList, filter: &WatchFilter) -> Page {
+    let more = cl.remaining.is_some_and(|r| r > 0);
+    Page {
+        rv: cl.rv,
+        last_key: cl.items.last().map(|o| o.key.clone()),
+        items: cl.items.iter().map(|o| o.bytes.clone()).collect(),
+        more,
+        remaining: if more && selects_all(filter) { cl.remaining } else { None },
+    }
+}
+
+/// A page of the snapshot at exactly `rv` (410 Expired if the history no longer has it).
+fn exact_page(
+    st: &RestState,
+    filter: &WatchFilter,
+    rv: u64,
+    start_after: Option<&str>,
+    limit: Option<usize>,
+) -> Result<Page, ApiError> {
+    // Nothing applied since rv: the cache is the snapshot.
+    if st.cache.rv() == rv {
+        let cl = st.cache.list(filter, start_after, limit.unwrap_or(usize::MAX));
+        if cl.rv == rv {
+            return Ok(page_of_cache(cl, filter));
         }
     }
-    let body = json!({
-        "kind": t.def.list_kind,
-        "apiVersion": t.def.api_version(),
-        "metadata": {"resourceVersion": read_at.to_string()},
-        "items": items,
-    });
-    Ok(json_response(StatusCode::OK, serde_json::to_vec(&body).unwrap_or_default()))
+    let p = history::page_at(st, filter, rv, start_after, limit)?;
+    Ok(Page { rv, items: p.items, last_key: p.last_key, more: p.more, remaining: p.remaining })
+}
+
+/// 410 Expired for a continue token whose snapshot is gone, with a token that continues
+/// from the same key at the newest state in `metadata.continue`.
+fn continue_expired(prefix: &str, from_key: &str) -> Response {
+    let mut status = ApiError::expired(CONTINUE_EXPIRED).to_json();
+    status["metadata"] = serde_json::json!({"continue": token::encode_from(prefix, from_key, -1)});
+    json_response(StatusCode::GONE, serde_json::to_vec(&status).unwrap_or_default())
+}
+
+/// Whether stored bytes already start with the type meta kube-apiserver puts first.
+pub(crate) fn has_type_meta(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"{\"kind\":\"")
+}
+
+/// An object's bytes as served: as stored, or (for bytes stored without type meta) with
+/// kind and apiVersion put first.
+pub(crate) fn served_bytes(bytes: &Bytes, def: &ResourceDef) -> Result<Bytes, ApiError> {
+    if has_type_meta(bytes) {
+        return Ok(bytes.clone());
+    }
+    let mut obj = parse_stored(bytes)?;
+    set_type_meta(&mut obj, def);
+    Ok(Bytes::from(to_vec(&obj)))
+}
+
+/// `{"kind":"XList","apiVersion":..,"metadata":{..},"items":[..]}` from the items' bytes.
+fn encode_list(def: &ResourceDef, prefix: &str, page: Page) -> Result<Bytes, ApiError> {
+    let mut meta = serde_json::Map::new();
+    meta.insert("resourceVersion".into(), page.rv.to_string().into());
+    if page.more {
+        if let Some(last) = &page.last_key {
+            meta.insert("continue".into(), token::encode(prefix, last, page.rv as i64).into());
+            if let Some(r) = page.remaining {
+                meta.insert("remainingItemCount".into(), r.into());
+            }
+        }
+    }
+    let head = serde_json::json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": meta});
+    let head = serde_json::to_vec(&head).unwrap_or_default();
+    let size: usize = page.items.iter().map(|b| b.len() + 1).sum::<usize>() + head.len() + 16;
+    let mut out = BytesMut::with_capacity(size);
+    // The head without its closing brace, then the items.
+    out.put_slice(&head[..head.len() - 1]);
+    out.put_slice(b",\"items\":[");
+    for (i, b) in page.items.iter().enumerate() {
+        if i > 0 {
+            out.put_u8(b',');
+        }
+        if has_type_meta(b) {
+            out.put_slice(b);
+        } else {
+            out.put_slice(&served_bytes(b, def)?);
+        }
+    }
+    out.put_slice(b"]}");
+    Ok(out.freeze())
 }

@@ -20,7 +20,7 @@ use kuorum_api::{ApiError, GroupResource};
 
 use crate::error::RestError;
 use crate::query::{decode_component, Query};
-use crate::{create, delete, get, list, negotiate, update, RestState};
+use crate::{create, delete, get, list, negotiate, update, watch, RestState};
 
 /// What a resource path names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,7 +124,7 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
     match (&ctx.target.name, &ctx.target.subresource) {
         // A collection.
         (None, _) => match method {
-            Method::GET if ctx.query.flag("watch") => Err(ApiError::method_not_supported(gr, "watch")),
+            Method::GET if ctx.query.flag("watch") => watch::watch(st, ctx).await,
             Method::GET => list::list(st, ctx).await,
             Method::POST if ctx.target.def.namespaced() && ctx.target.namespace.is_none() => {
                 Err(ApiError::method_not_allowed())
@@ -137,7 +137,7 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
         },
         // One object.
         (Some(_), None) => match method {
-            Method::GET if ctx.query.flag("watch") => Err(ApiError::method_not_supported(gr, "watch")),
+            Method::GET if ctx.query.flag("watch") => watch::watch(st, ctx).await,
             Method::GET => get::get(st, ctx).await,
             Method::PUT => update::update(st, ctx).await,
             Method::DELETE => delete::delete(st, ctx).await,

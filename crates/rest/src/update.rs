@@ -86,7 +86,7 @@ fn keep_namespace_active(obj: &mut Object) {
 /// `dryRun=All`: check against the local copy and answer what would be stored.
 async fn dry_run_update(st: &RestState, t: &Target, mut obj: Object, p: &Precondition) -> Result<Response, ApiError> {
     let gr = t.def.group_resource();
-    crate::consistency::wait_for_read(st, &crate::query::Query::default(), false).await?;
+    crate::consistency::wait_fresh(st, crate::consistency::Freshness::MostRecent).await?;
     let Some(stored) = st.cluster.get(&t.key()).map_err(cluster_error)? else {
         return Err(ApiError::not_found(gr, t.name()));
     };

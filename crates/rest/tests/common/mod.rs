@@ -3,10 +3,12 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::Router;
+use bytes::Bytes;
 use http_body_util::BodyExt;
 use kuorum_api::seams::{Clock, SplitMix64};
 use kuorum_rest::{router, RestState};
@@ -30,7 +32,25 @@ pub struct App {
 }
 
 pub async fn app() -> App {
-    let cache = kuorum_watch::WatchCache::new(kuorum_watch::CacheConfig::default());
+    app_with(kuorum_watch::CacheConfig::default()).await
+}
+
+/// An app whose watch cache sends bookmarks every `every` (ticked every 20 ms, as the
+/// node ticks its cache every second).
+pub async fn app_with_bookmarks(every: Duration) -> App {
+    let app = app_with(kuorum_watch::CacheConfig { bookmark_every: every, ..Default::default() }).await;
+    let cache = app.state.cache.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            cache.bookmark_tick();
+        }
+    });
+    app
+}
+
+pub async fn app_with(config: kuorum_watch::CacheConfig) -> App {
+    let cache = kuorum_watch::WatchCache::new(config);
     let cluster = kuorum_raft::testing::single_node_observed(Some(cache.clone())).await;
     let state = RestState::new(cluster, cache, Arc::new(FixedClock), Arc::new(SplitMix64::new(42)));
     App { router: router(state.clone()), state }
@@ -105,6 +125,31 @@ impl App {
         self.request(Method::DELETE, uri, &[], Body::empty()).await
     }
 
+    /// Starts a watch (or any streaming GET): answers the status, headers and a reader of
+    /// the body's lines.
+    pub async fn watch(&self, uri: &str) -> Stream {
+        let req = Request::builder().method(Method::GET).uri(uri).body(Body::empty()).unwrap();
+        let resp = self.router.clone().oneshot(req).await.unwrap();
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        Stream { status, headers, body: resp.into_body(), buf: Vec::new(), ended: false }
+    }
+
+    /// Replicates `Compact{rv}`: history below `rv` is gone on every node.
+    pub async fn compact(&self, rv: u64) {
+        self.state
+            .cluster
+            .write(kuorum_store::Command::Compact { rv }, Duration::from_secs(10))
+            .await
+            .expect("compaction is written")
+            .expect("compaction applies");
+    }
+
+    /// The current applied index (the cache is at least there).
+    pub fn applied(&self) -> u64 {
+        self.state.cluster.applied_index()
+    }
+
     /// Creates a namespace and asserts 201.
     pub async fn namespace(&self, name: &str) -> Value {
         let r = self.post("/api/v1/namespaces", serde_json::json!({"metadata": {"name": name}})).await;
@@ -128,4 +173,103 @@ impl App {
 /// The numeric resourceVersion of an object or list.
 pub fn rv(v: &Value) -> u64 {
     v["metadata"]["resourceVersion"].as_str().expect("resourceVersion").parse().expect("numeric")
+}
+
+/// A streamed response body read line by line.
+pub struct Stream {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    body: Body,
+    buf: Vec<u8>,
+    ended: bool,
+}
+
+/// What reading a stream gave.
+#[derive(Debug)]
+pub enum Next {
+    Line(Value),
+    /// The body ended (cleanly).
+    End,
+    /// Nothing within the wait.
+    Silent,
+}
+
+impl Stream {
+    fn take_line(&mut self) -> Option<Value> {
+        let pos = self.buf.iter().position(|b| *b == b'\n')?;
+        let line: Vec<u8> = self.buf.drain(..=pos).collect();
+        let text = &line[..line.len() - 1];
+        assert!(!text.is_empty(), "empty line in a watch stream");
+        Some(
+            serde_json::from_slice(text)
+                .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(text))),
+        )
+    }
+
+    /// The next line, the end, or silence after `wait`.
+    pub async fn next_within(&mut self, wait: Duration) -> Next {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(v) = self.take_line() {
+                return Next::Line(v);
+            }
+            if self.ended {
+                assert!(self.buf.is_empty(), "a partial line at the end: {}", String::from_utf8_lossy(&self.buf));
+                return Next::End;
+            }
+            match tokio::time::timeout_at(deadline, self.body.frame()).await {
+                Err(_) => return Next::Silent,
+                Ok(None) => self.ended = true,
+                Ok(Some(Err(e))) => panic!("body error: {e}"),
+                Ok(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        let data: Bytes = data;
+                        self.buf.extend_from_slice(&data);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next event line (within 5 s), or a panic saying what came instead.
+    pub async fn next(&mut self) -> Value {
+        match self.next_within(Duration::from_secs(5)).await {
+            Next::Line(v) => v,
+            other => panic!("expected an event, got {other:?}"),
+        }
+    }
+
+    /// `n` events as (type, name, resourceVersion).
+    pub async fn events(&mut self, n: usize) -> Vec<(String, String, u64)> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            out.push(summary(&self.next().await));
+        }
+        out
+    }
+
+    /// Asserts nothing arrives (and the stream stays open) for `wait`.
+    pub async fn silent_for(&mut self, wait: Duration) {
+        match self.next_within(wait).await {
+            Next::Silent => {}
+            other => panic!("expected silence, got {other:?}"),
+        }
+    }
+
+    /// Asserts the stream ends within `wait` with nothing more.
+    pub async fn ends_within(&mut self, wait: Duration) {
+        match self.next_within(wait).await {
+            Next::End => {}
+            other => panic!("expected the end of the stream, got {other:?}"),
+        }
+    }
+}
+
+/// An event as (type, object name, object resourceVersion); bookmarks have no name.
+pub fn summary(ev: &Value) -> (String, String, u64) {
+    let t = ev["type"].as_str().expect("type").to_string();
+    let obj = &ev["object"];
+    let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let rv = obj["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()).unwrap_or(0);
+    (t, name, rv)
 }

@@ -1,0 +1,180 @@
+//! WATCH (`?watch=true`): a 200 response streaming one JSON event per line, per the watch
+//! table ([`crate::consistency::WatchPlan`]):
+//!
+//! - RV unset: read barrier, then synthetic ADDED events for the cache's state, then every
+//!   change after it ("Get State and Start at Most Recent"). RV `0`: the same without the
+//!   barrier ("... at Any"). RV `N`: every change after N, no initial state ("Start at
+//!   Exact"); an N the cache has not reached yet simply has its first events later.
+//! - `sendInitialEvents=true` (with `resourceVersionMatch=NotOlderThan`): the initial
+//!   ADDED events for a state not older than the request's RV (barrier when unset), then,
+//!   with `allowWatchBookmarks=true`, a BOOKMARK annotated `k8s.io/initial-events-end`
+//!   at the state's resourceVersion, then the changes. An RV the node does not reach
+//!   within 3 s ends the stream with an ERROR event carrying the 504 "Too large resource
+//!   version" Status.
+//! - A start below the cache's window: HTTP 200 with one ERROR event carrying a 410
+//!   Expired Status (`too old resource version: N (OLDEST)`), then the end, which is what
+//!   client-go, kube-rs and the Python client relist on.
+//! - `allowWatchBookmarks=true`: periodic BOOKMARK events with the resource's kind and
+//!   apiVersion and only `metadata.resourceVersion`; never without the parameter.
+//! - The stream ends after `timeoutSeconds` (default 30–60 min, as kube-apiserver), when
+//!   the watcher is cut off for being too slow, or when the cache is reset; the client
+//!   resumes from the last resourceVersion it saw.
+//!
+//! Label and field selectors filter the events (an object that starts or stops matching
+//! arrives as ADDED or DELETED). A watch on an object's URL watches that object, as the
+//! collection with `fieldSelector=metadata.name=<name>` would.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::{BufMut, Bytes, BytesMut};
+use kuorum_api::selector::FieldRequirement;
+use kuorum_api::{ApiError, ResourceDef};
+use kuorum_watch::{event_line, Obj, TooOld, Watch, WatchItem, WatchStart};
+use tokio::time::Instant;
+
+use crate::consistency::{wait_fresh, ListOptions, WatchPlan};
+use crate::list::{filter_of, has_type_meta, served_bytes};
+use crate::negotiate::JSON;
+use crate::route::Ctx;
+use crate::RestState;
+
+/// kube-apiserver's `--min-request-timeout`: a watch without `timeoutSeconds` lasts
+/// between one and two of these.
+pub(crate) const MIN_REQUEST_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// Roughly how many bytes go into one chunk of the response when several events are
+/// ready at once.
+const CHUNK_BYTES: usize = 64 * 1024;
+
+pub(crate) async fn watch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
+    let t = &ctx.target;
+    let mut filter = filter_of(&ctx.query, t)?;
+    if let Some(name) = &t.name {
+        filter.fields.0.push(FieldRequirement { field: "metadata.name".into(), value: name.clone(), equals: true });
+    }
+    let opts = ListOptions::parse(&ctx.query)?;
+    let plan = opts.watch_plan()?;
+    let timeout = opts.timeout.unwrap_or_else(|| {
+        let jitter = st.entropy.next_u64() % MIN_REQUEST_TIMEOUT.as_secs();
+        MIN_REQUEST_TIMEOUT + Duration::from_secs(jitter)
+    });
+    let deadline = Instant::now() + timeout;
+
+    let (start, end_bookmark) = match plan {
+        WatchPlan::WithState { wait, end_bookmark, soft_wait } => {
+            match wait_fresh(st, wait).await {
+                Ok(()) => {}
+                Err(e) if soft_wait && e.code == 504 => return Ok(error_stream(&e)),
+                Err(e) => return Err(e),
+            }
+            (WatchStart::Now, end_bookmark)
+        }
+        WatchPlan::FromNow { wait } => {
+            wait_fresh(st, wait).await?;
+            (WatchStart::After(st.cache.rv()), false)
+        }
+        WatchPlan::After(n) => (WatchStart::After(n), false),
+    };
+    let started = match st.cache.watch(filter, start, opts.allow_bookmarks) {
+        Ok(s) => s,
+        Err(TooOld { requested, oldest }) => {
+            return Ok(error_stream(&ApiError::expired(format!("too old resource version: {requested} ({oldest})"))))
+        }
+    };
+    let mut head = VecDeque::new();
+    let mut chunk = BytesMut::new();
+    for obj in &started.initial {
+        put_added(&mut chunk, obj, t.def)?;
+        if chunk.len() >= CHUNK_BYTES {
+            head.push_back(chunk.split().freeze());
+        }
+    }
+    if end_bookmark {
+        chunk.put_slice(&bookmark_line(t.def, started.rv, true));
+    }
+    if !chunk.is_empty() {
+        head.push_back(chunk.freeze());
+    }
+    let stream = EventStream { head, watch: started.watch, def: t.def, deadline };
+    let body = Body::from_stream(futures::stream::unfold(stream, EventStream::next));
+    Ok(streaming_response(body))
+}
+
+/// A 200 watch response.
+fn streaming_response(body: Body) -> Response {
+    let mut resp = (StatusCode::OK, body).into_response();
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON));
+    resp
+}
+
+/// A 200 watch response with a single ERROR event carrying `e`'s Status.
+fn error_stream(e: &ApiError) -> Response {
+    let status = serde_json::to_vec(&e.to_json()).unwrap_or_default();
+    streaming_response(Body::from(event_line("ERROR", &status)))
+}
+
+/// `{"type":"BOOKMARK","object":{"kind":..,"apiVersion":..,"metadata":{"resourceVersion":..}}}`
+/// and a newline; `initial_end` adds the `k8s.io/initial-events-end` annotation.
+pub(crate) fn bookmark_line(def: &ResourceDef, rv: u64, initial_end: bool) -> Bytes {
+    let mut meta = serde_json::json!({"resourceVersion": rv.to_string()});
+    if initial_end {
+        meta["annotations"] = serde_json::json!({"k8s.io/initial-events-end": "true"});
+    }
+    let obj = serde_json::json!({"kind": def.kind, "apiVersion": def.api_version(), "metadata": meta});
+    event_line("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default())
+}
+
+fn put_added(buf: &mut BytesMut, obj: &Arc<Obj>, def: &ResourceDef) -> Result<(), ApiError> {
+    let bytes = served_bytes(&obj.bytes, def)?;
+    buf.put_slice(b"{\"type\":\"ADDED\",\"object\":");
+    buf.put_slice(&bytes);
+    buf.put_slice(b"}\n");
+    Ok(())
+}
+
+/// The body of a running watch: the initial chunks, then whatever the cache queues.
+struct EventStream {
+    head: VecDeque<Bytes>,
+    watch: Watch,
+    def: &'static ResourceDef,
+    deadline: Instant,
+}
+
+impl EventStream {
+    async fn next(mut self) -> Option<(Result<Bytes, Infallible>, EventStream)> {
+        if let Some(chunk) = self.head.pop_front() {
+            return Some((Ok(chunk), self));
+        }
+        let first = tokio::select! {
+            item = self.watch.rx.recv() => item?,
+            _ = tokio::time::sleep_until(self.deadline) => return None,
+        };
+        // Send what is ready together, one line per event.
+        let mut buf = BytesMut::new();
+        self.put(&mut buf, first);
+        while buf.len() < CHUNK_BYTES {
+            match self.watch.rx.try_recv() {
+                Ok(item) => self.put(&mut buf, item),
+                Err(_) => break,
+            }
+        }
+        Some((Ok(buf.freeze()), self))
+    }
+
+    fn put(&self, buf: &mut BytesMut, item: WatchItem) {
+        match item {
+            WatchItem::Event(t, event) if has_type_meta(&event.object.bytes) => buf.put_slice(&event.line(t)),
+            WatchItem::Event(t, event) => match served_bytes(&event.object.bytes, self.def) {
+                Ok(bytes) => buf.put_slice(&event_line(t.as_str(), &bytes)),
+                Err(e) => tracing::warn!("unservable object {}: {e}", event.object.key),
+            },
+            WatchItem::Bookmark(rv) => buf.put_slice(&bookmark_line(self.def, rv, false)),
+        }
+    }
+}
