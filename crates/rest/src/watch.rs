@@ -64,7 +64,9 @@ pub(crate) async fn watch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
         let jitter = st.entropy.next_u64() % MIN_REQUEST_TIMEOUT.as_secs();
         MIN_REQUEST_TIMEOUT + Duration::from_secs(jitter)
     });
-    let deadline = Instant::now() + timeout;
+    // A timeout past what the clock can represent is no timeout.
+    let now = Instant::now();
+    let deadline = now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
 
     let (start, end_bookmark) = match plan {
         WatchPlan::WithState { wait, end_bookmark, soft_wait } => {

@@ -320,6 +320,11 @@ async fn timeout_seconds_ends_the_stream_cleanly() {
     w.ends_within(Duration::from_secs(2)).await;
     let took = started.elapsed();
     assert!(took >= Duration::from_millis(950) && took < Duration::from_secs(3), "{took:?}");
+    // An enormous timeout is simply no timeout.
+    let mut long = app.watch(&format!("{CMS}?watch=true&timeoutSeconds={}", i64::MAX)).await;
+    assert_eq!(long.status, StatusCode::OK);
+    assert_eq!(long.events(1).await, [ev("ADDED", "a", a)]);
+    long.silent_for(QUIET).await;
 }
 
 #[tokio::test]
