@@ -464,7 +464,8 @@ async fn exact_pages_of_past_snapshots_match_what_was_listed_then() {
         (seed >> 33) % n
     };
     // (rv, [(name, object rv, label)]) after each write.
-    let mut truth: Vec<(u64, Vec<(String, u64, String)>)> = Vec::new();
+    type Listed = Vec<(String, u64, String)>;
+    let mut truth: Vec<(u64, Listed)> = Vec::new();
     for _ in 0..40 {
         let name = format!("k{}", next(8));
         let label = if next(2) == 0 { "web" } else { "db" };
