@@ -35,6 +35,18 @@ pub trait LocalReader: Send + Sync + 'static {
     fn get(&self, key: &str) -> Result<Option<Bytes>, ClusterError>;
     fn scan(&self, prefix: &str, start_after: Option<&str>, limit: usize)
         -> Result<Vec<(String, Bytes)>, ClusterError>;
+    /// The value `key` had at `rv` (MVCC history; meaningful for `rv >= compacted()`).
+    fn get_at(&self, key: &str, rv: u64) -> Result<Option<Bytes>, ClusterError>;
+    /// As `scan`, at `rv`.
+    fn scan_at(
+        &self,
+        prefix: &str,
+        rv: u64,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Bytes)>, ClusterError>;
+    /// History below this rv is gone (the last replicated compaction applied here).
+    fn compacted(&self) -> Result<u64, ClusterError>;
 }
 
 /// What a write does; implemented by the node's replication.
@@ -95,5 +107,26 @@ impl Cluster {
         limit: usize,
     ) -> Result<Vec<(String, Bytes)>, ClusterError> {
         self.reader.scan(prefix, start_after, limit)
+    }
+
+    /// The value `key` had at `rv`; meaningful for `rv >= compacted()`.
+    pub fn get_at(&self, key: &str, rv: u64) -> Result<Option<Bytes>, ClusterError> {
+        self.reader.get_at(key, rv)
+    }
+
+    /// Objects under `prefix` as they were at `rv`; meaningful for `rv >= compacted()`.
+    pub fn scan_at(
+        &self,
+        prefix: &str,
+        rv: u64,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Bytes)>, ClusterError> {
+        self.reader.scan_at(prefix, rv, start_after, limit)
+    }
+
+    /// History below this rv has been compacted away on this node.
+    pub fn compacted(&self) -> Result<u64, ClusterError> {
+        self.reader.compacted()
     }
 }

@@ -85,6 +85,24 @@ impl<E: ObjectEngine> LocalReader for EngineReader<E> {
     ) -> Result<Vec<(String, Bytes)>, ClusterError> {
         self.0.scan(prefix, start_after, limit).map_err(|e| ClusterError::Fatal(e.to_string()))
     }
+
+    fn get_at(&self, key: &str, rv: u64) -> Result<Option<Bytes>, ClusterError> {
+        self.0.get_at(key, rv).map_err(|e| ClusterError::Fatal(e.to_string()))
+    }
+
+    fn scan_at(
+        &self,
+        prefix: &str,
+        rv: u64,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Bytes)>, ClusterError> {
+        self.0.scan_at(prefix, rv, start_after, limit).map_err(|e| ClusterError::Fatal(e.to_string()))
+    }
+
+    fn compacted(&self) -> Result<u64, ClusterError> {
+        crate::state_machine::compacted_rv(self.0.as_ref()).map_err(|e| ClusterError::Fatal(e.to_string()))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
