@@ -47,7 +47,11 @@ fn home() -> PathBuf {
 pub fn kuorum_bin() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("KUORUM_BIN") {
         let p = PathBuf::from(p);
-        assert!(p.is_file(), "KUORUM_BIN={} does not exist (build with `cargo build --release -p kuorum`)", p.display());
+        assert!(
+            p.is_file(),
+            "KUORUM_BIN={} does not exist (build with `cargo build --release -p kuorum`)",
+            p.display()
+        );
         return Some(p);
     }
     let mut candidates = Vec::new();
@@ -74,9 +78,7 @@ pub fn kubectl_bin() -> Option<PathBuf> {
         assert!(p.is_file(), "KUBECTL={} does not exist (run scripts/setup.sh)", p.display());
         return Some(p);
     }
-    let venv = std::env::var_os("KUORUM_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home().join(".cache/kuorum-venv"));
+    let venv = std::env::var_os("KUORUM_VENV").map(PathBuf::from).unwrap_or_else(|| home().join(".cache/kuorum-venv"));
     Some(venv.join("bin/kubectl")).filter(|p| p.is_file())
 }
 
@@ -339,7 +341,15 @@ impl Cluster {
         }
         let peers_arg =
             nodes.iter().map(|n| format!("{}=127.0.0.1:{}", n.id, n.peer_port)).collect::<Vec<_>>().join(",");
-        let mut c = Cluster { bin, nodes, peers_arg, dir: Some(dir), root, opts, http: Http::with_timeout(Duration::from_secs(5)) };
+        let mut c = Cluster {
+            bin,
+            nodes,
+            peers_arg,
+            dir: Some(dir),
+            root,
+            opts,
+            http: Http::with_timeout(Duration::from_secs(5)),
+        };
         for id in c.ids() {
             c.spawn(id)?;
         }
@@ -434,11 +444,7 @@ impl Cluster {
             .or_else(|| std::env::var("KUORUM_E2E_LOG").ok())
             .unwrap_or_else(|| "info,openraft=warn".into());
         let mut cmd = Command::new(&self.bin);
-        cmd.args(&args)
-            .env("RUST_LOG", rust_log)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log);
+        cmd.args(&args).env("RUST_LOG", rust_log).stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
         die_with_parent(&mut cmd);
         let child = cmd.spawn().with_context(|| format!("spawn {}", self.bin.display()))?;
         let n = self.node_mut(id);
@@ -535,8 +541,7 @@ impl Cluster {
             self.check_alive()?;
             let running = self.running();
             let views: Vec<Result<RaftStatus>> = running.iter().map(|&id| self.raft_status(id)).collect();
-            let leaders: Vec<Option<u64>> =
-                views.iter().map(|v| v.as_ref().ok().and_then(|s| s.leader)).collect();
+            let leaders: Vec<Option<u64>> = views.iter().map(|v| v.as_ref().ok().and_then(|s| s.leader)).collect();
             if let Some(Some(l)) = leaders.first() {
                 if leaders.iter().all(|x| *x == Some(*l)) && running.contains(l) {
                     return Ok(*l);

@@ -20,8 +20,7 @@ fn racing_updates_one_winner_per_round_no_lost_update() {
     assert_eq!(r.status, 201, "create: {}", r.text);
 
     // Clients 0..K, client k talks to node (k % 3) + 1, so every round races through all nodes.
-    let clients: Vec<(usize, String)> =
-        (0..3 * PER_NODE).map(|k| (k, c.url((k % 3) as u64 + 1))).collect();
+    let clients: Vec<(usize, String)> = (0..3 * PER_NODE).map(|k| (k, c.url((k % 3) as u64 + 1))).collect();
     let k = clients.len();
     let mut expected_log = String::new();
     let mut last_rv: u64 = 0;
@@ -116,7 +115,12 @@ fn racing_creates_of_one_name_one_201_rest_already_exists() {
             .collect();
         let replies: Vec<Reply> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         let created: Vec<&Reply> = replies.iter().filter(|r| r.status == 201).collect();
-        assert_eq!(created.len(), 1, "round {round}: {:?}", replies.iter().map(|r| (r.status, r.reason())).collect::<Vec<_>>());
+        assert_eq!(
+            created.len(),
+            1,
+            "round {round}: {:?}",
+            replies.iter().map(|r| (r.status, r.reason())).collect::<Vec<_>>()
+        );
         for r in replies.iter().filter(|r| r.status != 201) {
             assert_eq!(r.status, 409, "{}", r.text);
             assert_eq!(r.reason(), Some("AlreadyExists"), "{}", r.text);

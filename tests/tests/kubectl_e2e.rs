@@ -21,7 +21,8 @@ fn kubectl_create_get_delete_across_nodes() {
 
     // --- create through a follower (JSON bodies: `create -f`, validation off) -------------
     let ns_file = c.root().join("ns.yaml");
-    fs::write(&ns_file, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: e2e-ns\n  labels:\n    team: kuorum\n").unwrap();
+    fs::write(&ns_file, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: e2e-ns\n  labels:\n    team: kuorum\n")
+        .unwrap();
     let cm_file = c.root().join("cm.yaml");
     fs::write(
         &cm_file,
@@ -30,9 +31,11 @@ fn kubectl_create_get_delete_across_nodes() {
     )
     .unwrap();
 
-    let out = c.kubectl(writer, &["create", "-f", ns_file.to_str().unwrap(), "--validate=false"]).unwrap().ok("create ns");
+    let out =
+        c.kubectl(writer, &["create", "-f", ns_file.to_str().unwrap(), "--validate=false"]).unwrap().ok("create ns");
     assert!(out.stdout.contains("namespace/e2e-ns created"), "stdout: {}", out.stdout);
-    let out = c.kubectl(writer, &["create", "-f", cm_file.to_str().unwrap(), "--validate=false"]).unwrap().ok("create cm");
+    let out =
+        c.kubectl(writer, &["create", "-f", cm_file.to_str().unwrap(), "--validate=false"]).unwrap().ok("create cm");
     assert!(out.stdout.contains("configmap/cfg created"), "stdout: {}", out.stdout);
 
     // Creating it again is a conflict, reported by kubectl as AlreadyExists.
@@ -49,7 +52,12 @@ fn kubectl_create_get_delete_across_nodes() {
         assert_eq!(ns["metadata"]["name"], "e2e-ns");
         assert_eq!(ns["metadata"]["labels"]["team"], "kuorum");
 
-        let cm = c.kubectl(id, &["get", "configmap", "cfg", "-n", "e2e-ns", "-o", "json"]).unwrap().ok("get cm").json().unwrap();
+        let cm = c
+            .kubectl(id, &["get", "configmap", "cfg", "-n", "e2e-ns", "-o", "json"])
+            .unwrap()
+            .ok("get cm")
+            .json()
+            .unwrap();
         assert_eq!(cm["kind"], "ConfigMap");
         assert_eq!(cm["apiVersion"], "v1");
         assert_eq!(cm["metadata"]["name"], "cfg");
