@@ -32,9 +32,27 @@ pub(crate) async fn version() -> Response {
     json(&docs::version_info())
 }
 
-/// `GET /healthz`, `/livez`, `/readyz`.
+/// `GET /healthz`, `/livez`.
 pub(crate) async fn healthy() -> Response {
     (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "ok").into_response()
+}
+
+/// `GET /readyz`: ready once a leader is known and this node has applied the namespaces
+/// every cluster starts with (so a create in `default` cannot meet "not found").
+pub(crate) async fn ready(axum::extract::State(st): axum::extract::State<crate::RestState>) -> Response {
+    let text = |code, body: String| (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response();
+    if st.cluster.leader().is_none() {
+        return text(StatusCode::INTERNAL_SERVER_ERROR, "[-]leader: no leader known\nreadyz check failed\n".into());
+    }
+    for ns in ["default", "kube-system", "kube-public"] {
+        if st.cache.get(&kuorum_store::keys::namespace_key(ns)).1.is_none() {
+            return text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("[-]system-namespaces: {ns} not applied yet\nreadyz check failed\n"),
+            );
+        }
+    }
+    text(StatusCode::OK, "ok".into())
 }
 
 /// The host and port clients reached us at, for `serverAddressByClientCIDRs`.

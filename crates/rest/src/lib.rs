@@ -66,7 +66,7 @@ pub fn router(state: RestState) -> Router {
         .route("/version/", get(discovery::version))
         .route("/healthz", get(discovery::healthy))
         .route("/livez", get(discovery::healthy))
-        .route("/readyz", get(discovery::healthy))
+        .route("/readyz", get(discovery::ready))
         .route("/api", get(discovery::api))
         .route("/api/", get(discovery::api))
         .route("/apis", get(discovery::apis))

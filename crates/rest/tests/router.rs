@@ -26,11 +26,21 @@ async fn version_and_health() {
         assert_eq!(v["gitVersion"], "v1.37.0-kuorum");
         assert_eq!(v["platform"], "linux/amd64");
     }
-    for path in ["/healthz", "/livez", "/readyz"] {
+    for path in ["/healthz", "/livez"] {
         let r = app.get(path).await;
         assert_eq!(r.status, StatusCode::OK);
         assert_eq!(r.bytes, b"ok");
     }
+    // Not ready until the system namespaces are applied here.
+    let r = app.get("/readyz").await;
+    assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(String::from_utf8_lossy(&r.bytes).contains("system-namespaces"));
+    for ns in ["default", "kube-system", "kube-public"] {
+        app.namespace(ns).await;
+    }
+    let r = app.get("/readyz").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.bytes, b"ok");
     let r = app.request(Method::POST, "/version", &[], Body::empty()).await;
     r.status_of(405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
     let r = app.get("/nothing/here").await;
