@@ -728,3 +728,266 @@ pub fn eventually<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Resul
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Long-running clients (watchers) and scripted writes
+// ---------------------------------------------------------------------------------------
+
+/// The venv's python3 (`$KUORUM_VENV/bin/python3`, else `~/.cache/kuorum-venv/bin/python3`)
+/// if it exists.
+pub fn venv_python() -> Option<PathBuf> {
+    let venv = std::env::var_os("KUORUM_VENV").map(PathBuf::from).unwrap_or_else(|| home().join(".cache/kuorum-venv"));
+    Some(venv.join("bin/python3")).filter(|p| p.is_file())
+}
+
+/// A child process whose stdout is collected line by line as it arrives (stderr goes to a
+/// file). Killed (SIGKILL) and reaped on drop.
+pub struct StreamChild {
+    what: String,
+    child: Child,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    stderr_path: PathBuf,
+}
+
+impl StreamChild {
+    /// Spawns `cmd` (stdin null, stdout piped, stderr to `stderr_path`).
+    pub fn spawn(what: &str, mut cmd: Command, stderr_path: &Path) -> Result<StreamChild> {
+        let err = File::create(stderr_path)?;
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(err);
+        die_with_parent(&mut cmd);
+        let mut child = cmd.spawn().with_context(|| format!("spawn {what}"))?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let lines: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+        let sink = lines.clone();
+        let reader = std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                match line {
+                    Ok(l) => sink.lock().unwrap().push(l),
+                    Err(_) => break,
+                }
+            }
+        });
+        Ok(StreamChild { what: what.to_string(), child, lines, reader: Some(reader), stderr_path: stderr_path.into() })
+    }
+
+    /// Every stdout line so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// Everything written to stderr so far.
+    pub fn stderr(&self) -> String {
+        fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    /// Waits until `f(lines so far)` returns `Some`; fails after `timeout` or if the process
+    /// exits first (after one last look at its output).
+    pub fn wait_for<T>(
+        &mut self,
+        timeout: Duration,
+        what: &str,
+        mut f: impl FnMut(&[String]) -> Option<T>,
+    ) -> Result<T> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let exited = self.child.try_wait()?.is_some();
+            if exited {
+                // Let the reader drain the pipe before the last look.
+                if let Some(r) = self.reader.take() {
+                    let _ = r.join();
+                }
+            }
+            if let Some(t) = f(&self.lines()) {
+                return Ok(t);
+            }
+            if exited {
+                bail!(
+                    "{}: exited before {what}; stdout:\n{}\nstderr:\n{}",
+                    self.what,
+                    self.lines().join("\n"),
+                    self.stderr()
+                );
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "{}: no {what} after {timeout:?}; stdout:\n{}\nstderr:\n{}",
+                    self.what,
+                    self.lines().join("\n"),
+                    self.stderr()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits up to `timeout` for the process to exit on its own; then returns its exit code
+    /// and every stdout line.
+    pub fn wait_exit(mut self, timeout: Duration) -> Result<(Option<i32>, Vec<String>)> {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(st) = self.child.try_wait()? {
+                break st;
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "{}: still running after {timeout:?}; stdout:\n{}\nstderr:\n{}",
+                    self.what,
+                    self.lines().join("\n"),
+                    self.stderr()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        Ok((status.code(), self.lines()))
+    }
+
+    /// SIGKILLs the process, reaps it and returns every stdout line.
+    pub fn kill(mut self) -> Vec<String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        self.lines()
+    }
+}
+
+impl Drop for StreamChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Cluster {
+    /// A kubectl command against node `id` (its kubeconfig and discovery cache, and
+    /// `--request-timeout`), to spawn yourself (e.g. `get -w` with [`StreamChild`]).
+    pub fn kubectl_command(&self, id: u64, request_timeout: &str, args: &[&str]) -> Result<Command> {
+        let kubectl = kubectl_bin().ok_or_else(|| anyhow!("no kubectl: run scripts/setup.sh or set KUBECTL"))?;
+        let mut cmd = Command::new(kubectl);
+        cmd.current_dir(&self.root)
+            .arg(format!("--kubeconfig={}", self.kubeconfig(id)?.display()))
+            .arg(format!("--cache-dir={}", self.root.join(format!("kube-cache-{id}")).display()))
+            .arg(format!("--request-timeout={request_timeout}"))
+            .args(args);
+        Ok(cmd)
+    }
+
+    /// Creates namespace `ns` through node `id` and waits until every running node serves it.
+    pub fn create_namespace(&self, id: u64, ns: &str) -> Result<()> {
+        let r = self.http.post(
+            &format!("{}/api/v1/namespaces", self.url(id)),
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        )?;
+        if r.status != 201 {
+            bail!("create namespace {ns} through node {id}: {} {}", r.status, r.text);
+        }
+        for other in self.running() {
+            let url = format!("{}/api/v1/namespaces/{ns}", self.url(other));
+            let http = self.http.clone();
+            eventually(WAIT, &format!("node {other} serves namespace {ns}"), || {
+                Ok((http.get(&url)?.status == 200).then_some(()))
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// One change to a ConfigMap as a watcher should report it: the event type (`ADDED`,
+/// `MODIFIED`, `DELETED`), the object's name, its resourceVersion in the event and its data.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Change {
+    pub kind: String,
+    pub name: String,
+    pub rv: u64,
+    pub data: std::collections::BTreeMap<String, String>,
+}
+
+impl Change {
+    /// From a watch event's `type` and `object` (a ConfigMap as JSON).
+    pub fn from_event(kind: &str, obj: &Value) -> Result<Change> {
+        let name = obj.pointer("/metadata/name").and_then(Value::as_str).ok_or_else(|| anyhow!("no name: {obj}"))?;
+        Ok(Change { kind: kind.to_string(), name: name.to_string(), rv: rv_of(obj)?, data: data_of(obj) })
+    }
+}
+
+/// `metadata.resourceVersion` of an object, as a number.
+pub fn rv_of(obj: &Value) -> Result<u64> {
+    obj.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| anyhow!("no numeric metadata.resourceVersion in {obj}"))
+}
+
+fn data_of(obj: &Value) -> std::collections::BTreeMap<String, String> {
+    obj.get("data")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+        .unwrap_or_default()
+}
+
+/// A fixed mix of creates, conditional updates (PUT with the last resourceVersion) and
+/// deletes of ConfigMaps in `ns`, each acknowledged before the next and sent through
+/// `writers` in turn; the last one creates `end_marker`. Returns the changes in order, each
+/// with the resourceVersion from its reply, which is what a watcher must report.
+pub fn scripted_writes(http: &Http, writers: &[String], ns: &str, end_marker: &str) -> Result<Vec<Change>> {
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let mut changes: Vec<Change> = Vec::new();
+    let mut last: std::collections::BTreeMap<String, Value> = Default::default();
+    let steps: &[(&str, &str, &str)] = &[
+        ("create", "a", "1"),
+        ("create", "b", "1"),
+        ("create", "c", "1"),
+        ("update", "a", "2"),
+        ("delete", "b", ""),
+        ("update", "c", "2"),
+        ("create", "d", "1"),
+        ("update", "a", "3"),
+        ("delete", "c", ""),
+        ("create", "b", "again"),
+        ("update", "d", "2"),
+        ("delete", "a", ""),
+        ("create", end_marker, "end"),
+    ];
+    for (i, (op, name, v)) in steps.iter().enumerate() {
+        let base = &writers[i % writers.len()];
+        let (kind, r) = match *op {
+            "create" => (
+                "ADDED",
+                http.post(&format!("{base}{path}"), &configmap(ns, name, json!({"v": v, "step": i.to_string()})))?,
+            ),
+            "update" => {
+                let mut obj = last.get(*name).cloned().ok_or_else(|| anyhow!("update of unknown {name}"))?;
+                obj["data"] = json!({"v": v, "step": i.to_string()});
+                ("MODIFIED", http.put(&format!("{base}{path}/{name}"), &obj)?)
+            }
+            _ => ("DELETED", http.delete(&format!("{base}{path}/{name}"))?),
+        };
+        if !r.is_success() {
+            bail!("step {i}: {op} {name} through {base}: {} {}", r.status, r.text);
+        }
+        let change = Change::from_event(kind, &r.body).with_context(|| format!("step {i}: {op} {name}"))?;
+        if let Some(prev) = changes.last() {
+            if change.rv <= prev.rv {
+                bail!(
+                    "step {i}: {op} {name}: reply rv {} not above the previous write's {}: {}",
+                    change.rv,
+                    prev.rv,
+                    r.text
+                );
+            }
+        }
+        if *op == "delete" {
+            last.remove(*name);
+        } else {
+            last.insert(name.to_string(), r.body.clone());
+        }
+        changes.push(change);
+    }
+    Ok(changes)
+}

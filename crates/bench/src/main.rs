@@ -19,6 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+mod scenarios;
+
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use kuorum_e2e::{free_ports, Cluster, ClusterOptions};
@@ -70,6 +72,41 @@ struct Args {
     /// Print the Markdown table of an existing result file and exit (with --markdown).
     #[arg(long)]
     from_json: Option<PathBuf>,
+    /// Scenarios to run, in order (comma separated): creates, watch, list, reads. Each
+    /// scenario gets fresh clusters (one system at a time).
+    #[arg(long, value_delimiter = ',', default_value = "creates,watch,list,reads")]
+    scenarios: Vec<String>,
+    /// watch: watcher counts, one level each (0 = the writes alone, the CPU/RSS baseline).
+    #[arg(long, value_delimiter = ',', default_value = "0,1,100,1000")]
+    watchers: Vec<usize>,
+    /// watch: paced writes per second (open loop, to the leader).
+    #[arg(long, default_value_t = 500.0)]
+    watch_rate: f64,
+    /// watch: recorded seconds per level (after --watch-warmup seconds of writes).
+    #[arg(long, default_value_t = 6.0)]
+    watch_duration: f64,
+    #[arg(long, default_value_t = 1.0)]
+    watch_warmup: f64,
+    /// list: objects to create before listing, and bytes of payload per object.
+    #[arg(long, default_value_t = 10_000)]
+    list_objects: usize,
+    #[arg(long, default_value_t = 2048)]
+    list_value_size: usize,
+    /// list: recorded lists per target (leader, then a follower), after one unrecorded.
+    #[arg(long, default_value_t = 20)]
+    list_reps: usize,
+    /// reads: concurrent readers (each its own connection), spread over 1, 2, 3 nodes.
+    #[arg(long, default_value_t = 32)]
+    read_clients: usize,
+    /// reads: objects read at random (1 KiB payload each).
+    #[arg(long, default_value_t = 100)]
+    read_objects: usize,
+    /// reads: recorded seconds per spread (after 1 s unrecorded).
+    #[arg(long, default_value_t = 5.0)]
+    read_duration: f64,
+    /// reads: node counts to spread the readers over.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
+    read_spread: Vec<usize>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -103,6 +140,9 @@ struct RunResult {
     /// (a follower forwards: one more hop).
     #[serde(default)]
     client0_target: Option<String>,
+    /// reads: how many nodes the clients were spread over.
+    #[serde(default)]
+    nodes: Option<usize>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -113,6 +153,12 @@ struct Report {
     kuorum_urls: Option<Vec<String>>,
     etcd_endpoints: Option<Vec<String>>,
     results: Vec<RunResult>,
+    #[serde(default)]
+    watch: Vec<scenarios::WatchResult>,
+    #[serde(default)]
+    lists: Vec<scenarios::ListResult>,
+    #[serde(default)]
+    reads: Vec<RunResult>,
     failures: Vec<String>,
 }
 
@@ -164,8 +210,12 @@ fn main() -> Result<()> {
         kuorum_urls: None,
         etcd_endpoints: None,
         results: vec![],
+        watch: vec![],
+        lists: vec![],
+        reads: vec![],
         failures: vec![],
     };
+    raise_fd_limit();
     eprintln!(
         "machine: {} x{} ({}), kernel {}, loadavg {}; etcd {}; fdatasync {}",
         report.machine.cpu_model,
@@ -183,17 +233,24 @@ fn main() -> Result<()> {
     );
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
 
-    for system in &args.systems {
-        let outcome = match system.as_str() {
-            "kuorum" => bench_kuorum(&args, &rt, &mut report),
-            "etcd" => bench_etcd(&args, &rt, &mut report),
-            other => Err(anyhow!("unknown system {other:?} (kuorum, etcd)")),
-        };
-        if let Err(e) = outcome {
-            eprintln!("!! {system}: {e:#}");
-            report.failures.push(format!("{system}: {e:#}"));
+    for scenario in &args.scenarios {
+        for system in &args.systems {
+            let t0 = Instant::now();
+            let outcome = match (scenario.as_str(), system.as_str()) {
+                ("creates", "kuorum") => bench_kuorum(&args, &rt, &mut report),
+                ("creates", "etcd") => bench_etcd(&args, &rt, &mut report),
+                ("watch" | "list" | "reads", "kuorum" | "etcd") => {
+                    scenarios::run(scenario, system, &args, &rt, &mut report)
+                }
+                (sc, sy) => Err(anyhow!("unknown scenario/system {sc:?}/{sy:?} (creates|watch|list|reads, kuorum|etcd)")),
+            };
+            eprintln!("-- {scenario}/{system} took {:.1} s", t0.elapsed().as_secs_f64());
+            if let Err(e) = outcome {
+                eprintln!("!! {scenario}/{system}: {e:#}");
+                report.failures.push(format!("{scenario}/{system}: {e:#}"));
+            }
+            write_report(&args.out, &report)?;
         }
-        write_report(&args.out, &report)?;
     }
 
     write_report(&args.out, &report)?;
@@ -269,7 +326,7 @@ fn bench_kuorum(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) 
             let url = urls[t % urls.len()].clone();
             workers.push(Worker::kuorum(url, format!("bench-{tag}-c{clients}-t{t}"), args.value_size)?);
         }
-        let r = rt.block_on(drive("kuorum", "create ConfigMap (REST)", workers, args, &ctx))?;
+        let r = rt.block_on(drive("kuorum", "create ConfigMap (REST)", workers, args.warmup, args.duration, args.value_size, &ctx))?;
         report.results.push(r);
         if let Some(c) = cluster.as_mut() {
             c.check_alive()?;
@@ -431,7 +488,7 @@ fn bench_etcd(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) ->
             }
             anyhow::Ok(workers)
         })?;
-        let r = rt.block_on(drive("etcd", "put (gRPC)", workers, args, &ctx))?;
+        let r = rt.block_on(drive("etcd", "put (gRPC)", workers, args.warmup, args.duration, args.value_size, &ctx))?;
         report.results.push(r);
     }
     drop(cluster);
@@ -445,6 +502,10 @@ fn bench_etcd(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) ->
 enum Worker {
     Kuorum { http: reqwest::Client, url: String, prefix: String, payload: String },
     Etcd { client: etcd_client::Client, prefix: String, payload: Vec<u8> },
+    /// GET `{url}/{prefix}{k}?resourceVersion=0` for a pseudo-random k < n.
+    KuorumRead { http: reqwest::Client, url: String, prefix: String, n: u64, rng: u64 },
+    /// Serializable (member-local) Get of `{prefix}{k}`.
+    EtcdRead { client: etcd_client::Client, prefix: String, n: u64, rng: u64 },
 }
 
 impl Worker {
@@ -496,6 +557,30 @@ impl Worker {
                 client.put(format!("{prefix}{i}"), payload.clone(), None).await?;
                 Ok(())
             }
+            Worker::KuorumRead { http, url, prefix, n, rng } => {
+                let k = scenarios::xorshift(rng) % *n;
+                let resp = http
+                    .get(format!("{url}/{prefix}{k}?resourceVersion=0"))
+                    .header("Accept", "application/json")
+                    .send()
+                    .await?;
+                let status = resp.status();
+                let bytes = resp.bytes().await?;
+                if status.as_u16() != 200 {
+                    bail!("HTTP {status}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(300)]));
+                }
+                Ok(())
+            }
+            Worker::EtcdRead { client, prefix, n, rng } => {
+                let k = scenarios::xorshift(rng) % *n;
+                let r = client
+                    .get(format!("{prefix}{k}"), Some(etcd_client::GetOptions::new().with_serializable()))
+                    .await?;
+                if r.kvs().is_empty() {
+                    bail!("etcd key {prefix}{k} missing");
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -512,16 +597,24 @@ struct Ctx<'a> {
     client0_target: Option<String>,
 }
 
-async fn drive(system: &str, workload: &str, workers: Vec<Worker>, args: &Args, ctx: &Ctx<'_>) -> Result<RunResult> {
+async fn drive(
+    system: &str,
+    workload: &str,
+    workers: Vec<Worker>,
+    warmup_s: f64,
+    duration_s: f64,
+    value_size: usize,
+    ctx: &Ctx<'_>,
+) -> Result<RunResult> {
     let pids = ctx.pids;
     let clients = workers.len();
-    let warmup = Duration::from_secs_f64(args.warmup);
-    let window = Duration::from_secs_f64(args.duration);
+    let warmup = Duration::from_secs_f64(warmup_s);
+    let window = Duration::from_secs_f64(duration_s);
     let start = Instant::now();
     let measure_from = start + warmup;
     let end = measure_from + window;
     let done = Arc::new(AtomicU64::new(0));
-    eprintln!("\n== {system} {workload}: {clients} client(s), {:.0}s warmup + {:.0}s", args.warmup, args.duration);
+    eprintln!("\n== {system} {workload}: {clients} client(s), {warmup_s:.0}s warmup + {duration_s:.0}s");
 
     let mut handles = Vec::new();
     for mut w in workers {
@@ -615,7 +708,7 @@ async fn drive(system: &str, workload: &str, workers: Vec<Worker>, args: &Args, 
         system: system.to_string(),
         workload: workload.to_string(),
         clients,
-        value_size: args.value_size,
+        value_size,
         seconds: secs,
         ops,
         ops_per_sec: ops as f64 / secs,
@@ -636,6 +729,7 @@ async fn drive(system: &str, workload: &str, workers: Vec<Worker>, args: &Args, 
         client_cpu_s: t.1 - f.1,
         server_idle_cpu_cores: ctx.idle_cores,
         client0_target: ctx.client0_target.clone(),
+        nodes: None,
     };
     eprintln!(
         "  => {:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms, {} errors{}",
@@ -678,6 +772,11 @@ fn print_summary(report: &Report) {
 }
 
 fn print_markdown(report: &Report) {
+    print_creates_markdown(report);
+    scenarios::print_markdown(report);
+}
+
+fn print_creates_markdown(report: &Report) {
     let m = &report.machine;
     println!();
     println!(
@@ -694,6 +793,9 @@ fn print_markdown(report: &Report) {
             .map(|p| format!("p50 {:.2} ms, p99 {:.2} ms", p.p50, p.p99))
             .unwrap_or_else(|| "not measured".into())
     );
+    if report.results.is_empty() {
+        return;
+    }
     println!();
     println!(
         "| system | workload | clients | creates/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | server CPU ms/op |"
@@ -832,6 +934,18 @@ fn fsync_probe(dir: Option<&Path>) -> Result<Percentiles> {
     ms.sort_by(|a, b| a.total_cmp(b));
     let at = |p: f64| ms[((p / 100.0 * ms.len() as f64) as usize).min(ms.len() - 1)];
     Ok(Percentiles { p50: at(50.0), p90: at(90.0), p99: at(99.0), max: ms[ms.len() - 1] })
+}
+
+/// Raises the soft open-files limit to the hard one (1000 watchers need 1000+ sockets here
+/// and in the servers, which inherit it).
+fn raise_fd_limit() {
+    unsafe {
+        let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            l.rlim_cur = l.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
 }
 
 fn die_with_parent(cmd: &mut Command) {
