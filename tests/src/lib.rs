@@ -310,7 +310,20 @@ impl Cluster {
             eprintln!("SKIP: no kuorum binary found (set KUORUM_BIN or run scripts/test.sh)");
             return None;
         };
-        Some(Cluster::start_with(bin, ClusterOptions { nodes: n, ..Default::default() }).expect("start cluster"))
+        let opts = ClusterOptions { nodes: n, ..Default::default() };
+        // Ports are picked free and released before the nodes bind them, so another process
+        // (or a parallel test's outgoing connection) can take one in between: a node then
+        // exits at once ("Address already in use"). Start over on fresh ports then.
+        for attempt in 1.. {
+            match Cluster::start_with(bin.clone(), opts.clone()) {
+                Ok(c) => return Some(c),
+                Err(e) if attempt < 3 && format!("{e:#}").contains("exited unexpectedly") => {
+                    eprintln!("harness: cluster start attempt {attempt} failed ({e:#}); retrying on fresh ports");
+                }
+                Err(e) => panic!("start cluster: {e:#}"),
+            }
+        }
+        unreachable!()
     }
 
     /// Starts the nodes, then waits for `/readyz` on all and for an agreed leader.
@@ -350,13 +363,20 @@ impl Cluster {
             opts,
             http: Http::with_timeout(Duration::from_secs(5)),
         };
-        for id in c.ids() {
-            c.spawn(id)?;
+        let started = (|| {
+            for id in c.ids() {
+                c.spawn(id)?;
+            }
+            let wait = c.opts.wait;
+            c.wait_ready(wait)?;
+            c.wait_leader(wait)?;
+            c.wait_system_namespaces(wait)
+        })();
+        if let Err(e) = started {
+            eprintln!("harness: cluster did not start: {e:#}");
+            c.dump_logs(20);
+            return Err(e);
         }
-        let wait = c.opts.wait;
-        c.wait_ready(wait)?;
-        c.wait_leader(wait)?;
-        c.wait_system_namespaces(wait)?;
         Ok(c)
     }
 

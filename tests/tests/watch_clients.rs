@@ -12,7 +12,9 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::runtime::watcher::{self, watcher, Event};
 use kube::{Api, Client};
-use kuorum_e2e::{configmap, kubectl_bin, scripted_writes, venv_python, Change, Cluster, StreamChild};
+use kuorum_e2e::{
+    configmap, eventually, kubectl_bin, scripted_writes, venv_python, Change, Cluster, StreamChild, WAIT,
+};
 use serde_json::{json, Value};
 
 const END: &str = "zz-end";
@@ -66,6 +68,16 @@ fn kube_rs_sees_every_change(streaming: bool) {
     let (watched, writers) = roles(&mut c, false);
     c.create_namespace(c.ids()[0], ns).unwrap();
     let pre = precreate(&c, &writers[0], ns);
+    // kube-rs's streaming list asks for `resourceVersion=0` (any state, possibly stale):
+    // a node that has not applied pre-0 yet may rightly send it as a live event after the
+    // initial-events-end bookmark. Wait until the watched node's cache serves it, so the
+    // initial state is exactly [pre-0] either way.
+    let cached = format!("{}/api/v1/namespaces/{ns}/configmaps?resourceVersion=0", c.url(watched));
+    eventually(WAIT, "the watched node's cache has pre-0", || {
+        let r = c.http().get(&cached)?;
+        Ok(r.body["items"].as_array().is_some_and(|a| a.len() == 1).then_some(()))
+    })
+    .unwrap();
 
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let (tx, rx) = mpsc::channel::<Result<Seen, String>>();
