@@ -79,9 +79,10 @@ struct Args {
     /// watch: watcher counts, one level each (0 = the writes alone, the CPU/RSS baseline).
     #[arg(long, value_delimiter = ',', default_value = "0,1,100,1000")]
     watchers: Vec<usize>,
-    /// watch: paced writes per second (open loop, to the leader).
-    #[arg(long, default_value_t = 500.0)]
-    watch_rate: f64,
+    /// watch: paced writes per second (open loop, to the leader); every watcher level runs
+    /// at each rate.
+    #[arg(long, value_delimiter = ',', default_value = "500,100")]
+    watch_rates: Vec<f64>,
     /// watch: recorded seconds per level (after --watch-warmup seconds of writes).
     #[arg(long, default_value_t = 6.0)]
     watch_duration: f64,
@@ -242,7 +243,9 @@ fn main() -> Result<()> {
                 ("watch" | "list" | "reads", "kuorum" | "etcd") => {
                     scenarios::run(scenario, system, &args, &rt, &mut report)
                 }
-                (sc, sy) => Err(anyhow!("unknown scenario/system {sc:?}/{sy:?} (creates|watch|list|reads, kuorum|etcd)")),
+                (sc, sy) => {
+                    Err(anyhow!("unknown scenario/system {sc:?}/{sy:?} (creates|watch|list|reads, kuorum|etcd)"))
+                }
             };
             eprintln!("-- {scenario}/{system} took {:.1} s", t0.elapsed().as_secs_f64());
             if let Err(e) = outcome {
@@ -326,7 +329,15 @@ fn bench_kuorum(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) 
             let url = urls[t % urls.len()].clone();
             workers.push(Worker::kuorum(url, format!("bench-{tag}-c{clients}-t{t}"), args.value_size)?);
         }
-        let r = rt.block_on(drive("kuorum", "create ConfigMap (REST)", workers, args.warmup, args.duration, args.value_size, &ctx))?;
+        let r = rt.block_on(drive(
+            "kuorum",
+            "create ConfigMap (REST)",
+            workers,
+            args.warmup,
+            args.duration,
+            args.value_size,
+            &ctx,
+        ))?;
         report.results.push(r);
         if let Some(c) = cluster.as_mut() {
             c.check_alive()?;
@@ -500,12 +511,32 @@ fn bench_etcd(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) ->
 // ---------------------------------------------------------------------------------------
 
 enum Worker {
-    Kuorum { http: reqwest::Client, url: String, prefix: String, payload: String },
-    Etcd { client: etcd_client::Client, prefix: String, payload: Vec<u8> },
+    Kuorum {
+        http: reqwest::Client,
+        url: String,
+        prefix: String,
+        payload: String,
+    },
+    Etcd {
+        client: etcd_client::Client,
+        prefix: String,
+        payload: Vec<u8>,
+    },
     /// GET `{url}/{prefix}{k}?resourceVersion=0` for a pseudo-random k < n.
-    KuorumRead { http: reqwest::Client, url: String, prefix: String, n: u64, rng: u64 },
+    KuorumRead {
+        http: reqwest::Client,
+        url: String,
+        prefix: String,
+        n: u64,
+        rng: u64,
+    },
     /// Serializable (member-local) Get of `{prefix}{k}`.
-    EtcdRead { client: etcd_client::Client, prefix: String, n: u64, rng: u64 },
+    EtcdRead {
+        client: etcd_client::Client,
+        prefix: String,
+        n: u64,
+        rng: u64,
+    },
 }
 
 impl Worker {
