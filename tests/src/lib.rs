@@ -147,7 +147,7 @@ impl Http {
         if let Some(b) = body {
             req = req.header("Content-Type", "application/json").body(serde_json::to_vec(b)?);
         }
-        let resp = req.send().with_context(|| format!("{url}"))?;
+        let resp = req.send().with_context(|| url.to_string())?;
         let status = resp.status().as_u16();
         let text = resp.text().with_context(|| format!("reading body of {url}"))?;
         let body = serde_json::from_str(&text).unwrap_or(Value::Null);
