@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use axum::serve::ListenerExt;
 use clap::Args;
 use futures::StreamExt;
 use kuorum_api::seams::{SplitMix64, SystemClock};
@@ -81,7 +82,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {
-        rest_listener: rest,
+        // Watch streams write one small chunk per event: without TCP_NODELAY each would
+        // wait for the client's delayed ACK (tens of milliseconds).
+        rest_listener: rest.tap_io(|s| {
+            let _ = s.set_nodelay(true);
+        }),
         peer_incoming,
         dialer: Arc::new(TcpDialer),
         clock: Arc::new(SystemClock),
