@@ -94,6 +94,17 @@ pub fn changes_since<E: ObjectEngine>(engine: &E, oldest: u64) -> StoreResult<Ve
     Ok(out)
 }
 
+/// Ends `apply_inner` with the refusal if `$e` is a `WriteError` (the command changes
+/// nothing; the entry is still applied).
+macro_rules! refuse_on_err {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(refusal) => return Ok(Err(refusal)),
+        }
+    };
+}
+
 /// Applies commands over an engine, batching their writes.
 pub struct BatchApplier<'e, E: ObjectEngine> {
     engine: &'e E,
@@ -120,6 +131,26 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
     fn put(&mut self, key: &str, rv: u64, value: Option<Bytes>) {
         self.overlay.insert(key.to_string(), value.clone());
         self.writes.push(ObjectWrite { key: key.to_string(), rv, value });
+    }
+
+    /// Records `obj` as changed by entry `index`: sets its resourceVersion, writes it (or,
+    /// for a deletion, removes the key) and notes the change. Answers the bytes written
+    /// (for a deletion, the object's last state at `index`).
+    fn commit(
+        &mut self,
+        key: &str,
+        index: u64,
+        kind: ChangeKind,
+        obj: &mut Map<String, Value>,
+        prev: Option<Bytes>,
+        change: &mut Option<Change>,
+    ) -> Bytes {
+        set_resource_version(obj, index);
+        let bytes = to_bytes(obj);
+        let stored = if kind == ChangeKind::Deleted { None } else { Some(bytes.clone()) };
+        self.put(key, index, stored);
+        *change = Some(Change { key: key.to_string(), rv: index, kind, object: bytes.clone(), prev });
+        bytes
     }
 
     /// Applies one command as log entry `index`.
@@ -159,37 +190,16 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
                 if self.get(key)?.is_some() {
                     return Ok(Err(WriteError::AlreadyExists));
                 }
-                let mut obj = match parse_object(object) {
-                    Ok(o) => o,
-                    Err(e) => return Ok(Err(e)),
-                };
-                set_resource_version(&mut obj, index);
-                let bytes = to_bytes(&obj);
-                self.put(key, index, Some(bytes.clone()));
-                *change = Some(Change {
-                    key: key.clone(),
-                    rv: index,
-                    kind: ChangeKind::Added,
-                    object: bytes.clone(),
-                    prev: None,
-                });
-                Ok(Ok(bytes))
+                let mut obj = refuse_on_err!(parse_object(object));
+                Ok(Ok(self.commit(key, index, ChangeKind::Added, &mut obj, None, change)))
             }
             Command::Update { key, object, precondition } => {
                 let Some(old_bytes) = self.get(key)? else {
                     return Ok(Err(WriteError::NotFound));
                 };
-                let old = match parse_object(&old_bytes) {
-                    Ok(o) => o,
-                    Err(e) => return Ok(Err(e)),
-                };
-                if let Err(e) = check_precondition(&old, precondition) {
-                    return Ok(Err(e));
-                }
-                let mut obj = match parse_object(object) {
-                    Ok(o) => o,
-                    Err(e) => return Ok(Err(e)),
-                };
+                let old = refuse_on_err!(parse_object(&old_bytes));
+                refuse_on_err!(check_precondition(&old, precondition));
+                let mut obj = refuse_on_err!(parse_object(object));
                 carry_system_fields(&old, &mut obj);
                 if same_apart_from_rv(&old, &obj) {
                     // Nothing changes: kube-apiserver skips the write and answers the
@@ -197,41 +207,20 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
                     return Ok(Ok(old_bytes));
                 }
                 bump_generation(&old, &mut obj);
-                set_resource_version(&mut obj, index);
-                let bytes = to_bytes(&obj);
-                if is_marked_for_deletion(&obj) && !has_finalizers(&obj) {
-                    // The last finalizer is gone: the object goes.
-                    self.put(key, index, None);
-                    *change = Some(Change {
-                        key: key.clone(),
-                        rv: index,
-                        kind: ChangeKind::Deleted,
-                        object: bytes.clone(),
-                        prev: Some(old_bytes),
-                    });
-                    return Ok(Ok(bytes));
-                }
-                self.put(key, index, Some(bytes.clone()));
-                *change = Some(Change {
-                    key: key.clone(),
-                    rv: index,
-                    kind: ChangeKind::Modified,
-                    object: bytes.clone(),
-                    prev: Some(old_bytes),
-                });
-                Ok(Ok(bytes))
+                // Dropping the last finalizer of an object marked for deletion removes it.
+                let kind = if is_marked_for_deletion(&obj) && !has_finalizers(&obj) {
+                    ChangeKind::Deleted
+                } else {
+                    ChangeKind::Modified
+                };
+                Ok(Ok(self.commit(key, index, kind, &mut obj, Some(old_bytes), change)))
             }
             Command::Delete { key, precondition, deletion_timestamp } => {
                 let Some(old_bytes) = self.get(key)? else {
                     return Ok(Err(WriteError::NotFound));
                 };
-                let mut obj = match parse_object(&old_bytes) {
-                    Ok(o) => o,
-                    Err(e) => return Ok(Err(e)),
-                };
-                if let Err(e) = check_precondition(&obj, precondition) {
-                    return Ok(Err(e));
-                }
+                let mut obj = refuse_on_err!(parse_object(&old_bytes));
+                refuse_on_err!(check_precondition(&obj, precondition));
                 if has_finalizers(&obj) {
                     if is_marked_for_deletion(&obj) {
                         // Already being deleted: nothing changes.
@@ -249,29 +238,9 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
                             st.insert("phase".into(), Value::String("Terminating".into()));
                         }
                     }
-                    set_resource_version(&mut obj, index);
-                    let bytes = to_bytes(&obj);
-                    self.put(key, index, Some(bytes.clone()));
-                    *change = Some(Change {
-                        key: key.clone(),
-                        rv: index,
-                        kind: ChangeKind::Modified,
-                        object: bytes.clone(),
-                        prev: Some(old_bytes),
-                    });
-                    return Ok(Ok(bytes));
+                    return Ok(Ok(self.commit(key, index, ChangeKind::Modified, &mut obj, Some(old_bytes), change)));
                 }
-                set_resource_version(&mut obj, index);
-                let bytes = to_bytes(&obj);
-                self.put(key, index, None);
-                *change = Some(Change {
-                    key: key.clone(),
-                    rv: index,
-                    kind: ChangeKind::Deleted,
-                    object: bytes.clone(),
-                    prev: Some(old_bytes),
-                });
-                Ok(Ok(bytes))
+                Ok(Ok(self.commit(key, index, ChangeKind::Deleted, &mut obj, Some(old_bytes), change)))
             }
         }
     }
