@@ -119,6 +119,33 @@ impl RocksObjectEngine {
         Ok(RocksStore::open(path)?.object_engine())
     }
 
+    /// An iterator over family `cf` bounded to keys starting with `prefix`, positioned at
+    /// the prefix itself or, with `start_after`, at `start_after` followed by `sep` (the
+    /// first key of the family that can follow it).
+    fn iter_in_prefix(
+        &self,
+        cf: &str,
+        prefix: &str,
+        start_after: Option<&str>,
+        sep: u8,
+    ) -> StoreResult<DBRawIterator<'_>> {
+        let from: Vec<u8> = match start_after {
+            Some(after) if after >= prefix => {
+                let mut k = after.as_bytes().to_vec();
+                k.push(sep);
+                k
+            }
+            _ => prefix.as_bytes().to_vec(),
+        };
+        let mut opts = ReadOptions::default();
+        if let Some(end) = prefix_end(prefix.as_bytes()) {
+            opts.set_iterate_upper_bound(end);
+        }
+        let mut it = self.shared.db.raw_iterator_cf_opt(self.shared.cf(cf)?, opts);
+        it.seek(&from);
+        Ok(it)
+    }
+
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         RocksObjectEngine { shared }
     }
@@ -171,23 +198,8 @@ impl ObjectEngine for RocksObjectEngine {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let cf = self.shared.cf(CF_OBJECTS)?;
-        // The first key to look at: the prefix itself, or the smallest key after
-        // `start_after` (which is `start_after` followed by a zero byte).
-        let from: Vec<u8> = match start_after {
-            Some(after) if after >= prefix => {
-                let mut k = after.as_bytes().to_vec();
-                k.push(0);
-                k
-            }
-            _ => prefix.as_bytes().to_vec(),
-        };
-        let mut opts = ReadOptions::default();
-        if let Some(end) = prefix_end(prefix.as_bytes()) {
-            opts.set_iterate_upper_bound(end);
-        }
-        let mut it = self.shared.db.raw_iterator_cf_opt(cf, opts);
-        it.seek(&from);
+        // The smallest key after `start_after` is `start_after` followed by a zero byte.
+        let mut it = self.iter_in_prefix(CF_OBJECTS, prefix, start_after, 0)?;
         let mut out = Vec::new();
         while let Some((key, value)) = it.item() {
             if out.len() >= limit || !key.starts_with(prefix.as_bytes()) {
@@ -229,22 +241,8 @@ impl ObjectEngine for RocksObjectEngine {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let cf = self.shared.cf(CF_HISTORY)?;
         // Past every version of `start_after`: its key followed by the byte after zero.
-        let from: Vec<u8> = match start_after {
-            Some(after) if after >= prefix => {
-                let mut k = after.as_bytes().to_vec();
-                k.push(1);
-                k
-            }
-            _ => prefix.as_bytes().to_vec(),
-        };
-        let mut opts = ReadOptions::default();
-        if let Some(end) = prefix_end(prefix.as_bytes()) {
-            opts.set_iterate_upper_bound(end);
-        }
-        let mut it = self.shared.db.raw_iterator_cf_opt(cf, opts);
-        it.seek(&from);
+        let mut it = self.iter_in_prefix(CF_HISTORY, prefix, start_after, 1)?;
         let mut out = Vec::new();
         // The key whose versions are being read, and its newest value at or below `rv`.
         let mut current: Option<(Vec<u8>, Option<Bytes>)> = None;
