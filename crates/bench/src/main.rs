@@ -21,6 +21,36 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod scenarios;
 
+/// Whether each kuorum node (by REST URL) is the leader, as it says itself; `None` if it
+/// did not answer.
+fn kuorum_roles(urls: &[String]) -> Result<Vec<Option<bool>>> {
+    let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(5)).build()?;
+    Ok(urls
+        .iter()
+        .map(|u| {
+            let v: serde_json::Value = http.get(format!("{u}/debug/kuorum/raft")).send().ok()?.json().ok()?;
+            Some(v.get("id")?.as_u64()? == v.get("leader")?.as_u64()?)
+        })
+        .collect())
+}
+
+/// Whether each etcd member (by endpoint) is the leader, as it says itself; `None` if it
+/// did not answer.
+fn etcd_roles(rt: &tokio::runtime::Runtime, endpoints: &[String]) -> Vec<Option<bool>> {
+    rt.block_on(async {
+        let mut roles = Vec::new();
+        for ep in endpoints {
+            let role = async {
+                let mut c = etcd_client::Client::connect([ep.as_str()], None).await.ok()?;
+                let st = c.status().await.ok()?;
+                Some(st.leader() == st.header()?.member_id())
+            };
+            roles.push(role.await);
+        }
+        roles
+    })
+}
+
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use kuorum_e2e::{free_ports, Cluster, ClusterOptions};
@@ -307,14 +337,7 @@ fn bench_kuorum(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) 
         let leader = c.leader()?;
         eprintln!("kuorum nodes {urls:?}, leader node {leader}");
     }
-    let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(5)).build()?;
-    let roles: Vec<Option<bool>> = urls
-        .iter()
-        .map(|u| {
-            let v: serde_json::Value = http.get(format!("{u}/debug/kuorum/raft")).send().ok()?.json().ok()?;
-            Some(v.get("id")?.as_u64()? == v.get("leader")?.as_u64()?)
-        })
-        .collect();
+    let roles = kuorum_roles(&urls)?;
     let (urls, client0_target) = put_first(urls, roles, &args.first)?;
     report.kuorum_urls = Some(urls.clone());
     let idle_cores = pids.as_deref().map(idle_cpu_cores);
@@ -469,18 +492,7 @@ fn bench_etcd(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) ->
         }
     };
     let pids = cluster.as_ref().map(EtcdCluster::pids);
-    let roles: Vec<Option<bool>> = rt.block_on(async {
-        let mut roles = Vec::new();
-        for ep in &endpoints {
-            let role = async {
-                let mut c = etcd_client::Client::connect([ep.as_str()], None).await.ok()?;
-                let st = c.status().await.ok()?;
-                Some(st.leader() == st.header()?.member_id())
-            };
-            roles.push(role.await);
-        }
-        roles
-    });
+    let roles = etcd_roles(&rt, &endpoints);
     let (endpoints, client0_target) = put_first(endpoints, roles, &args.first)?;
     eprintln!("etcd endpoints {endpoints:?}");
     report.etcd_endpoints = Some(endpoints.clone());

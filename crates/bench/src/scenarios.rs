@@ -27,7 +27,9 @@ use memchr::memmem;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
-use super::{cpu_seconds, drive, put_first, Args, Ctx, EtcdCluster, Report, RunResult, Worker};
+use super::{
+    cpu_seconds, drive, etcd_roles, kuorum_roles, put_first, Args, Ctx, EtcdCluster, Report, RunResult, Worker,
+};
 
 // ---------------------------------------------------------------------------------------
 // Results
@@ -155,15 +157,7 @@ impl Target {
                         (c.urls(), pids, Some(c))
                     }
                 };
-                let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(5)).build()?;
-                let roles: Vec<Option<bool>> = urls
-                    .iter()
-                    .map(|u| {
-                        let v: serde_json::Value =
-                            http.get(format!("{u}/debug/kuorum/raft")).send().ok()?.json().ok()?;
-                        Some(v.get("id")?.as_u64()? == v.get("leader")?.as_u64()?)
-                    })
-                    .collect();
+                let roles = kuorum_roles(&urls)?;
                 let (urls, pids) = leader_first(urls, pids, roles)?;
                 eprintln!("kuorum nodes (leader first) {urls:?}");
                 Ok(Target { sys, urls, pids, _kuorum: cluster, _etcd: None })
@@ -176,18 +170,7 @@ impl Target {
                         (c.endpoints.clone(), c.pids(), Some(c))
                     }
                 };
-                let roles: Vec<Option<bool>> = rt.block_on(async {
-                    let mut roles = Vec::new();
-                    for ep in &endpoints {
-                        let role = async {
-                            let mut c = etcd_client::Client::connect([ep.as_str()], None).await.ok()?;
-                            let st = c.status().await.ok()?;
-                            Some(st.leader() == st.header()?.member_id())
-                        };
-                        roles.push(role.await);
-                    }
-                    roles
-                });
+                let roles = etcd_roles(rt, &endpoints);
                 let (urls, pids) = leader_first(endpoints, pids, roles)?;
                 eprintln!("etcd members (leader first) {urls:?}");
                 Ok(Target { sys, urls, pids, _kuorum: None, _etcd: cluster })
