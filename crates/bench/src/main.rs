@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+mod cpucap;
 mod scenarios;
 
 /// Whether each kuorum node (by REST URL) is the leader, as it says itself; `None` if it
@@ -138,6 +139,11 @@ struct Args {
     /// reads: node counts to spread the readers over.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     read_spread: Vec<usize>,
+    /// reads: CPU cap per server process in cores, one spread per value; 0 = uncapped.
+    /// A cap gives each node a CPU budget of its own, as separate machines would
+    /// (see cpucap.rs); needs root and the cgroup cpu controller.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.15")]
+    read_node_cores: Vec<f64>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -174,6 +180,12 @@ struct RunResult {
     /// reads: how many nodes the clients were spread over.
     #[serde(default)]
     nodes: Option<usize>,
+    /// reads: the CPU cap of each server process in cores (None: uncapped).
+    #[serde(default)]
+    node_cores_cap: Option<f64>,
+    /// reads: seconds the capped servers were throttled during the run (the cap bound).
+    #[serde(default)]
+    throttled_s: Option<f64>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -773,6 +785,8 @@ async fn drive(
         server_idle_cpu_cores: ctx.idle_cores,
         client0_target: ctx.client0_target.clone(),
         nodes: None,
+        node_cores_cap: None,
+        throttled_s: None,
     };
     eprintln!(
         "  => {:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms, {} errors{}",

@@ -27,6 +27,7 @@ use memchr::memmem;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
+use super::cpucap::CpuCap;
 use super::{
     cpu_seconds, drive, etcd_roles, kuorum_roles, put_first, Args, Ctx, EtcdCluster, Report, RunResult, Worker,
 };
@@ -961,13 +962,44 @@ async fn list_scenario(t: &Target, args: &Args) -> Result<Vec<ListResult>> {
 
 async fn reads_scenario(t: &Target, args: &Args) -> Result<Vec<RunResult>> {
     let n = args.read_objects.max(1);
-    let sys_name = if t.sys == Sys::Kuorum { "kuorum" } else { "etcd" };
     let prefix = if t.sys == Sys::Kuorum { "r-".to_string() } else { "/bench/r/".to_string() };
     fill(t, &prefix, n, 1024).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let mut out = Vec::new();
+    for &cap_cores in &args.read_node_cores {
+        let cap = match (cap_cores > 0.0, t.pids()) {
+            (false, _) => None,
+            (true, None) => {
+                eprintln!("reads: cannot cap servers not started here; skipping the {cap_cores}-core runs");
+                continue;
+            }
+            (true, Some(pids)) => match CpuCap::apply(pids, cap_cores) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    eprintln!("reads: no CPU cap ({e:#}); skipping the {cap_cores}-core runs");
+                    continue;
+                }
+            },
+        };
+        out.extend(read_spreads(t, args, &prefix, n, cap_cores, cap.as_ref()).await?);
+    }
+    Ok(out)
+}
+
+async fn read_spreads(
+    t: &Target,
+    args: &Args,
+    prefix: &str,
+    n: usize,
+    cap_cores: f64,
+    cap: Option<&CpuCap>,
+) -> Result<Vec<RunResult>> {
+    let sys_name = if t.sys == Sys::Kuorum { "kuorum" } else { "etcd" };
+    let prefix = prefix.to_string();
+    let mut out = Vec::new();
     for &spread in &args.read_spread {
         let spread = spread.clamp(1, t.urls.len());
+        let throttled_before = cap.map(|c| c.throttled_s());
         let mut workers = Vec::new();
         for i in 0..args.read_clients {
             let url = &t.urls[i % spread];
@@ -993,6 +1025,8 @@ async fn reads_scenario(t: &Target, args: &Args) -> Result<Vec<RunResult>> {
         let workload = if t.sys == Sys::Kuorum { "GET RV=0 (REST)" } else { "serializable get (gRPC)" };
         let mut r = drive(sys_name, workload, workers, 1.0, args.read_duration, 1024, &ctx).await?;
         r.nodes = Some(spread);
+        r.node_cores_cap = cap.map(|_| cap_cores);
+        r.throttled_s = cap.zip(throttled_before).map(|(c, b)| c.throttled_s() - b);
         out.push(r);
     }
     Ok(out)
@@ -1068,20 +1102,23 @@ pub(crate) fn print_markdown(report: &Report) {
     }
     if !report.reads.is_empty() {
         println!("\n#### Reads spread over nodes\n");
-        println!("| system | workload | clients | nodes | reads/s | vs 1 node | p50 ms | p99 ms | errors | server cores | client cores | server CPU µs/read |");
-        println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        println!("| system | workload | CPU cap per node | clients | nodes | reads/s | vs 1 node | p50 ms | p99 ms | errors | server cores | client cores | server CPU µs/read | throttled s |");
+        println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        let cap_key = |r: &RunResult| format!("{}/{:?}", r.system, r.node_cores_cap);
         let mut one: HashMap<String, f64> = HashMap::new();
         for r in &report.reads {
             if r.nodes == Some(1) {
-                one.insert(r.system.clone(), r.ops_per_sec);
+                one.insert(cap_key(r), r.ops_per_sec);
             }
         }
         for r in &report.reads {
-            let ratio = one.get(&r.system).map(|b| format!("{:.2}×", r.ops_per_sec / b)).unwrap_or_else(|| "-".into());
+            let ratio =
+                one.get(&cap_key(r)).map(|b| format!("{:.2}×", r.ops_per_sec / b)).unwrap_or_else(|| "-".into());
             println!(
-                "| {} | {} | {} | {} | {:.0} | {} | {:.2} | {:.2} | {} | {} | {:.2} | {} |",
+                "| {} | {} | {} | {} | {} | {:.0} | {} | {:.2} | {:.2} | {} | {} | {:.2} | {} | {} |",
                 r.system,
                 r.workload,
+                r.node_cores_cap.map(|c| format!("{c} cores")).unwrap_or_else(|| "none".into()),
                 r.clients,
                 r.nodes.unwrap_or(0),
                 r.ops_per_sec,
@@ -1091,7 +1128,8 @@ pub(crate) fn print_markdown(report: &Report) {
                 r.errors,
                 f2(r.server_cpu_s.map(|c| c / r.seconds)),
                 r.client_cpu_s / r.seconds,
-                r.server_cpu_ms_per_op.map(|v| format!("{:.0}", v * 1000.0)).unwrap_or_else(|| "-".into())
+                r.server_cpu_ms_per_op.map(|v| format!("{:.0}", v * 1000.0)).unwrap_or_else(|| "-".into()),
+                f2(r.throttled_s)
             );
         }
     }
