@@ -26,6 +26,7 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,7 +37,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kuorum_api::selector::FieldRequirement;
 use kuorum_api::{ApiError, ResourceDef};
 use kuorum_watch::{event_line, Obj, TooOld, Watch, WatchItem, WatchStart};
-use tokio::time::Instant;
+use tokio::time::{sleep_until, Instant, Sleep};
 
 use crate::consistency::{wait_fresh, ListOptions, WatchPlan};
 use crate::list::{filter_of, has_type_meta, served_bytes};
@@ -103,7 +104,7 @@ pub(crate) async fn watch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
     if !chunk.is_empty() {
         head.push_back(chunk.freeze());
     }
-    let stream = EventStream { head, watch: started.watch, def: t.def, deadline };
+    let stream = EventStream { head, watch: started.watch, def: t.def, deadline: Box::pin(sleep_until(deadline)) };
     let body = Body::from_stream(futures::stream::unfold(stream, EventStream::next));
     Ok(streaming_response(body))
 }
@@ -145,7 +146,9 @@ struct EventStream {
     head: VecDeque<Bytes>,
     watch: Watch,
     def: &'static ResourceDef,
-    deadline: Instant,
+    /// One timer for the stream's life: re-arming a fresh one per event costs a timer-wheel
+    /// insert and removal for every event of every watcher.
+    deadline: Pin<Box<Sleep>>,
 }
 
 impl EventStream {
@@ -153,30 +156,45 @@ impl EventStream {
         if let Some(chunk) = self.head.pop_front() {
             return Some((Ok(chunk), self));
         }
-        let first = tokio::select! {
-            item = self.watch.rx.recv() => item?,
-            _ = tokio::time::sleep_until(self.deadline) => return None,
+        let first = loop {
+            let item = tokio::select! {
+                item = self.watch.rx.recv() => item?,
+                _ = self.deadline.as_mut() => return None,
+            };
+            let line = self.line(item);
+            if !line.is_empty() {
+                break line;
+            }
+        };
+        let Ok(second) = self.watch.rx.try_recv() else {
+            // A lone event goes out as its shared encoded line, without a copy.
+            return Some((Ok(first), self));
         };
         // Send what is ready together, one line per event.
         let mut buf = BytesMut::new();
-        self.put(&mut buf, first);
+        buf.put_slice(&first);
+        buf.put_slice(&self.line(second));
         while buf.len() < CHUNK_BYTES {
             match self.watch.rx.try_recv() {
-                Ok(item) => self.put(&mut buf, item),
+                Ok(item) => buf.put_slice(&self.line(item)),
                 Err(_) => break,
             }
         }
         Some((Ok(buf.freeze()), self))
     }
 
-    fn put(&self, buf: &mut BytesMut, item: WatchItem) {
+    /// The line for one queued item (empty for an object that cannot be served).
+    fn line(&self, item: WatchItem) -> Bytes {
         match item {
-            WatchItem::Event(t, event) if has_type_meta(&event.object.bytes) => buf.put_slice(&event.line(t)),
+            WatchItem::Event(t, event) if has_type_meta(&event.object.bytes) => event.line(t),
             WatchItem::Event(t, event) => match served_bytes(&event.object.bytes, self.def) {
-                Ok(bytes) => buf.put_slice(&event_line(t.as_str(), &bytes)),
-                Err(e) => tracing::warn!("unservable object {}: {e}", event.object.key),
+                Ok(bytes) => event_line(t.as_str(), &bytes),
+                Err(e) => {
+                    tracing::warn!("unservable object {}: {e}", event.object.key);
+                    Bytes::new()
+                }
             },
-            WatchItem::Bookmark(rv) => buf.put_slice(&bookmark_line(self.def, rv, false)),
+            WatchItem::Bookmark(rv) => bookmark_line(self.def, rv, false),
         }
     }
 }
