@@ -63,7 +63,7 @@ fn crashed_node_catches_up_by_snapshot() {
                 _ => tokio::time::sleep(Duration::from_millis(100)).await,
             }
         }
-        let leader_view = request("node1", REST_PORT, "GET", "/debug/kuorum/raft", None).await?;
+        let leader_view = request("node1", REST_PORT, "GET", "/debug/kuorum/raft", None).await.map_err(|e| e.to_string())?;
         assert!(leader_view.body["snapshot"].as_u64().unwrap_or(0) > 0, "node1 built a snapshot: {:?}", leader_view.body);
 
         p.store(RESTART_NODE3, Ordering::SeqCst);
@@ -80,7 +80,7 @@ fn crashed_node_catches_up_by_snapshot() {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        let view = request("node3", REST_PORT, "GET", "/debug/kuorum/raft", None).await?;
+        let view = request("node3", REST_PORT, "GET", "/debug/kuorum/raft", None).await.map_err(|e| e.to_string())?;
         assert!(view.body["snapshot"].as_u64().unwrap_or(0) > 0, "node3 installed a snapshot: {:?}", view.body);
         Ok(())
     });

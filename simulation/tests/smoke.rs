@@ -42,7 +42,9 @@ fn three_nodes_write_through_follower_read_from_third() {
 
         // The system namespaces appear once there is a leader.
         loop {
-            let r = request(&writer, REST_PORT, "GET", "/api/v1/namespaces/default", None).await?;
+            let r = request(&writer, REST_PORT, "GET", "/api/v1/namespaces/default", None)
+                .await
+                .map_err(|e| e.to_string())?;
             if r.status == 200 {
                 break;
             }
@@ -50,17 +52,23 @@ fn three_nodes_write_through_follower_read_from_third() {
         }
 
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "smoke"}, "data": {"k": "v"}});
-        let created = request(&writer, REST_PORT, "POST", "/api/v1/namespaces/default/configmaps", Some(&cm)).await?;
+        let created = request(&writer, REST_PORT, "POST", "/api/v1/namespaces/default/configmaps", Some(&cm))
+            .await
+            .map_err(|e| e.to_string())?;
         assert_eq!(created.status, 201, "create through follower {writer}: {:?}", created.body);
         let rv: u64 = created.body["metadata"]["resourceVersion"].as_str().unwrap().parse()?;
 
         // A read without resourceVersion is linearizable: it must see the write at once.
-        let got = request(&reader, REST_PORT, "GET", "/api/v1/namespaces/default/configmaps/smoke", None).await?;
+        let got = request(&reader, REST_PORT, "GET", "/api/v1/namespaces/default/configmaps/smoke", None)
+            .await
+            .map_err(|e| e.to_string())?;
         assert_eq!(got.status, 200, "read from {reader}: {:?}", got.body);
         assert_eq!(got.body["data"]["k"], "v");
         assert_eq!(got.body["metadata"]["resourceVersion"].as_str().unwrap().parse::<u64>()?, rv);
 
-        let list = request(&reader, REST_PORT, "GET", "/api/v1/namespaces/default/configmaps", None).await?;
+        let list = request(&reader, REST_PORT, "GET", "/api/v1/namespaces/default/configmaps", None)
+            .await
+            .map_err(|e| e.to_string())?;
         assert_eq!(list.status, 200);
         let list_rv: u64 = list.body["metadata"]["resourceVersion"].as_str().unwrap().parse()?;
         assert!(list_rv >= rv, "a list's resourceVersion covers the write it shows");

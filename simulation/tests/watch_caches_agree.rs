@@ -59,7 +59,7 @@ fn caches_agree_across_nodes_and_restarts() {
         for i in 0..10 {
             write(i, ["node1", "node2", "node3"][i % 3]).await;
         }
-        request("node1", REST_PORT, "DELETE", "/api/v1/namespaces/default/configmaps/c0", None).await?;
+        request("node1", REST_PORT, "DELETE", "/api/v1/namespaces/default/configmaps/c0", None).await.map_err(|e| e.to_string())?;
         p.store(CRASH, Ordering::SeqCst);
         while p.load(Ordering::SeqCst) != DOWN {
             tokio::time::sleep(Duration::from_millis(10)).await;

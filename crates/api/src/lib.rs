@@ -7,8 +7,10 @@
 //! - [`validation`]: name rules with kube-apiserver's exact error text.
 //! - [`selector`]: label and field selectors.
 //! - [`seams`]: the seams through which a node gets time and randomness.
+//! - [`mutation`]: deliberate bugs, compiled in only for the simulator's checker tests.
 
 pub mod discovery;
+pub mod mutation;
 pub mod registry;
 pub mod seams;
 pub mod selector;

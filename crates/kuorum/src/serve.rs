@@ -93,6 +93,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         entropy: Arc::new(SplitMix64::from_os()),
         log_engine: Arc::new(store.log_engine()),
         object_engine: Arc::new(store.object_engine()),
+        apply_tap: None,
     };
     let node = start_node(cfg, seams).await?;
     tracing::info!(id = args.id, rest = %args.listen, peer = %args.peer_listen, "kuorum node serving");

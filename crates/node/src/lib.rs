@@ -68,6 +68,9 @@ pub struct NodeSeams<L, O, R> {
     pub entropy: Arc<dyn Entropy>,
     pub log_engine: Arc<L>,
     pub object_engine: Arc<O>,
+    /// Also told of every applied change, after the watch cache (the simulator's
+    /// checkers record what each node applied through it); None in a real node.
+    pub apply_tap: Option<Arc<dyn ApplyObserver>>,
 }
 
 /// A running node. Dropping it does not stop it; call [`RunningNode::shutdown`].
@@ -85,6 +88,21 @@ impl<O: ObjectEngine> RunningNode<O> {
             t.abort();
         }
         let _ = self.raft.shutdown().await;
+    }
+}
+
+/// Two observers told of the same applies, in order.
+struct Tee(Arc<WatchCache>, Arc<dyn ApplyObserver>);
+
+impl ApplyObserver for Tee {
+    fn applied(&self, rv: u64, changes: Vec<kuorum_store::Change>, compacted: Option<u64>) {
+        self.0.applied(rv, changes.clone(), compacted);
+        self.1.applied(rv, changes, compacted);
+    }
+
+    fn reset(&self, rv: u64, oldest: u64, objects: Vec<(String, bytes::Bytes)>, changes: Vec<kuorum_store::Change>) {
+        self.0.reset(rv, oldest, objects.clone(), changes.clone());
+        self.1.reset(rv, oldest, objects, changes);
     }
 }
 
@@ -124,7 +142,10 @@ where
 {
     let raft_cfg = RaftNodeConfig { id: cfg.id, members: cfg.members.clone(), timing: cfg.timing.clone() };
     let cache = WatchCache::new(cfg.cache.clone());
-    let observer: Arc<dyn ApplyObserver> = cache.clone();
+    let observer: Arc<dyn ApplyObserver> = match seams.apply_tap {
+        None => cache.clone(),
+        Some(tap) => Arc::new(Tee(cache.clone(), tap)),
+    };
     let mut started =
         kuorum_raft::start_raft(raft_cfg, seams.log_engine, seams.object_engine, seams.dialer, Some(observer)).await?;
     let peer_server = started.take_peer_server().expect("peer server taken once");

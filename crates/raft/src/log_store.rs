@@ -10,6 +10,7 @@
 //! restarted node re-applies from its state machine's last applied entry once it hears
 //! the commit index from the leader, and linearizable reads wait for that anyway.
 
+use kuorum_api::mutation::{self, Mutation};
 use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
@@ -53,6 +54,13 @@ impl<E: LogEngine> LogStore<E> {
                 while let Ok(more) = flush_rx.try_recv() {
                     batch.push(more);
                 }
+                if mutation::active(Mutation::AckBeforeFsync) {
+                    // Report durable first, sync later: a crash in between loses acked entries.
+                    for cb in batch.drain(..) {
+                        cb.io_completed(Ok(()));
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
                 let res = flusher_engine.sync().await;
                 for cb in batch.drain(..) {
                     cb.io_completed(res.as_ref().map(|_| ()).map_err(|e| io::Error::other(e.to_string())));
@@ -94,8 +102,20 @@ impl<E: LogEngine> RaftLogReader<TypeConfig> for LogStore<E> {
         self.engine.read_range(start, end)?.iter().map(|(_, b)| Self::decode_entry(b)).collect()
     }
 
+    /// The saved vote, never as a committed (leader's) one: a restarted leader must not
+    /// resume leadership in its old term. It may have lost log entries it had not yet
+    /// synced but its followers had (and had committed); resuming the term, it would
+    /// write different entries at the same (term, index), which followers take for
+    /// entries they already have. Found by the simulator (seed 1: a restarted leader
+    /// served a Most-Recent list 56 entries stale). Uncommitted, the vote still binds
+    /// the node to its term, and it becomes leader again only by winning an election,
+    /// which compares logs.
     async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
-        self.engine.get_meta(META_VOTE)?.map(|b| decode(&b)).transpose()
+        let vote: Option<Vote> = self.engine.get_meta(META_VOTE)?.map(|b| decode(&b)).transpose()?;
+        Ok(vote.map(|mut v| {
+            v.committed = false;
+            v
+        }))
     }
 }
 

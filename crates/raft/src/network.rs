@@ -53,11 +53,12 @@ impl Dialer for TcpDialer {
 pub struct Channels {
     dialer: Arc<dyn Dialer>,
     cache: Arc<Mutex<HashMap<String, Channel>>>,
+    keepalive: Option<Duration>,
 }
 
 impl Channels {
-    pub fn new(dialer: Arc<dyn Dialer>) -> Self {
-        Self { dialer, cache: Arc::default() }
+    pub fn new(dialer: Arc<dyn Dialer>, keepalive: Option<Duration>) -> Self {
+        Self { dialer, keepalive, cache: Arc::default() }
     }
 
     /// The client for `addr`, connecting lazily on first use and reconnecting after a
@@ -67,10 +68,16 @@ impl Channels {
         if let Some(ch) = cache.get(addr) {
             return Ok(PeerClient::new(ch.clone()).max_decoding_message_size(usize::MAX));
         }
-        let endpoint = Endpoint::from_shared(format!("http://{addr}"))
+        let mut endpoint = Endpoint::from_shared(format!("http://{addr}"))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?
             .connect_timeout(Duration::from_secs(2))
             .tcp_nodelay(true);
+        if let Some(every) = self.keepalive {
+            // A peer that lost power leaves a connection that is open on our side but
+            // dead: HTTP/2 pings find it, the channel drops it and dials again.
+            endpoint =
+                endpoint.http2_keep_alive_interval(every).keep_alive_timeout(every * 2).keep_alive_while_idle(true);
+        }
         let dialer = self.dialer.clone();
         let target = addr.to_string();
         let channel = endpoint.connect_with_connector_lazy(tower::service_fn(move |_uri: http::Uri| {

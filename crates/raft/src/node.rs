@@ -31,6 +31,11 @@ pub struct RaftTiming {
     /// Log entries kept behind the latest snapshot, so a briefly lagging follower catches
     /// up from the log instead of a whole snapshot.
     pub logs_to_keep: u64,
+    /// HTTP/2 ping interval on peer channels: a dead peer's half-open connection is
+    /// dropped after two of these and dialed again (None: no pings). The simulator needs
+    /// them too: turmoil's TCP never retransmits, so a lossy link stalls a connection
+    /// for good; runs without them never converge after loss or partitions.
+    pub peer_keepalive: Option<Duration>,
 }
 
 impl Default for RaftTiming {
@@ -41,6 +46,7 @@ impl Default for RaftTiming {
             election_max: Duration::from_millis(2000),
             snapshot_every: 10_000,
             logs_to_keep: 1_000,
+            peer_keepalive: Some(Duration::from_secs(1)),
         }
     }
 }
@@ -139,7 +145,7 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
     };
     let config = Arc::new(config.validate().map_err(|e| StartError::Config(e.to_string()))?);
 
-    let channels = Channels::new(dialer);
+    let channels = Channels::new(dialer, cfg.timing.peer_keepalive);
     let log_store = LogStore::new(log_engine);
     let state_machine = StateMachine::with_observer(object_engine.clone(), observer)?;
     let raft =

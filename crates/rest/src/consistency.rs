@@ -26,6 +26,7 @@
 //! NotOlderThan             → 422        / Any / NotOlderThan
 //! ```
 
+use kuorum_api::mutation::{self, Mutation};
 use std::time::Duration;
 
 use kuorum_api::validation::FieldError;
@@ -270,6 +271,7 @@ pub(crate) fn get_freshness(q: &Query) -> Result<Freshness, ApiError> {
 pub(crate) async fn wait_fresh(st: &RestState, f: Freshness) -> Result<(), ApiError> {
     match f {
         Freshness::Any => Ok(()),
+        Freshness::MostRecent if mutation::active(Mutation::StaleRead) => Ok(()),
         Freshness::MostRecent => st.cluster.read_barrier(st.request_timeout).await.map(|_| ()).map_err(cluster_error),
         Freshness::NotOlderThan(n) => wait_for_index(st, n).await,
     }

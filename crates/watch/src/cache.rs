@@ -13,10 +13,13 @@
 //! is given events 11 and 12 at once, then live events from 13 on. A watch from 5 is
 //! refused ([`TooOld`]): the client relists. After `compact(11)`, oldest is 11.
 
+use kuorum_api::mutation::{self, Mutation};
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock, not std's: under the simulator it is simulated time.
+use tokio::time::Instant;
 
 use bytes::Bytes;
 use kuorum_store::apply::{Change, ChangeKind};
@@ -75,6 +78,8 @@ struct Watcher {
     bookmarks: bool,
     last_bookmark: Instant,
     tx: mpsc::Sender<WatchItem>,
+    /// Events queued so far (the drop-event mutation counts them).
+    sent: u64,
 }
 
 struct State {
@@ -266,7 +271,7 @@ impl WatchCache {
                 (s.rv, initial)
             }
         };
-        let mut w = Watcher { filter, after, bookmarks, last_bookmark: Instant::now(), tx };
+        let mut w = Watcher { filter, after, bookmarks, last_bookmark: Instant::now(), tx, sent: 0 };
         // Replay the window after the start.
         let first = s.events.partition_point(|e| e.rv <= after);
         let mut alive = true;
@@ -291,7 +296,7 @@ impl WatchCache {
         let now = Instant::now();
         let every = self.config.bookmark_every;
         let mut s = self.lock();
-        let rv = s.rv;
+        let rv = if mutation::active(Mutation::EarlyBookmark) { s.rv + 5 } else { s.rv };
         s.watchers.retain(|_, w| {
             if !w.bookmarks || now.duration_since(w.last_bookmark) < every || rv <= w.after {
                 return true;
@@ -319,9 +324,15 @@ fn deliver(w: &mut Watcher, event: &Arc<Event>) -> bool {
         return true;
     }
     match w.filter.view(event) {
+        Some(_) if mutation::active(Mutation::DropEvent) && bump(&mut w.sent) % 50 == 49 => true,
         Some(t) => send(w, WatchItem::Event(t, event.clone())),
         None => true,
     }
+}
+
+fn bump(n: &mut u64) -> u64 {
+    *n += 1;
+    *n - 1
 }
 
 fn send(w: &mut Watcher, item: WatchItem) -> bool {
