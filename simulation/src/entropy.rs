@@ -9,6 +9,8 @@
 
 use std::cell::Cell;
 
+use kuorum_api::seams::splitmix64_step;
+
 thread_local! {
     static STATE: Cell<Option<u64>> = const { Cell::new(None) };
 }
@@ -16,14 +18,6 @@ thread_local! {
 /// Makes this thread's `getrandom` deterministic from `seed`.
 pub fn seed_thread(seed: u64) {
     STATE.with(|s| s.set(Some(seed ^ 0xD1CE_D1CE_D1CE_D1CE)));
-}
-
-fn next(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// `ssize_t getrandom(void *buf, size_t buflen, unsigned int flags)`. On a thread that
@@ -37,7 +31,7 @@ pub unsafe extern "C" fn getrandom(buf: *mut u8, buflen: usize, _flags: u32) -> 
     let mut state = STATE.try_with(|s| s.get()).ok().flatten().unwrap_or(0x5EED);
     let out = unsafe { std::slice::from_raw_parts_mut(buf, buflen) };
     for chunk in out.chunks_mut(8) {
-        let v = next(&mut state).to_le_bytes();
+        let v = splitmix64_step(&mut state).to_le_bytes();
         chunk.copy_from_slice(&v[..chunk.len()]);
     }
     let _ = STATE.try_with(|s| s.set(Some(state)));

@@ -16,7 +16,7 @@ use crate::check::{self, Violation};
 use crate::client::request_within;
 use crate::cluster::{host_name, ClusterSpec, SimCluster, REST_PORT};
 use crate::faults::{Coverage, Faults};
-use crate::history::{Outcome, Recorder, WatchItem};
+use crate::history::{OpKind, Outcome, ReadMode, Recorder, WatchItem};
 use crate::options::SimOptions;
 use crate::replay::{Fnv, NodeTap, Replay};
 use crate::traffic::Traffic;
@@ -103,10 +103,7 @@ fn run_opts(opts: &SimOptions, mutation_sel: Option<Mutation>) -> RunReport {
         watcher_tasks.iter().for_each(|t| t.abort());
         for node in 1..=nodes {
             for resource in crate::traffic::RESOURCES {
-                let kind = crate::history::OpKind::List {
-                    prefix: format!("{resource}/default/"),
-                    mode: crate::history::ReadMode::MostRecent,
-                };
+                let kind = OpKind::List { prefix: format!("{resource}/default/"), mode: ReadMode::MostRecent };
                 traffic.final_read(node, kind).await;
             }
         }

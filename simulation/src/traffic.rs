@@ -90,17 +90,19 @@ fn write_outcome(reply: Option<&Reply>) -> Outcome {
     }
 }
 
-fn read_outcome(reply: Option<&Reply>, list: bool) -> Outcome {
+/// A read's outcome from its reply; `list_prefix` is set for a list, whose items are
+/// named `prefix + name` as the checkers name keys.
+fn read_outcome(reply: Option<&Reply>, list_prefix: Option<&str>) -> Outcome {
     let Some(r) = reply else { return Outcome::Unknown };
-    match r.status {
-        200 if list => {
+    match (r.status, list_prefix) {
+        (200, Some(prefix)) => {
             let items = r.body["items"]
                 .as_array()
                 .map(|a| {
                     a.iter()
                         .filter_map(|o| {
                             let name = o["metadata"]["name"].as_str()?;
-                            Some((name.to_string(), seen_of(o)?))
+                            Some((format!("{prefix}{name}"), seen_of(o)?))
                         })
                         .collect::<Vec<_>>()
                 })
@@ -110,11 +112,40 @@ fn read_outcome(reply: Option<&Reply>, list: bool) -> Outcome {
                 None => Outcome::Refused(200),
             }
         }
-        200 => seen_of(&r.body).map(Outcome::Found).unwrap_or(Outcome::Refused(200)),
-        404 => Outcome::NotFound,
-        410 => Outcome::Gone,
-        504 if reason_of(&r.body) == "Timeout" => Outcome::TooLarge,
-        code => Outcome::Refused(code),
+        (200, None) => seen_of(&r.body).map(Outcome::Found).unwrap_or(Outcome::Refused(200)),
+        (404, _) => Outcome::NotFound,
+        (410, _) => Outcome::Gone,
+        (504, _) if reason_of(&r.body) == "Timeout" => Outcome::TooLarge,
+        (code, _) => Outcome::Refused(code),
+    }
+}
+
+/// The method, path and body that carry `kind`.
+fn http_request(kind: &OpKind) -> (&'static str, String, Option<Value>) {
+    match kind {
+        OpKind::Create { key, value } => {
+            let (resource, name) = split_key(key);
+            ("POST", collection_path(resource), Some(object(resource, name, *value, None)))
+        }
+        OpKind::Update { key, value, precondition } => {
+            let (resource, name) = split_key(key);
+            let body = object(resource, name, *value, Some(*precondition));
+            ("PUT", format!("{}/{name}", collection_path(resource)), Some(body))
+        }
+        OpKind::Delete { key, precondition } => {
+            let (resource, name) = split_key(key);
+            let body = json!({"kind": "DeleteOptions", "apiVersion": "v1",
+                "preconditions": {"resourceVersion": precondition.to_string()}});
+            ("DELETE", format!("{}/{name}", collection_path(resource)), Some(body))
+        }
+        OpKind::Get { key, mode } => {
+            let (resource, name) = split_key(key);
+            ("GET", format!("{}/{name}{}", collection_path(resource), mode_query(*mode, false)), None)
+        }
+        OpKind::List { prefix, mode } => {
+            let resource = prefix.split('/').next().unwrap_or_default();
+            ("GET", format!("{}{}", collection_path(resource), mode_query(*mode, true)), None)
+        }
     }
 }
 
@@ -125,53 +156,14 @@ impl Traffic {
 
     /// Sends one request and records it as `kind`.
     async fn run_op(&self, client: u32, node: u64, kind: OpKind) -> Outcome {
-        let host = host_name(node);
+        let (method, path, body) = http_request(&kind);
         let call = self.rec.tick();
-        let (reply, outcome_of): (Option<Reply>, fn(Option<&Reply>) -> Outcome) = match &kind {
-            OpKind::Create { key, value } => {
-                let (resource, name) = split_key(key);
-                let body = object(resource, name, *value, None);
-                (
-                    request_within(REQUEST_DEADLINE, &host, REST_PORT, "POST", &collection_path(resource), Some(&body))
-                        .await,
-                    write_outcome,
-                )
-            }
-            OpKind::Update { key, value, precondition } => {
-                let (resource, name) = split_key(key);
-                let body = object(resource, name, *value, Some(*precondition));
-                let path = format!("{}/{name}", collection_path(resource));
-                (request_within(REQUEST_DEADLINE, &host, REST_PORT, "PUT", &path, Some(&body)).await, write_outcome)
-            }
-            OpKind::Delete { key, precondition } => {
-                let (resource, name) = split_key(key);
-                let body = json!({"kind": "DeleteOptions", "apiVersion": "v1",
-                    "preconditions": {"resourceVersion": precondition.to_string()}});
-                let path = format!("{}/{name}", collection_path(resource));
-                (request_within(REQUEST_DEADLINE, &host, REST_PORT, "DELETE", &path, Some(&body)).await, write_outcome)
-            }
-            OpKind::Get { key, mode } => {
-                let (resource, name) = split_key(key);
-                let path = format!("{}/{name}{}", collection_path(resource), mode_query(*mode, false));
-                (request_within(REQUEST_DEADLINE, &host, REST_PORT, "GET", &path, None).await, |r| {
-                    read_outcome(r, false)
-                })
-            }
-            OpKind::List { prefix, mode } => {
-                let resource = prefix.split('/').next().unwrap_or_default();
-                let path = format!("{}{}", collection_path(resource), mode_query(*mode, true));
-                (request_within(REQUEST_DEADLINE, &host, REST_PORT, "GET", &path, None).await, |r| {
-                    read_outcome(r, true)
-                })
-            }
+        let reply = request_within(REQUEST_DEADLINE, &host_name(node), REST_PORT, method, &path, body.as_ref()).await;
+        let outcome = match &kind {
+            k if k.is_write() => write_outcome(reply.as_ref()),
+            OpKind::List { prefix, .. } => read_outcome(reply.as_ref(), Some(prefix)),
+            _ => read_outcome(reply.as_ref(), None),
         };
-        let mut outcome = outcome_of(reply.as_ref());
-        if let Outcome::Listed { items, .. } = &mut outcome {
-            // Items came back by name; the checkers name keys `resource/namespace/name`.
-            if let OpKind::List { prefix, .. } = &kind {
-                *items = std::mem::take(items).into_iter().map(|(k, v)| (format!("{prefix}{k}"), v)).collect();
-            }
-        }
         let ret = if outcome == Outcome::Unknown { u64::MAX } else { self.rec.tick() };
         self.rec.op(Op { client, node, kind, call, ret, outcome: outcome.clone() });
         outcome

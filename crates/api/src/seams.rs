@@ -70,13 +70,17 @@ impl SplitMix64 {
 
 impl Entropy for SplitMix64 {
     fn next_u64(&self) -> u64 {
-        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = *s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        splitmix64_step(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
+}
+
+/// One step of splitmix64: advances `state` and returns the next value.
+pub fn splitmix64_step(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// A version-4 UUID drawn from `e`, as Kubernetes uids look.

@@ -45,7 +45,7 @@ pub fn check(sessions: &[WatchSession], replay: &Replay, states: &BTreeMap<u64, 
         *e = (*e).max(top);
     }
     for ((watcher, prefix), top) in reached {
-        let want = replay.changes_between(&prefix, 0, u64::MAX - 1).last().map(|(rv, _)| *rv).unwrap_or(0);
+        let want = replay.changes_between(&prefix, 0, u64::MAX).last().map(|(rv, _)| *rv).unwrap_or(0);
         if top < want {
             v.push(Violation::new(
                 "W12",
