@@ -70,6 +70,23 @@ impl<E: LogEngine> LogStore<E> {
         Self { engine, flush_tx }
     }
 
+    /// Called once at start-up, before openraft reads the vote: saves a committed
+    /// (leader's) vote back as uncommitted, so a restarted leader does not resume
+    /// leadership in its old term. It may have lost log entries it had not yet synced
+    /// but its followers had (and had committed); resuming the term, it would write
+    /// different entries at the same (term, index), which followers take for entries
+    /// they already have. Found by the simulator (seed 1: a restarted leader served a
+    /// Most-Recent list 56 entries stale). Uncommitted, the vote still binds the node to
+    /// its term, and it leads again only by winning an election, which compares logs.
+    pub async fn demote_saved_vote(&self) -> io::Result<()> {
+        let vote: Option<Vote> = self.engine.get_meta(META_VOTE)?.map(|b| decode(&b)).transpose()?;
+        if let Some(mut v) = vote.filter(|v| v.committed) {
+            v.committed = false;
+            self.engine.put_meta(META_VOTE, Bytes::from(encode(&v))).await?;
+        }
+        Ok(())
+    }
+
     pub fn engine(&self) -> &Arc<E> {
         &self.engine
     }
@@ -102,20 +119,8 @@ impl<E: LogEngine> RaftLogReader<TypeConfig> for LogStore<E> {
         self.engine.read_range(start, end)?.iter().map(|(_, b)| Self::decode_entry(b)).collect()
     }
 
-    /// The saved vote, never as a committed (leader's) one: a restarted leader must not
-    /// resume leadership in its old term. It may have lost log entries it had not yet
-    /// synced but its followers had (and had committed); resuming the term, it would
-    /// write different entries at the same (term, index), which followers take for
-    /// entries they already have. Found by the simulator (seed 1: a restarted leader
-    /// served a Most-Recent list 56 entries stale). Uncommitted, the vote still binds
-    /// the node to its term, and it becomes leader again only by winning an election,
-    /// which compares logs.
     async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
-        let vote: Option<Vote> = self.engine.get_meta(META_VOTE)?.map(|b| decode(&b)).transpose()?;
-        Ok(vote.map(|mut v| {
-            v.committed = false;
-            v
-        }))
+        self.engine.get_meta(META_VOTE)?.map(|b| decode(&b)).transpose()
     }
 }
 
@@ -165,5 +170,32 @@ impl<E: LogEngine> RaftLogStorage<TypeConfig> for LogStore<E> {
         self.engine.put_meta(META_PURGED, Bytes::from(encode(&log_id))).await?;
         self.engine.purge_upto(log_id.index()).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kuorum_store::memory::MemoryLogEngine;
+    use openraft::storage::RaftLogStorage;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_saved_leader_vote_comes_back_uncommitted_after_restart() {
+        let engine = Arc::new(MemoryLogEngine::new());
+        let mut store = LogStore::new(engine.clone());
+        store.save_vote(&Vote::new_committed(3, 1)).await.unwrap();
+        assert!(store.read_vote().await.unwrap().unwrap().committed, "the storage contract: read what was saved");
+
+        engine.crash();
+        let mut restarted = LogStore::new(engine.clone());
+        restarted.demote_saved_vote().await.unwrap();
+        let v = restarted.read_vote().await.unwrap().unwrap();
+        assert!(!v.committed, "a restarted leader must win a new election");
+        assert_eq!(v, Vote::new(3, 1), "same term and candidate, only no longer committed");
+
+        // An uncommitted vote is left as it is.
+        restarted.demote_saved_vote().await.unwrap();
+        assert_eq!(restarted.read_vote().await.unwrap(), Some(Vote::new(3, 1)));
     }
 }

@@ -147,6 +147,7 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
 
     let channels = Channels::new(dialer, cfg.timing.peer_keepalive);
     let log_store = LogStore::new(log_engine);
+    log_store.demote_saved_vote().await?;
     let state_machine = StateMachine::with_observer(object_engine.clone(), observer)?;
     let raft =
         openraft::Raft::new(cfg.id, config, PeerNetwork::new(channels.clone()), log_store, state_machine.clone())
