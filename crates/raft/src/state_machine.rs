@@ -167,6 +167,7 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
         Strm: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + OptionalSend,
     {
         let engine = self.shared.engine.clone();
+        let compacted_before = compacted_rv(engine.as_ref())?;
         let mut applier = BatchApplier::new(engine.as_ref());
         let mut replies = Vec::new();
         let mut changes = Vec::new();
@@ -199,7 +200,12 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
         if let Some(m) = membership {
             meta.push((META_MEMBERSHIP.to_string(), Bytes::from(encode(&m))));
         }
-        let compaction = applier.compaction();
+        // Compaction only moves forward. A new leader's proposer may propose a point
+        // below one already applied (it saw a lower index a window ago); taken as is, it
+        // would move META_COMPACTED back while the history stays compacted higher, and
+        // Exact reads and rebuilt watch windows between the two points would read
+        // history that is gone. Found by the simulator (seeds 5 and 22).
+        let compaction = applier.compaction().filter(|rv| *rv > compacted_before);
         if let Some(rv) = compaction {
             meta.push((META_COMPACTED.to_string(), Bytes::from(encode(&rv))));
         }
