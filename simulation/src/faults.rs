@@ -35,29 +35,6 @@ pub struct Coverage {
 }
 
 impl Coverage {
-    pub fn add(&mut self, o: &Coverage) {
-        macro_rules! sum { ($($f:ident),*) => { $( self.$f += o.$f; )* } }
-        sum!(
-            partitions,
-            one_way,
-            leader_isolations,
-            crashes,
-            leader_crashes,
-            restarts,
-            loss,
-            delays,
-            slow_disks,
-            leader_changes,
-            snapshot_installs,
-            compactions,
-            gone_410,
-            resumes_elsewhere,
-            ops,
-            unknown_writes,
-            watch_events
-        );
-    }
-
     pub fn rows(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("partitions (symmetric)", self.partitions),

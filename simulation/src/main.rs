@@ -2,9 +2,10 @@
 //!
 //! Runs each seed (printing the options it derived), checks it, and prints a progress
 //! line, the coverage counters and a summary; a failing seed prints the one-line command
-//! that replays it. `--determinism` runs every seed twice and compares trace hashes
-//! (D1). `--mutation NAME` (needs `--features mutations`) runs with one deliberate bug
-//! and reports which checker caught it at which seed.
+//! that replays it. Every seed runs in a process of its own, as its replay command
+//! does. `--determinism` runs every seed twice and compares trace hashes (D1).
+//! `--mutation NAME` (needs `--features mutations`) runs with one deliberate bug and
+//! reports which checker caught it at which seed.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -12,7 +13,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use kuorum_api::mutation::Mutation;
-use kuorum_sim::faults::Coverage;
+use kuorum_sim::options::SimOptions;
 use kuorum_sim::run_seed;
 
 #[derive(Parser, Debug)]
@@ -24,13 +25,13 @@ struct Args {
     /// One seed (overrides --seeds).
     #[arg(long)]
     seed: Option<u64>,
-    /// Replay every seed in a fresh process and require the same trace hash (D1): what
-    /// the printed replay command promises.
+    /// Run every seed a second time and require the same trace hash (D1): what the
+    /// printed replay command promises.
     #[arg(long)]
     determinism: bool,
-    /// Print only the trace hash of --seed (used by --determinism).
+    /// Run --seed in this process and print its report (what the runner reads).
     #[arg(long, hide = true)]
-    print_hash: bool,
+    child: bool,
     /// Select a deliberate bug (stale-read, drop-event, skip-precondition,
     /// ack-before-fsync, early-bookmark); stops at the first seed that catches it.
     #[arg(long)]
@@ -71,41 +72,50 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
 
-    if args.print_hash {
-        let r = run_seed(seeds.start, mutation);
-        println!("trace-hash {:016x}", r.trace_hash);
-        return ExitCode::SUCCESS;
+    if args.child {
+        return child(seeds.start, mutation);
     }
 
     let started = Instant::now();
     let total = seeds.end - seeds.start;
-    let mut coverage = Coverage::default();
-    let mut by_property: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut coverage: Vec<(String, u64)> = Vec::new();
+    let mut by_property: BTreeMap<String, u64> = BTreeMap::new();
     let (mut clean, mut failed, mut inconclusive, mut done) = (0u64, Vec::new(), 0u64, 0u64);
     for seed in seeds {
-        let r = run_seed(seed, mutation);
+        let Some(r) = run_in_child(seed, args.mutation.as_deref()) else {
+            eprintln!("\nseed {seed}: the run's process failed");
+            failed.push(seed);
+            continue;
+        };
         done += 1;
         if args.verbose || !r.clean() {
-            eprintln!("\n{}", r.opts);
+            eprintln!("\n{}", r.options);
         }
-        let mut problems: Vec<String> = r.violations.iter().map(|v| v.to_string()).collect();
+        let mut problems: Vec<String> = r.violations.iter().map(|(p, d)| format!("{p}: {d}")).collect();
         if let Some(e) = &r.sim_error {
             problems.push(format!("liveness: the simulation did not finish: {e}"));
         }
         if args.determinism {
-            match replay_hash(seed, args.mutation.as_deref()) {
-                Some(h) if h == r.trace_hash => {}
-                Some(h) => problems.push(format!("D1: trace hash {:016x}, replayed {h:016x}", r.trace_hash)),
+            match run_in_child(seed, args.mutation.as_deref()) {
+                Some(again) if again.trace_hash == r.trace_hash => {}
+                Some(again) => {
+                    problems.push(format!("D1: trace hash {:016x}, replayed {:016x}", r.trace_hash, again.trace_hash))
+                }
                 None => problems.push("D1: the replay process failed".into()),
             }
         }
-        coverage.add(&r.coverage);
-        inconclusive += r.inconclusive.len() as u64;
+        for (name, n) in &r.coverage {
+            match coverage.iter_mut().find(|(k, _)| k == name) {
+                Some((_, total)) => *total += n,
+                None => coverage.push((name.clone(), *n)),
+            }
+        }
+        inconclusive += r.inconclusive;
         if problems.is_empty() {
             clean += 1;
         } else {
-            for v in &r.violations {
-                *by_property.entry(v.property).or_default() += 1;
+            for (p, _) in &r.violations {
+                *by_property.entry(p.clone()).or_default() += 1;
             }
             for p in problems.iter().take(5) {
                 eprintln!("  VIOLATION {p}");
@@ -113,7 +123,7 @@ fn main() -> ExitCode {
             if problems.len() > 5 {
                 eprintln!("  ... and {} more", problems.len() - 5);
             }
-            eprintln!("  replay: {}", r.opts.replay_command(mutation.map(|m| m.name())));
+            eprintln!("  replay: {}", SimOptions::from_seed(seed).replay_command(mutation.map(|m| m.name())));
             failed.push(seed);
         }
         eprint!(
@@ -124,12 +134,8 @@ fn main() -> ExitCode {
         );
         if let Some(m) = mutation {
             if !problems.is_empty() {
-                let props: Vec<&str> = r.violations.iter().map(|v| v.property).collect();
-                println!(
-                    "\nmutation {} caught at seed {seed} (after {done} seeds) by {:?}",
-                    m.name(),
-                    props.iter().collect::<std::collections::BTreeSet<_>>()
-                );
+                let props: std::collections::BTreeSet<&str> = r.violations.iter().map(|(p, _)| p.as_str()).collect();
+                println!("\nmutation {} caught at seed {seed} (after {done} seeds) by {props:?}", m.name());
                 return ExitCode::SUCCESS;
             }
         }
@@ -138,7 +144,7 @@ fn main() -> ExitCode {
     println!("seeds: {total}, clean: {clean}, failing: {failed:?}, K2 inconclusive: {inconclusive}");
     println!("violations by property: {by_property:?}");
     println!("coverage:");
-    for (name, n) in coverage.rows() {
+    for (name, n) in &coverage {
         println!("  {name:<34} {n}");
     }
     println!("wall time: {:.1} s", started.elapsed().as_secs_f64());
@@ -153,15 +159,73 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs `seed` again in a fresh process and reads its trace hash.
-fn replay_hash(seed: u64, mutation: Option<&str>) -> Option<u64> {
+/// What one seed's process reported.
+struct SeedResult {
+    options: String,
+    violations: Vec<(String, String)>,
+    inconclusive: u64,
+    sim_error: Option<String>,
+    trace_hash: u64,
+    coverage: Vec<(String, u64)>,
+}
+
+impl SeedResult {
+    fn clean(&self) -> bool {
+        self.violations.is_empty() && self.sim_error.is_none()
+    }
+}
+
+/// `--child`: runs one seed and prints its report, one tab-separated record per line.
+fn child(seed: u64, mutation: Option<Mutation>) -> ExitCode {
+    let r = run_seed(seed, mutation);
+    let one_line = |s: &str| s.replace(['\n', '\t'], " ");
+    println!("options\t{}", r.opts);
+    for v in &r.violations {
+        println!("violation\t{}\t{}", v.property, one_line(&v.detail));
+    }
+    println!("inconclusive\t{}", r.inconclusive.len());
+    if let Some(e) = &r.sim_error {
+        println!("sim-error\t{}", one_line(e));
+    }
+    println!("trace-hash\t{:016x}", r.trace_hash);
+    for (name, n) in r.coverage.rows() {
+        println!("coverage\t{name}\t{n}");
+    }
+    ExitCode::SUCCESS
+}
+
+/// Runs `seed` in a fresh process, as its replay command would: state that outlives a
+/// run inside one process (tokio's global task ids, for one) would otherwise make a
+/// seed behave differently after other seeds than on its own.
+fn run_in_child(seed: u64, mutation: Option<&str>) -> Option<SeedResult> {
     let mut cmd = std::process::Command::new(std::env::current_exe().ok()?);
-    cmd.args(["--seed", &seed.to_string(), "--print-hash"]);
+    cmd.args(["--child", "--seed", &seed.to_string()]);
     if let Some(m) = mutation {
         cmd.args(["--mutation", m]);
     }
-    let out = cmd.stderr(std::process::Stdio::null()).output().ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let hex = text.lines().find_map(|l| l.strip_prefix("trace-hash "))?;
-    u64::from_str_radix(hex.trim(), 16).ok()
+    let out = cmd.stderr(std::process::Stdio::inherit()).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let mut r = SeedResult {
+        options: String::new(),
+        violations: Vec::new(),
+        inconclusive: 0,
+        sim_error: None,
+        trace_hash: 0,
+        coverage: Vec::new(),
+    };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut f = line.splitn(3, '\t');
+        match (f.next(), f.next(), f.next()) {
+            (Some("options"), Some(o), _) => r.options = o.to_string(),
+            (Some("violation"), Some(p), Some(d)) => r.violations.push((p.to_string(), d.to_string())),
+            (Some("inconclusive"), Some(n), _) => r.inconclusive = n.parse().ok()?,
+            (Some("sim-error"), Some(e), _) => r.sim_error = Some(e.to_string()),
+            (Some("trace-hash"), Some(h), _) => r.trace_hash = u64::from_str_radix(h, 16).ok()?,
+            (Some("coverage"), Some(name), Some(n)) => r.coverage.push((name.to_string(), n.parse().ok()?)),
+            _ => {}
+        }
+    }
+    Some(r)
 }
