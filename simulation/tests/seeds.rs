@@ -20,3 +20,13 @@ fn fixed_seeds_are_clean_and_replay_identically() {
     assert!(ok, "a seed failed:\n{text}");
     assert!(text.contains("seeds: 40, clean: 40"), "{text}");
 }
+
+/// Seeds from long runs that found bugs, kept once fixed (docs/simulation.md, "Bugs found").
+#[test]
+fn regression_seeds_are_clean() {
+    // 1532: a delete whose forward broke after the leader took it answered 404 (bug 7).
+    for seed in ["1532"] {
+        let (ok, text) = run(&["--seed", seed]);
+        assert!(ok, "seed {seed} failed:\n{text}");
+    }
+}

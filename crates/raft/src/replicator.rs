@@ -6,10 +6,11 @@
 //! create settles this by the uid the proposer chose: "already exists" with our uid is our
 //! own write, answered as a success; an update's conflict on an object that holds exactly
 //! the content it proposed is its own write too. (Updates without a precondition are
-//! idempotent at apply: re-applying identical content changes nothing.) A delete that
-//! meets "not found" after an unknown outcome answers not found: the object is gone
-//! either way, and the client cannot tell whose delete it was (kube-apiserver's answer in
-//! that case is a 504 timeout, which is no more informative).
+//! idempotent at apply: re-applying identical content changes nothing.) Any other
+//! refusal after an unknown outcome is answered as unknown (a timeout, 504, as
+//! kube-apiserver answers when etcd's outcome is unknown): a delete that meets "not
+//! found" may have been the one that deleted, and answering 404 would deny a change it
+//! made. The simulator caught that answer breaking linearizability (K2, seed 1532).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -82,8 +83,8 @@ impl<E: ObjectEngine> RaftReplicator<E> {
                     Ok(r) => r,
                     Err(_) => return Attempt::Uncertain,
                 },
-                // Refused before the leader saw it: safe to retry.
-                Ok(Err(s)) if s.code() == tonic::Code::Unavailable => return Attempt::Retry,
+                // Even "unavailable" may come from a connection that broke after the
+                // leader took the request, so any failure leaves the outcome unknown.
                 Ok(Err(_)) | Err(_) => return Attempt::Uncertain,
             }
         };
@@ -97,25 +98,23 @@ impl<E: ObjectEngine> RaftReplicator<E> {
 
     /// After an attempt with an unknown outcome, a retry may meet its own success:
     /// "already exists" with our uid is our create; a conflict on an object whose content
-    /// is exactly what we wrote is our update.
-    fn settle(&self, cmd: &Command, result: WriteResult, uncertain: bool) -> WriteResult {
-        if !uncertain {
-            return result;
+    /// is exactly what we wrote is our update. Any other refusal leaves the outcome
+    /// unknown.
+    fn settle(&self, cmd: &Command, result: WriteResult, uncertain: bool) -> Result<WriteResult, ClusterError> {
+        if !uncertain || result.is_ok() {
+            return Ok(result);
         }
-        match (cmd, &result) {
-            (Command::Create { key, object, .. }, Err(WriteError::AlreadyExists)) => {
-                let ours = uid_of(object);
-                match self.engine.get(key) {
-                    Ok(Some(stored)) if ours.is_some() && uid_of(&stored) == ours => Ok(stored),
-                    _ => result,
-                }
+        let ours = match cmd {
+            Command::Create { key, object, .. } if result == Err(WriteError::AlreadyExists) => {
+                let uid = uid_of(object);
+                self.engine.get(key).ok().flatten().filter(|stored| uid.is_some() && uid_of(stored) == uid)
             }
-            (Command::Update { key, object, .. }, Err(WriteError::Conflict)) => match self.engine.get(key) {
-                Ok(Some(stored)) if same_content(&stored, object) => Ok(stored),
-                _ => result,
-            },
-            _ => result,
-        }
+            Command::Update { key, object, .. } if result == Err(WriteError::Conflict) => {
+                self.engine.get(key).ok().flatten().filter(|stored| same_content(stored, object))
+            }
+            _ => None,
+        };
+        ours.map(|stored| Ok(Ok(stored))).unwrap_or(Err(ClusterError::Timeout))
     }
 
     async fn wait_applied(&self, index: u64, deadline: Instant) -> Result<u64, ClusterError> {
@@ -184,7 +183,7 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
                     });
                 }
                 match self.write_once(&cmd, deadline - now).await {
-                    Attempt::Done(r) => return r.map(|res| self.settle(&cmd, res, uncertain)),
+                    Attempt::Done(r) => return r.and_then(|res| self.settle(&cmd, res, uncertain)),
                     Attempt::Retry => {}
                     Attempt::Uncertain => uncertain = true,
                 }
