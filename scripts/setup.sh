@@ -34,7 +34,7 @@ apt_install() {
     local missing=()
     local p
     for p in "$@"; do
-        if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        if [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == *'install ok installed'* ]]; then
             say "ok      apt $p"
         else
             missing+=("$p")
@@ -62,7 +62,9 @@ venv_ok() {
     [ -x "$KUORUM_VENV/bin/python" ] &&
         [ -x "$KUORUM_VENV/bin/kubectl" ] &&
         "$KUORUM_VENV/bin/python" -c 'import kubernetes, pytest' >/dev/null 2>&1 &&
-        "$KUORUM_VENV/bin/kubectl" version --client 2>/dev/null | grep -q 'v1\.37\.'
+        # Not `grep -q`: it may exit before kubectl has written everything, and under
+        # pipefail kubectl's SIGPIPE then fails the check at random.
+        [[ "$("$KUORUM_VENV/bin/kubectl" version --client 2>/dev/null)" == *v1.37.* ]]
 }
 
 if venv_ok; then
