@@ -24,8 +24,9 @@ fn fixed_seeds_are_clean_and_replay_identically() {
 /// Seeds from long runs that found bugs, kept once fixed (docs/simulation.md, "Bugs found").
 #[test]
 fn regression_seeds_are_clean() {
-    // 1532: a delete whose forward broke after the leader took it answered 404 (bug 7).
-    for seed in ["1532"] {
+    // 1532: a delete whose forward broke after the leader took it answered 404; 1587: an
+    // update in the same situation answered 409 (bug 7).
+    for seed in ["1532", "1587"] {
         let (ok, text) = run(&["--seed", seed]);
         assert!(ok, "seed {seed} failed:\n{text}");
     }
