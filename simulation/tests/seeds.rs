@@ -25,8 +25,9 @@ fn fixed_seeds_are_clean_and_replay_identically() {
 #[test]
 fn regression_seeds_are_clean() {
     // 1532: a delete whose forward broke after the leader took it answered 404; 1587: an
-    // update in the same situation answered 409 (bug 7).
-    for seed in ["1532", "1587"] {
+    // update in the same situation answered 409 (bug 7). 2452: a crash between recording
+    // a purge point and purging left a log openraft called corrupted (bug 8).
+    for seed in ["1532", "1587", "2452"] {
         let (ok, text) = run(&["--seed", seed]);
         assert!(ok, "seed {seed} failed:\n{text}");
     }

@@ -129,9 +129,14 @@ impl<E: LogEngine> RaftLogStorage<TypeConfig> for LogStore<E> {
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, io::Error> {
         let last_purged_log_id: Option<LogId> = self.engine.get_meta(META_PURGED)?.map(|b| decode(&b)).transpose()?;
+        let purged_index = last_purged_log_id.as_ref().map(|l| l.index());
         let last_log_id = match self.engine.last_entry()? {
-            Some((_, b)) => Some(Self::decode_entry(&b)?.log_id()),
-            None => last_purged_log_id.clone(),
+            // Entries at or below the purge point are leftovers of a purge a crash cut
+            // short (the point is recorded first): they count as purged. Found by the
+            // simulator (seed 2452: a follower that installed a snapshot at 239 with
+            // entries up to 237 came back with a log openraft called corrupted).
+            Some((i, b)) if Some(i) > purged_index => Some(Self::decode_entry(&b)?.log_id()),
+            _ => last_purged_log_id.clone(),
         };
         Ok(LogState { last_purged_log_id, last_log_id })
     }
@@ -197,5 +202,25 @@ mod tests {
         // An uncommitted vote is left as it is.
         restarted.demote_saved_vote().await.unwrap();
         assert_eq!(restarted.read_vote().await.unwrap(), Some(Vote::new(3, 1)));
+    }
+
+    #[tokio::test]
+    async fn entries_left_behind_by_an_interrupted_purge_count_as_purged() {
+        let engine = Arc::new(MemoryLogEngine::new());
+        let mut store = LogStore::new(engine.clone());
+        let log_id = |i: u64| LogId::new(openraft::impls::leader_id_adv::LeaderId { term: 1, node_id: 1 }, i);
+        let entry = |i: u64| {
+            let e = Entry::new_blank(log_id(i));
+            (i, Bytes::from(encode(&e)))
+        };
+        engine.append((1..=3).map(entry).collect()).await.unwrap();
+        // The purge point (5, past the last entry: a snapshot was installed) is recorded,
+        // then a crash loses the purge itself.
+        let purged = log_id(5);
+        engine.put_meta(META_PURGED, Bytes::from(encode(&purged))).await.unwrap();
+        engine.crash();
+        let state = store.get_log_state().await.unwrap();
+        assert_eq!(state.last_purged_log_id, Some(purged.clone()));
+        assert_eq!(state.last_log_id, Some(purged), "not entry 3, which openraft would call a corrupted log");
     }
 }
