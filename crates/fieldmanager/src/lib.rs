@@ -1,0 +1,1 @@
+//! managedFields: who owns which field of an object, server-side apply and its conflicts.

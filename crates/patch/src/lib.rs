@@ -1,0 +1,1 @@
+//! The three PATCH bodies of the Kubernetes API (server-side apply is `kuorum-fieldmanager`).

@@ -1,0 +1,17 @@
+//! The Kubernetes schemas kuorum serves, and what the rest of the server asks of them:
+//!
+//! - [`Schemas`] / [`Schema`]: the built-in kinds' definitions (Kubernetes 1.37, see
+//!   `k8s/README.md`) and a borrowed view of one node in them, resolving `$ref`s and
+//!   carrying the field-level metadata patching needs (`x-kubernetes-patch-strategy`,
+//!   `-patch-merge-key`, `-list-type`, `-list-map-keys`, `-map-type`).
+//! - [`unknown`]: the fields of an object its schema does not know (fieldValidation).
+//! - [`openapi`]: the `/openapi/v3` index and per-group-version documents.
+//!
+//! Schemas of custom resources (a CRD's `openAPIV3Schema`) are viewed the same way with
+//! [`Schema::standalone`].
+
+mod defs;
+pub mod openapi;
+pub mod unknown;
+
+pub use defs::{Schema, Schemas, Shape};
