@@ -26,8 +26,10 @@ fn fixed_seeds_are_clean_and_replay_identically() {
 fn regression_seeds_are_clean() {
     // 1532: a delete whose forward broke after the leader took it answered 404; 1587: an
     // update in the same situation answered 409 (bug 7). 2452: a crash between recording
-    // a purge point and purging left a log openraft called corrupted (bug 8).
-    for seed in ["1532", "1587", "2452"] {
+    // a purge point and purging left a log openraft called corrupted (bug 8). 1118 and
+    // 1257: a create recognised as its own success by uid alone answered with a later
+    // update's resourceVersion (bug 9).
+    for seed in ["1532", "1587", "2452", "1118", "1257"] {
         let (ok, text) = run(&["--seed", seed]);
         assert!(ok, "seed {seed} failed:\n{text}");
     }

@@ -97,9 +97,11 @@ impl<E: ObjectEngine> RaftReplicator<E> {
     }
 
     /// After an attempt with an unknown outcome, a retry may meet its own success:
-    /// "already exists" with our uid is our create; a conflict on an object whose content
-    /// is exactly what we wrote is our update. Any other refusal leaves the outcome
-    /// unknown.
+    /// "already exists" with our uid and exactly our content is our create; a conflict on
+    /// an object whose content is exactly what we wrote is our update. Any other refusal
+    /// leaves the outcome unknown: in particular an object with our uid that was updated
+    /// since was created by us, but at a resourceVersion we no longer see, so answering
+    /// it would report our create at someone else's version (simulator seeds 1118, 1257).
     fn settle(&self, cmd: &Command, result: WriteResult, uncertain: bool) -> Result<WriteResult, ClusterError> {
         if !uncertain || result.is_ok() {
             return Ok(result);
@@ -107,7 +109,11 @@ impl<E: ObjectEngine> RaftReplicator<E> {
         let ours = match cmd {
             Command::Create { key, object, .. } if result == Err(WriteError::AlreadyExists) => {
                 let uid = uid_of(object);
-                self.engine.get(key).ok().flatten().filter(|stored| uid.is_some() && uid_of(stored) == uid)
+                self.engine
+                    .get(key)
+                    .ok()
+                    .flatten()
+                    .filter(|stored| uid.is_some() && uid_of(stored) == uid && same_content(stored, object))
             }
             Command::Update { key, object, .. } if result == Err(WriteError::Conflict) => {
                 self.engine.get(key).ok().flatten().filter(|stored| same_content(stored, object))
