@@ -599,6 +599,11 @@ impl Cluster {
     /// Runs kubectl against node `id` (its own kubeconfig and discovery cache), bounded by
     /// 60 s. Panics if there is no kubectl (call [`kubectl_bin`] first to skip instead).
     pub fn kubectl(&self, id: u64, args: &[&str]) -> Result<Output> {
+        self.kubectl_with_env(id, args, &[])
+    }
+
+    /// kubectl as [`Cluster::kubectl`], with extra environment variables (`KUBE_EDITOR`).
+    pub fn kubectl_with_env(&self, id: u64, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
         let kubectl = kubectl_bin().expect("no kubectl: run scripts/setup.sh or set KUBECTL");
         let kubeconfig = self.kubeconfig(id)?;
         let cache = self.root.join(format!("kube-cache-{id}"));
@@ -608,7 +613,7 @@ impl Cluster {
             "--request-timeout=20s".into(),
         ];
         full.extend(args.iter().map(|s| s.to_string()));
-        run_bounded(&kubectl, &full, &self.root, Duration::from_secs(60))
+        run_bounded_env(&kubectl, &full, &self.root, Duration::from_secs(60), env)
     }
 
     /// Prints the last `lines` lines of every node's log to stderr.
@@ -694,10 +699,22 @@ impl Output {
 
 /// Runs `prog args` in `dir` with output captured to files, killing it after `timeout`.
 pub fn run_bounded(prog: &Path, args: &[String], dir: &Path, timeout: Duration) -> Result<Output> {
+    run_bounded_env(prog, args, dir, timeout, &[])
+}
+
+/// [`run_bounded`] with extra environment variables.
+pub fn run_bounded_env(
+    prog: &Path,
+    args: &[String],
+    dir: &Path,
+    timeout: Duration,
+    env: &[(&str, &str)],
+) -> Result<Output> {
     let out = tempfile::tempfile_in(dir)?;
     let err = tempfile::tempfile_in(dir)?;
     let mut child = Command::new(prog)
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)
         .stderr(err.try_clone()?)

@@ -12,39 +12,51 @@ use crate::{Schema, Shape};
 ///   -> ["spec.replica", "spec.template.spec.containers[0].imagee"]
 /// ```
 pub fn unknown_fields(schema: Schema<'_>, value: &Value) -> Vec<String> {
+    let mut copy = value.clone();
+    prune_unknown_fields(schema, &mut copy)
+}
+
+/// Removes the fields `schema` does not declare from `value`, as decoding into
+/// kube-apiserver's typed objects drops them, and returns their paths.
+pub fn prune_unknown_fields(schema: Schema<'_>, value: &mut Value) -> Vec<String> {
     let mut out = Vec::new();
     walk(schema, value, &mut String::new(), &mut out);
     out
 }
 
-fn walk(schema: Schema<'_>, value: &Value, path: &mut String, out: &mut Vec<String>) {
+fn push_key(path: &mut String, key: &str) {
+    if !path.is_empty() {
+        path.push('.');
+    }
+    path.push_str(key);
+}
+
+fn walk(schema: Schema<'_>, value: &mut Value, path: &mut String, out: &mut Vec<String>) {
     match (schema.shape(), value) {
         (Shape::Struct, Value::Object(map)) => {
-            for (key, child) in map {
+            let mut unknown = Vec::new();
+            for (key, child) in map.iter_mut() {
                 let len = path.len();
-                if !path.is_empty() {
-                    path.push('.');
-                }
-                path.push_str(key);
-                match schema.property(key) {
+                push_key(path, key);
+                match schema.property(key).or_else(|| schema.values()) {
                     Some(s) => walk(s, child, path, out),
                     None if schema.preserves_unknown_fields() => {}
-                    None => match schema.values() {
-                        Some(s) => walk(s, child, path, out),
-                        None => out.push(path.clone()),
-                    },
+                    None => {
+                        out.push(path.clone());
+                        unknown.push(key.clone());
+                    }
                 }
                 path.truncate(len);
+            }
+            for key in unknown {
+                map.shift_remove(&key);
             }
         }
         (Shape::Map, Value::Object(map)) => {
             if let Some(s) = schema.values() {
-                for (key, child) in map {
+                for (key, child) in map.iter_mut() {
                     let len = path.len();
-                    if !path.is_empty() {
-                        path.push('.');
-                    }
-                    path.push_str(key);
+                    push_key(path, key);
                     walk(s, child, path, out);
                     path.truncate(len);
                 }
@@ -52,7 +64,7 @@ fn walk(schema: Schema<'_>, value: &Value, path: &mut String, out: &mut Vec<Stri
         }
         (Shape::List, Value::Array(items)) => {
             if let Some(s) = schema.items() {
-                for (i, child) in items.iter().enumerate() {
+                for (i, child) in items.iter_mut().enumerate() {
                     let len = path.len();
                     path.push_str(&format!("[{i}]"));
                     walk(s, child, path, out);
@@ -61,6 +73,75 @@ fn walk(schema: Schema<'_>, value: &Value, path: &mut String, out: &mut Vec<Stri
             }
         }
         _ => {}
+    }
+}
+
+/// The paths of keys that appear twice in one JSON object of `body` (which serde_json would
+/// silently collapse to the last), in document order; empty when `body` is not JSON.
+pub fn duplicate_fields(body: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let _ = serde::de::DeserializeSeed::deserialize(Dups { path: String::new(), out: &mut out }, &mut de);
+    out
+}
+
+/// Walks any JSON value, recording repeated keys.
+struct Dups<'o> {
+    path: String,
+    out: &'o mut Vec<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Dups<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Dups<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        loop {
+            let path = format!("{}[{i}]", self.path);
+            if seq.next_element_seed(Dups { path, out: &mut *self.out })?.is_none() {
+                return Ok(());
+            }
+            i += 1;
+        }
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let mut path = self.path.clone();
+            push_key(&mut path, &key);
+            if !seen.insert(key) {
+                self.out.push(path.clone());
+            }
+            map.next_value_seed(Dups { path, out: &mut *self.out })?;
+        }
+        Ok(())
     }
 }
 
@@ -99,5 +180,22 @@ mod tests {
         let s = Schema::standalone(&root);
         assert!(unknown_fields(s, &json!({"spec": {"a": {"b": 1}}})).is_empty());
         assert_eq!(unknown_fields(s, &json!({"spec": {}, "x": 1})), vec!["x"]);
+    }
+
+    #[test]
+    fn pruning_removes_exactly_the_unknown_fields() {
+        let s = Schemas::builtin();
+        let cm = s.kind("", "v1", "ConfigMap").unwrap();
+        let mut obj = json!({"metadata": {"name": "x", "bogus": 1}, "data": {"a": "b"}, "dat": 2});
+        assert_eq!(prune_unknown_fields(cm, &mut obj), vec!["metadata.bogus", "dat"]);
+        assert_eq!(obj, json!({"metadata": {"name": "x"}, "data": {"a": "b"}}));
+    }
+
+    #[test]
+    fn duplicate_keys_are_found_at_every_depth() {
+        let body = br#"{"a": 1, "b": {"c": 1, "c": 2}, "l": [{"x": 1, "x": 1}], "a": 2}"#;
+        assert_eq!(duplicate_fields(body), vec!["b.c", "l[0].x", "a"]);
+        assert!(duplicate_fields(br#"{"a": {"a": 1}}"#).is_empty());
+        assert!(duplicate_fields(b"not json").is_empty());
     }
 }
