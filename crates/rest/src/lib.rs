@@ -29,6 +29,7 @@ mod history;
 mod list;
 pub mod negotiate;
 mod object;
+mod openapi;
 pub mod query;
 mod route;
 mod token;
@@ -67,6 +68,8 @@ pub fn router(state: RestState) -> Router {
         .route("/healthz", get(discovery::healthy))
         .route("/livez", get(discovery::healthy))
         .route("/readyz", get(discovery::ready))
+        .route("/openapi/v3", get(openapi::index))
+        .route("/openapi/v3/{*gv}", get(openapi::group_version))
         .route("/api", get(discovery::api))
         .route("/api/", get(discovery::api))
         .route("/apis", get(discovery::apis))

@@ -1,0 +1,212 @@
+//! `GET /openapi/v3` and `GET /openapi/v3/{group-version}`: the documents of
+//! [`kuorum_schema::openapi`], served as kube-apiserver's kube-openapi `handler3` serves
+//! them.
+//!
+//! - The index is JSON whatever `Accept` says, with an `ETag`.
+//! - A group-version document is JSON when `Accept` allows it (absent, `application/json`,
+//!   `application/*`, `*/*`); kube-apiserver can also answer protobuf
+//!   (`application/com.github.proto-openapi.spec.v3.v1.0+protobuf`), kuorum cannot, so an
+//!   `Accept` naming only that is 406. kubectl and client-go ask for JSON.
+//! - `?hash=` is what the index advertises: the current hash adds
+//!   `Cache-Control: public, immutable`, a stale one is redirected (301) to the current URL.
+//! - `If-None-Match` with the current `ETag` answers 304.
+//! - An unknown group-version is a 404 Status.
+
+use axum::extract::Request;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use kuorum_api::ApiError;
+use kuorum_schema::openapi::{self as docs, Document, OpenApiV3};
+
+use crate::error::RestError;
+use crate::negotiate::{MediaType, JSON};
+use crate::query::Query;
+
+/// The documents served: the built-in resources'.
+fn served() -> &'static OpenApiV3 {
+    OpenApiV3::builtin()
+}
+
+/// `GET /openapi/v3`.
+pub(crate) async fn index(headers: HeaderMap) -> Response {
+    respond(served().index(), &headers)
+}
+
+/// `GET /openapi/v3/{*gv}`: `api/v1`, `apis/apps/v1`, ...
+pub(crate) async fn group_version(req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    let path = parts.uri.path().strip_prefix(docs::INDEX_PATH).and_then(|p| p.strip_prefix('/')).unwrap_or("");
+    let Some(doc) = served().document(path) else {
+        return RestError(ApiError::path_not_found()).into_response();
+    };
+    if !accepts_json(&parts.headers) {
+        return RestError(ApiError::not_acceptable(&[JSON])).into_response();
+    }
+    let query = Query::parse(parts.uri.query());
+    let hash = query.get("hash").filter(|h| !h.is_empty());
+    if hash.is_some_and(|h| h != doc.hash) {
+        let mut resp = StatusCode::MOVED_PERMANENTLY.into_response();
+        let location = docs::server_relative_url(path, &doc.hash);
+        if let Ok(v) = HeaderValue::from_str(&location) {
+            resp.headers_mut().insert(header::LOCATION, v);
+        }
+        resp.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
+        return resp;
+    }
+    let mut resp = respond(doc, &parts.headers);
+    resp.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
+    if hash.is_some() {
+        resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, immutable"));
+    }
+    resp
+}
+
+/// The document with its `ETag`, or 304 when the client holds it already.
+fn respond(doc: &'static Document, headers: &HeaderMap) -> Response {
+    let etag = format!("\"{}\"", doc.hash);
+    let mut resp = if if_none_match(headers, &etag) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let mut r = (StatusCode::OK, Bytes::from_static(&doc.json)).into_response();
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON));
+        r
+    };
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        resp.headers_mut().insert(header::ETAG, v);
+    }
+    resp
+}
+
+/// Whether `If-None-Match` names `etag` (weak or strong) or is `*`.
+fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
+    headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|t| {
+        let t = t.trim();
+        t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag
+    })
+}
+
+/// Whether a JSON answer satisfies `Accept` (none, or empty, means anything).
+fn accepts_json(headers: &HeaderMap) -> bool {
+    let listed: Vec<MediaType> = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter(|s| !s.trim().is_empty())
+        .map(MediaType::parse)
+        .collect();
+    listed.is_empty()
+        || listed.iter().any(|m| {
+            let refused = m.param("q").and_then(|q| q.parse::<f32>().ok()).is_some_and(|q| q <= 0.0);
+            !refused && matches!(m.essence.as_str(), "application/json" | "application/*" | "*/*")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::routing::get;
+    use axum::Router;
+    use http_body_util::BodyExt;
+    use serde_json::Value;
+    use tower::ServiceExt;
+
+    fn router() -> Router {
+        Router::new().route("/openapi/v3", get(index)).route("/openapi/v3/{*gv}", get(group_version))
+    }
+
+    async fn call(uri: &str, headers: &[(&str, &str)]) -> (StatusCode, HeaderMap, Vec<u8>) {
+        let mut req = axum::http::Request::get(uri);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = router().oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let body = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
+        (status, headers, body)
+    }
+
+    #[tokio::test]
+    async fn index_then_each_document_at_its_url() {
+        let (status, h, body) = call("/openapi/v3", &[("accept", "application/json, */*")]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(h[header::CONTENT_TYPE], "application/json");
+        let index: Value = serde_json::from_slice(&body).unwrap();
+        let paths = index["paths"].as_object().unwrap();
+        for gv in ["api/v1", "apis/apps/v1", "apis/coordination.k8s.io/v1"] {
+            let url = paths[gv]["serverRelativeURL"].as_str().unwrap();
+            // What kubectl sends for a group-version document.
+            let (status, h, body) = call(url, &[("accept", "application/json")]).await;
+            assert_eq!(status, StatusCode::OK, "{url}");
+            assert_eq!(h[header::CONTENT_TYPE], "application/json");
+            assert_eq!(h[header::CACHE_CONTROL], "public, immutable");
+            assert_eq!(h[header::VARY], "Accept");
+            let hash = url.split("hash=").nth(1).unwrap();
+            assert_eq!(h[header::ETAG], format!("\"{hash}\"").as_str());
+            let doc: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(doc["openapi"], "3.0.0");
+            assert!(doc["paths"].as_object().unwrap().keys().all(|p| p.starts_with(&format!("/{gv}/"))), "{gv}");
+        }
+    }
+
+    #[tokio::test]
+    async fn without_a_hash_and_with_a_stale_one() {
+        let (status, h, _) = call("/openapi/v3/apis/apps/v1", &[]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(h.get(header::CACHE_CONTROL).is_none());
+        let current = served().url_of("apis/apps/v1").unwrap();
+        let (status, h, _) = call("/openapi/v3/apis/apps/v1?hash=0123", &[]).await;
+        assert_eq!(status, StatusCode::MOVED_PERMANENTLY);
+        assert_eq!(h[header::LOCATION], current.as_str());
+    }
+
+    #[tokio::test]
+    async fn etags_revalidate() {
+        let (_, h, _) = call("/openapi/v3", &[]).await;
+        let etag = h[header::ETAG].to_str().unwrap().to_string();
+        let (status, h, body) = call("/openapi/v3", &[("if-none-match", &etag)]).await;
+        assert_eq!(status, StatusCode::NOT_MODIFIED);
+        assert_eq!(h[header::ETAG], etag.as_str());
+        assert!(body.is_empty());
+        let (_, h, _) = call("/openapi/v3/api/v1", &[]).await;
+        let etag = h[header::ETAG].to_str().unwrap().to_string();
+        let (status, _, _) = call("/openapi/v3/api/v1", &[("if-none-match", &format!("\"x\", W/{etag}"))]).await;
+        assert_eq!(status, StatusCode::NOT_MODIFIED);
+        let (status, _, _) = call("/openapi/v3/api/v1", &[("if-none-match", "\"x\"")]).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn unknown_group_versions_are_not_found() {
+        for uri in ["/openapi/v3/apis/apps/v2", "/openapi/v3/apis/apps", "/openapi/v3/api/v1/", "/openapi/v3/x"] {
+            let (status, h, body) = call(uri, &[]).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{uri}");
+            assert_eq!(h[header::CONTENT_TYPE], "application/json");
+            let s: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(
+                (s["kind"].as_str(), s["reason"].as_str(), s["code"].as_u64()),
+                (Some("Status"), Some("NotFound"), Some(404))
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn protobuf_only_is_not_acceptable() {
+        let pb = "application/com.github.proto-openapi.spec.v3.v1.0+protobuf";
+        let (status, _, body) = call("/openapi/v3/api/v1", &[("accept", pb)]).await;
+        assert_eq!(status, StatusCode::NOT_ACCEPTABLE);
+        let s: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(s["reason"], "NotAcceptable");
+        let (status, h, _) = call("/openapi/v3/api/v1", &[("accept", &format!("{pb}, application/json"))]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(h[header::CONTENT_TYPE], "application/json");
+        let (status, _, _) = call("/openapi/v3/api/v1", &[("accept", "application/json;q=0")]).await;
+        assert_eq!(status, StatusCode::NOT_ACCEPTABLE);
+        // The index answers JSON whatever is asked, as kube-apiserver does.
+        let (status, _, _) = call("/openapi/v3", &[("accept", pb)]).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+}
