@@ -135,6 +135,22 @@ impl ApiError {
         self
     }
 
+    /// A server-side apply conflict (409 Conflict): `message` as the field manager words
+    /// it, one `FieldManagerConflict` cause per conflicting field (`(message, field)`).
+    pub fn apply_conflict(gr: GroupResource<'_>, name: &str, message: String, causes: &[(String, String)]) -> Self {
+        let causes = causes
+            .iter()
+            .map(|(m, f)| Cause { reason: "FieldManagerConflict".into(), message: m.clone(), field: f.clone() })
+            .collect();
+        ApiError::new(Reason::Conflict, message).with_details(Details {
+            name: name.into(),
+            group: gr.group.into(),
+            kind: gr.resource.into(),
+            causes,
+            ..Details::default()
+        })
+    }
+
     /// `configmaps "x" not found` (404 NotFound).
     pub fn not_found(gr: GroupResource<'_>, name: &str) -> Self {
         ApiError::new(Reason::NotFound, format!("{gr} {name:?} not found")).with_details(resource_details(gr, name))

@@ -29,6 +29,8 @@
 use kuorum_api::mutation::{self, Mutation};
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use kuorum_api::validation::FieldError;
 use kuorum_api::{ApiError, GroupKind};
 
@@ -274,6 +276,26 @@ pub(crate) async fn wait_fresh(st: &RestState, f: Freshness) -> Result<(), ApiEr
         Freshness::MostRecent if mutation::active(Mutation::StaleRead) => Ok(()),
         Freshness::MostRecent => st.cluster.read_barrier(st.request_timeout).await.map(|_| ()).map_err(cluster_error),
         Freshness::NotOlderThan(n) => wait_for_index(st, n).await,
+    }
+}
+
+/// The stored object a read-modify-write (update, patch, apply) starts from.
+///
+/// The first attempt reads the local copy without a read barrier: the write that follows
+/// is conditional on the resourceVersion read, so a stale copy costs only a 409 from
+/// apply and a retry. Later attempts, and any answer of "absent" (which no precondition
+/// would catch), first wait for a Most Recent barrier.
+pub(crate) async fn read_for_write(st: &RestState, key: &str, attempt: usize) -> Result<Option<Bytes>, ApiError> {
+    if attempt > 1 {
+        wait_fresh(st, Freshness::MostRecent).await?;
+        return st.cluster.get(key).map_err(cluster_error);
+    }
+    match st.cluster.get(key).map_err(cluster_error)? {
+        Some(found) => Ok(Some(found)),
+        None => {
+            wait_fresh(st, Freshness::MostRecent).await?;
+            st.cluster.get(key).map_err(cluster_error)
+        }
     }
 }
 

@@ -14,6 +14,7 @@ use kuorum_store::{Command, WriteError};
 use serde_json::{json, Value};
 
 use crate::error::{cluster_error, write_error};
+use crate::fields::{self, FieldValidation};
 use crate::negotiate::{self, json_response};
 use crate::object::{self, Object};
 use crate::route::Ctx;
@@ -32,15 +33,20 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     let namespace = ctx.target.namespace.clone();
     let dry_run = object::query_dry_run(&ctx.query)?;
 
+    let validation = FieldValidation::parse(&ctx.query, "CreateOptions")?;
+    let manager = fields::manager(&ctx.query, &ctx.headers, "CreateOptions", false)?;
+
     // Decode.
     negotiate::check_body_content_type(&ctx.headers)?;
     let body = negotiate::read_body(&ctx.headers, ctx.body).await?;
     let mut obj = object::decode(&body)?;
     object::check_type_meta(&mut obj, def)?;
+    let warnings = fields::check_fields(def, &mut obj, Some(&body), validation)?;
 
     // Default.
     place_in_namespace(&mut obj, def, namespace.as_deref())?;
     set_system_fields(st, &mut obj, def);
+    obj = fields::track_update(def, None, obj, &manager, "", &st.clock.now_rfc3339())?;
     let given_name = object::meta_str(&obj, "name").map(str::to_string);
     let prefix = object::meta_str(&obj, "generateName").map(str::to_string);
 
@@ -62,7 +68,7 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
             return Err(ApiError::invalid(def.group_kind(), &name, &errs));
         }
         if dry_run {
-            return Ok(json_response(StatusCode::CREATED, object::to_vec(&obj)));
+            return Ok(fields::with_warnings(json_response(StatusCode::CREATED, object::to_vec(&obj)), &warnings));
         }
 
         // Store.
@@ -73,12 +79,31 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         };
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
             // Encode.
-            Ok(stored) => return Ok(json_response(StatusCode::CREATED, object::encode_stored(&stored, def)?)),
+            Ok(stored) => {
+                let resp = json_response(StatusCode::CREATED, object::encode_stored(&stored, def)?);
+                return Ok(fields::with_warnings(resp, &warnings));
+            }
             Err(WriteError::AlreadyExists) if attempt < attempts => continue,
             Err(e) => return Err(write_error(e, def, &name)),
         }
     }
     Err(ApiError::internal("generateName attempts exhausted"))
+}
+
+/// Makes `obj` (named already) a new object of `def` in `namespace`: the namespace
+/// placement, system fields and kind defaults a create gives it. Used by create-on-apply.
+pub(crate) fn prepare_new_object(
+    st: &RestState,
+    obj: &mut Object,
+    def: &ResourceDef,
+    namespace: Option<&str>,
+) -> Result<(), ApiError> {
+    place_in_namespace(obj, def, namespace)?;
+    set_system_fields(st, obj, def);
+    if def.kind == "Namespace" && def.group.is_empty() {
+        default_namespace(obj);
+    }
+    Ok(())
 }
 
 /// Namespaced objects take the URL's namespace (a different one in the body is 400);

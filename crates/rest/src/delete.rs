@@ -1,12 +1,17 @@
-//! DELETE of one object: parse → decode the optional DeleteOptions → refuse protected
-//! namespaces → store → encode the object as apply removed it.
+//! DELETE of one object, and of every object of a collection that matches the selectors
+//! (deletecollection): parse → decode the optional DeleteOptions → refuse protected
+//! namespaces → store → encode the object as apply removed it (the list of them).
 //!
-//! `preconditions.uid` and `preconditions.resourceVersion` are checked at apply. kube-rs
-//! sends `{}`, kubectl `{"propagationPolicy":"Background"}`, Python no body at all.
+//! `preconditions.uid` and `preconditions.resourceVersion` are checked at apply.
+//! `propagationPolicy` (Orphan, Background, Foreground) and `gracePeriodSeconds` are
+//! accepted and checked; kuorum runs no garbage collector and no kubelet, so dependents
+//! are not touched and an object held by finalizers gets `deletionGracePeriodSeconds: 0`.
+//! kube-rs sends `{}`, kubectl `{"propagationPolicy":"Background"}`, Python no body.
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use kuorum_api::ApiError;
+use kuorum_api::validation::FieldError;
+use kuorum_api::{ApiError, GroupKind};
 use kuorum_store::{Command, Precondition, WriteError};
 use serde_json::Value;
 
@@ -26,22 +31,14 @@ struct DeleteOptions {
     dry_run: bool,
 }
 
-pub(crate) async fn delete(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
+pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, ApiError> {
+    // Decode.
+    let opts = options(&mut ctx).await?;
+
     // Parse.
     let t = &ctx.target;
     let def = t.def;
     let name = t.name().to_string();
-    let query_dry_run = object::query_dry_run(&ctx.query)?;
-
-    // Decode.
-    let body = negotiate::read_body(&ctx.headers, ctx.body).await?;
-    let mut opts = if body.iter().all(u8::is_ascii_whitespace) {
-        DeleteOptions::default()
-    } else {
-        negotiate::check_body_content_type(&ctx.headers)?;
-        decode_options(&body)?
-    };
-    opts.dry_run |= query_dry_run;
 
     // Validate.
     if def.kind == "Namespace" && def.group.is_empty() && UNDELETABLE_NAMESPACES.contains(&name.as_str()) {
@@ -85,7 +82,96 @@ pub(crate) async fn delete(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     }
 }
 
-/// Reads `preconditions` and `dryRun` from a DeleteOptions body (400 if malformed).
+/// DELETE of a collection: every object the selectors match, each deleted on condition
+/// of its uid (an object recreated meanwhile under the same name is left alone). Answers
+/// the list of what was deleted, as kube-apiserver does.
+pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Response, ApiError> {
+    // Parse.
+    let def = ctx.target.def;
+    let filter = crate::list::filter_of(&ctx.query, &ctx.target)?;
+
+    // Decode.
+    let opts = options(&mut ctx).await?;
+    if opts.precondition != Precondition::default() {
+        return Err(ApiError::bad_request("preconditions are not supported on a collection"));
+    }
+
+    // Read what matches now.
+    crate::consistency::wait_fresh(st, crate::consistency::Freshness::MostRecent).await?;
+    let matching = st.cache.list(&filter, None, usize::MAX);
+
+    // Store, one object at a time.
+    let mut deleted = Vec::new();
+    for item in matching.items {
+        let obj = object::parse_stored(&item.bytes)?;
+        if def.kind == "Namespace"
+            && def.group.is_empty()
+            && object::meta_str(&obj, "name").is_some_and(|n| UNDELETABLE_NAMESPACES.contains(&n))
+        {
+            continue;
+        }
+        if opts.dry_run {
+            deleted.push(Value::Object(obj));
+            continue;
+        }
+        let cmd = Command::Delete {
+            key: item.key.clone(),
+            precondition: Precondition { resource_version: None, uid: object::meta_str(&obj, "uid").map(str::to_string) },
+            deletion_timestamp: Some(st.clock.now_rfc3339()),
+        };
+        match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
+            Ok(stored) => deleted.push(Value::Object(object::parse_stored(&stored)?)),
+            // Gone or replaced meanwhile: not ours to delete.
+            Err(WriteError::NotFound | WriteError::UidMismatch { .. }) => {}
+            Err(e) => return Err(write_error(e, def, object::meta_str(&obj, "name").unwrap_or(""))),
+        }
+    }
+
+    // Encode.
+    let list = serde_json::json!({
+        "kind": def.list_kind,
+        "apiVersion": def.api_version(),
+        "metadata": {},
+        "items": deleted,
+    });
+    Ok(json_response(StatusCode::OK, serde_json::to_vec(&list).unwrap_or_default()))
+}
+
+/// The DeleteOptions of a request: its body, with the query's `dryRun`,
+/// `propagationPolicy` and `gracePeriodSeconds` on top.
+async fn options(ctx: &mut Ctx) -> Result<DeleteOptions, ApiError> {
+    let query_dry_run = object::query_dry_run(&ctx.query)?;
+    let body = negotiate::read_body(&ctx.headers, std::mem::take(&mut ctx.body)).await?;
+    let mut opts = if body.iter().all(u8::is_ascii_whitespace) {
+        DeleteOptions::default()
+    } else {
+        negotiate::check_body_content_type(&ctx.headers)?;
+        decode_options(&body)?
+    };
+    opts.dry_run |= query_dry_run;
+    if let Some(p) = ctx.query.get("propagationPolicy") {
+        check_propagation_policy(p)?;
+    }
+    if let Some(g) = ctx.query.get("gracePeriodSeconds") {
+        g.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds: {g:?}")))?;
+    }
+    Ok(opts)
+}
+
+/// `propagationPolicy` must be one kube-apiserver knows (422 otherwise).
+fn check_propagation_policy(p: &str) -> Result<(), ApiError> {
+    match p {
+        "Orphan" | "Background" | "Foreground" => Ok(()),
+        other => Err(ApiError::invalid(
+            GroupKind { group: "meta.k8s.io", kind: "DeleteOptions" },
+            "",
+            &[FieldError::not_supported("propagationPolicy", other, &["Foreground", "Background", "Orphan", "nil"])],
+        )),
+    }
+}
+
+/// Reads `preconditions`, `dryRun`, `propagationPolicy` and `gracePeriodSeconds` from a
+/// DeleteOptions body (400 if malformed, 422 for an unknown policy).
 fn decode_options(body: &[u8]) -> Result<DeleteOptions, ApiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?;
@@ -118,6 +204,16 @@ fn decode_options(body: &[u8]) -> Result<DeleteOptions, ApiError> {
         }
         Some(_) => return Err(ApiError::bad_request("dryRun must be a list of strings")),
     }
+    match o.get("propagationPolicy") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(p)) => check_propagation_policy(p)?,
+        Some(_) => return Err(ApiError::bad_request("propagationPolicy must be a string")),
+    }
+    match o.get("gracePeriodSeconds") {
+        None | Some(Value::Null) => {}
+        Some(v) if v.is_i64() => {}
+        Some(_) => return Err(ApiError::bad_request("gracePeriodSeconds must be an integer")),
+    }
     Ok(opts)
 }
 
@@ -137,5 +233,10 @@ mod tests {
         assert_eq!(decode_options(b"[").unwrap_err().code, 400);
         assert_eq!(decode_options(b"[]").unwrap_err().code, 400);
         assert_eq!(decode_options(br#"{"preconditions":{"resourceVersion":"x"}}"#).unwrap_err().code, 400);
+        assert!(decode_options(br#"{"propagationPolicy":"Orphan","gracePeriodSeconds":0}"#).is_ok());
+        let e = decode_options(br#"{"propagationPolicy":"Sometimes"}"#).unwrap_err();
+        assert_eq!(e.code, 422);
+        assert!(e.message.contains(r#"propagationPolicy: Unsupported value: "Sometimes""#), "{}", e.message);
+        assert_eq!(decode_options(br#"{"gracePeriodSeconds":"soon"}"#).unwrap_err().code, 400);
     }
 }

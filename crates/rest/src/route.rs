@@ -20,7 +20,7 @@ use kuorum_api::{ApiError, GroupResource};
 
 use crate::error::RestError;
 use crate::query::{decode_component, Query};
-use crate::{create, delete, get, list, negotiate, update, watch, RestState};
+use crate::{create, delete, get, list, negotiate, patch, subresource, update, watch, RestState};
 
 /// What a resource path names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,7 +131,7 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
             }
             Method::POST => create::create(st, ctx).await,
             Method::DELETE if ctx.target.def.verbs.contains(&"deletecollection") => {
-                Err(ApiError::method_not_supported(gr, "deletecollection"))
+                delete::delete_collection(st, ctx).await
             }
             _ => Err(ApiError::method_not_allowed()),
         },
@@ -141,18 +141,23 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
             Method::GET => get::get(st, ctx).await,
             Method::PUT => update::update(st, ctx).await,
             Method::DELETE => delete::delete(st, ctx).await,
-            Method::PATCH => Err(ApiError::method_not_supported(gr, "patch")),
+            Method::PATCH => patch::patch(st, ctx).await,
             _ => Err(ApiError::method_not_allowed()),
         },
         // A subresource: the status subresource reads as the whole object.
         (Some(_), Some(sub)) => {
             let sub_gr = format!("{}/{sub}", gr.resource);
             let sub_gr = GroupResource { group: gr.group, resource: &sub_gr };
-            match method {
-                Method::GET if sub == "status" => get::get(st, ctx).await,
-                Method::GET => Err(ApiError::method_not_supported(sub_gr, "get")),
-                Method::PUT => Err(ApiError::method_not_supported(sub_gr, "update")),
-                Method::PATCH => Err(ApiError::method_not_supported(sub_gr, "patch")),
+            match (method, sub.as_str()) {
+                (Method::GET, "status") => get::get(st, ctx).await,
+                (Method::PUT, "status") => update::update(st, ctx).await,
+                (Method::PATCH, "status") => patch::patch(st, ctx).await,
+                (Method::GET, "scale") => subresource::get_scale(st, ctx).await,
+                (Method::PUT, "scale") => subresource::write_scale(st, ctx, false).await,
+                (Method::PATCH, "scale") => subresource::write_scale(st, ctx, true).await,
+                (Method::GET, _) => Err(ApiError::method_not_supported(sub_gr, "get")),
+                (Method::PUT, _) => Err(ApiError::method_not_supported(sub_gr, "update")),
+                (Method::PATCH, _) => Err(ApiError::method_not_supported(sub_gr, "patch")),
                 _ => Err(ApiError::method_not_allowed()),
             }
         }

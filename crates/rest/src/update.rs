@@ -1,20 +1,25 @@
-//! PUT of one object: parse → decode → default/validate → store → encode.
+//! PUT of one object: parse → decode → default/validate → read → store → encode.
 //!
 //! The body's name must be the URL's (and its namespace, when given). A resourceVersion
 //! in the body becomes a precondition checked at apply (409 Conflict if the object moved
-//! on); without one the update is unconditional. A uid in the body is a uid precondition.
-//! Apply keeps uid, creationTimestamp and generation, and bumps generation on spec changes.
+//! on); without one the update is unconditional: it is stored on condition of the
+//! version read (for its managedFields) and redone if that moved on. A uid in the body is
+//! a uid precondition. Apply keeps uid, creationTimestamp and generation, and bumps
+//! generation on spec changes.
 
 use axum::http::StatusCode;
 use axum::response::Response;
 use kuorum_api::ApiError;
-use kuorum_store::{Command, Precondition};
+use kuorum_store::{Command, Precondition, WriteError};
 use serde_json::{json, Value};
 
+use crate::consistency::read_for_write;
 use crate::error::{cluster_error, write_error};
+use crate::fields::{self, FieldValidation};
 use crate::negotiate::{self, json_response};
 use crate::object::{self, Object};
 use crate::route::{Ctx, Target};
+use crate::subresource;
 use crate::RestState;
 
 pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
@@ -23,12 +28,15 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     let def = t.def;
     let name = t.name().to_string();
     let dry_run = object::query_dry_run(&ctx.query)?;
+    let validation = FieldValidation::parse(&ctx.query, "UpdateOptions")?;
+    let manager = fields::manager(&ctx.query, &ctx.headers, "UpdateOptions", false)?;
 
     // Decode.
     negotiate::check_body_content_type(&ctx.headers)?;
     let body = negotiate::read_body(&ctx.headers, ctx.body).await?;
     let mut obj = object::decode(&body)?;
     object::check_type_meta(&mut obj, def)?;
+    let warnings = fields::check_fields(def, &mut obj, Some(&body), validation)?;
 
     // Default/validate.
     let body_name = object::meta_str(&obj, "name").unwrap_or("");
@@ -55,26 +63,53 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         resource_version: object::parse_rv(object::meta_str(&obj, "resourceVersion"))?,
         uid: object::meta_str(&obj, "uid").map(str::to_string),
     };
-    let meta = object::meta_mut(&mut obj);
-    meta.remove("resourceVersion");
+    object::meta_mut(&mut obj).remove("resourceVersion");
     if def.kind == "Namespace" && def.group.is_empty() {
         keep_namespace_active(&mut obj);
     }
-    if dry_run {
-        return dry_run_update(st, t, obj, &precondition).await;
-    }
 
-    // Store.
-    let cmd = Command::Update { key: t.key(), object: object::to_vec(&obj).into(), precondition };
-    match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
-        // Encode.
-        Ok(stored) => Ok(json_response(StatusCode::OK, object::encode_stored(&stored, def)?)),
-        Err(e) => Err(write_error(e, def, &name)),
+    // Read, record the fields this update sets, store; without a client precondition,
+    // again if the object moved on in between (kube-apiserver's GuaranteedUpdate).
+    let deadline = tokio::time::Instant::now() + st.request_timeout;
+    for attempt in 1.. {
+        let Some(old) = read_for_write(st, &t.key(), attempt).await? else {
+            return Err(ApiError::not_found(def.group_resource(), &name));
+        };
+        let old = object::parse_stored(&old)?;
+        let sub = t.subresource.as_deref();
+        let new = subresource::shape_write(def, sub, &old, obj.clone());
+        let new = fields::track_update(def, Some(&old), new, &manager, sub.unwrap_or(""), &st.clock.now_rfc3339())?;
+        if dry_run {
+            let resp = dry_run_update(t, &old, new, &precondition)?;
+            return Ok(fields::with_warnings(resp, &warnings));
+        }
+        let read_rv = object::parse_rv(object::meta_str(&old, "resourceVersion"))?;
+        let p = Precondition {
+            resource_version: precondition.resource_version.or(read_rv),
+            uid: precondition.uid.clone(),
+        };
+
+        // Store.
+        let cmd = Command::Update { key: t.key(), object: object::to_vec(&new).into(), precondition: p };
+        match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
+            // Encode.
+            Ok(stored) => {
+                let resp = json_response(StatusCode::OK, object::encode_stored(&stored, def)?);
+                return Ok(fields::with_warnings(resp, &warnings));
+            }
+            Err(WriteError::Conflict | WriteError::NotFound)
+                if precondition.resource_version.is_none() && tokio::time::Instant::now() < deadline =>
+            {
+                continue
+            }
+            Err(e) => return Err(write_error(e, def, &name)),
+        }
     }
+    unreachable!("the loop returns")
 }
 
 /// A Namespace keeps its status and finalizers when a client leaves them out.
-fn keep_namespace_active(obj: &mut Object) {
+pub(crate) fn keep_namespace_active(obj: &mut Object) {
     if !obj.get("status").is_some_and(Value::is_object) {
         obj.insert("status".into(), json!({"phase": "Active"}));
     }
@@ -83,27 +118,22 @@ fn keep_namespace_active(obj: &mut Object) {
     }
 }
 
-/// `dryRun=All`: check against the local copy and answer what would be stored.
-async fn dry_run_update(st: &RestState, t: &Target, mut obj: Object, p: &Precondition) -> Result<Response, ApiError> {
+/// `dryRun=All`: check against the object read and answer what would be stored.
+fn dry_run_update(t: &Target, old: &Object, mut obj: Object, p: &Precondition) -> Result<Response, ApiError> {
     let gr = t.def.group_resource();
-    crate::consistency::wait_fresh(st, crate::consistency::Freshness::MostRecent).await?;
-    let Some(stored) = st.cluster.get(&t.key()).map_err(cluster_error)? else {
-        return Err(ApiError::not_found(gr, t.name()));
-    };
-    let old = object::parse_stored(&stored)?;
-    let old_uid = object::meta_str(&old, "uid").unwrap_or("").to_string();
+    let old_uid = object::meta_str(old, "uid").unwrap_or("").to_string();
     if let Some(uid) = &p.uid {
         if *uid != old_uid {
             return Err(ApiError::uid_precondition_conflict(gr, t.name(), uid, &old_uid));
         }
     }
-    let old_rv = object::meta_str(&old, "resourceVersion").unwrap_or("");
+    let old_rv = object::meta_str(old, "resourceVersion").unwrap_or("");
     if let Some(rv) = p.resource_version {
         if rv.to_string() != old_rv {
             return Err(ApiError::conflict(gr, t.name()));
         }
     }
-    let old_meta = object::meta(&old).cloned().unwrap_or_default();
+    let old_meta = object::meta(old).cloned().unwrap_or_default();
     let meta = object::meta_mut(&mut obj);
     for field in ["uid", "creationTimestamp", "generation", "resourceVersion"] {
         match old_meta.get(field) {

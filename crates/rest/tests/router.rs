@@ -642,10 +642,13 @@ async fn unknown_resources_and_methods() {
     app.post("/api/v1/namespaces/default/configmaps/a", json!({})).await.status_of(405, "MethodNotAllowed", na);
     app.post("/api/v1/configmaps", json!({"metadata": {"name": "a"}})).await.status_of(405, "MethodNotAllowed", na);
     app.put("/api/v1/namespaces/default/configmaps", json!({})).await.status_of(405, "MethodNotAllowed", na);
+    // A PATCH must name a patch type.
     app.send(Method::PATCH, "/api/v1/namespaces/default/configmaps/a", json!({})).await.status_of(
-        405,
-        "MethodNotAllowed",
-        "patch is not supported on resources of kind \"configmaps\"",
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: \
+         application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, \
+         application/apply-patch+yaml",
     );
     // watch=false (or anything ParseBool reads as false) is a list.
     assert_eq!(app.get("/api/v1/namespaces/default/configmaps?watch=false").await.json()["kind"], "ConfigMapList");

@@ -1,0 +1,215 @@
+//! Owns what a write does with an object's fields before it is stored:
+//!
+//! - `fieldValidation` (`Ignore`, `Warn` — the default — or `Strict`): fields the kind's
+//!   schema does not know, and keys repeated in the body. They are dropped as
+//!   kube-apiserver's typed decoding drops them; `Warn` answers one `Warning` header per
+//!   field, `Strict` answers 400 naming all of them.
+//! - the field manager: `fieldManager`, or the User-Agent's product name, as kube-apiserver
+//!   defaults it.
+//! - `metadata.managedFields`, recorded through `kuorum-fieldmanager` for every create,
+//!   update and patch.
+
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::Response;
+use kuorum_api::validation::FieldError;
+use kuorum_api::{ApiError, GroupKind, ResourceDef};
+use kuorum_fieldmanager::Writer;
+use kuorum_schema::unknown::{duplicate_fields, prune_unknown_fields};
+use kuorum_schema::{Schema, Schemas};
+use serde_json::Value;
+
+use crate::object::Object;
+use crate::query::Query;
+
+/// The longest field manager name kube-apiserver accepts.
+const MAX_MANAGER_LEN: usize = 128;
+
+/// What to do with unknown and duplicate fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FieldValidation {
+    Ignore,
+    Warn,
+    Strict,
+}
+
+impl FieldValidation {
+    /// The `fieldValidation` parameter; `options` names the options kind in the 422 an
+    /// unsupported value gets (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
+    pub fn parse(q: &Query, options: &str) -> Result<FieldValidation, ApiError> {
+        match q.get("fieldValidation").unwrap_or("") {
+            "" | "Warn" => Ok(FieldValidation::Warn),
+            "Ignore" => Ok(FieldValidation::Ignore),
+            "Strict" => Ok(FieldValidation::Strict),
+            other => Err(options_invalid(
+                options,
+                FieldError::not_supported("fieldValidation", other, &["", "Ignore", "Strict", "Warn"]),
+            )),
+        }
+    }
+}
+
+/// A 422 about the request's options (`PatchOptions.meta.k8s.io "" is invalid: ...`).
+pub(crate) fn options_invalid(options: &str, error: FieldError) -> ApiError {
+    ApiError::invalid(GroupKind { group: "meta.k8s.io", kind: options }, "", &[error])
+}
+
+/// The schema of a built-in kind.
+pub(crate) fn schema_of(def: &ResourceDef) -> Option<Schema<'static>> {
+    Schemas::builtin().kind(def.group, def.version, def.kind)
+}
+
+/// Drops the fields of `obj` its kind does not declare. `body` (the raw request body, when
+/// it is the object itself) is also checked for repeated keys. Returns the warnings to
+/// send under `Warn`; under `Strict` any such field is a 400.
+pub(crate) fn check_fields(
+    def: &ResourceDef,
+    obj: &mut Object,
+    body: Option<&[u8]>,
+    mode: FieldValidation,
+) -> Result<Vec<String>, ApiError> {
+    let mut problems: Vec<String> =
+        body.map(duplicate_fields).unwrap_or_default().iter().map(|f| format!("duplicate field {f:?}")).collect();
+    if let Some(schema) = schema_of(def) {
+        let mut value = Value::Object(std::mem::take(obj));
+        let unknown = prune_unknown_fields(schema, &mut value);
+        if let Value::Object(o) = value {
+            *obj = o;
+        }
+        problems.extend(unknown.iter().map(|f| format!("unknown field {f:?}")));
+    }
+    match mode {
+        _ if problems.is_empty() => Ok(Vec::new()),
+        FieldValidation::Ignore => Ok(Vec::new()),
+        FieldValidation::Warn => Ok(problems),
+        FieldValidation::Strict => Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+            problems.join(", "),
+            kind = def.kind,
+            version = def.version,
+        ))),
+    }
+}
+
+/// The field manager of a write: `fieldManager`, else the User-Agent's product name
+/// (`kubectl/v1.37.1 (linux/amd64)` → `kubectl`). Apply requires the parameter.
+pub(crate) fn manager(q: &Query, headers: &HeaderMap, options: &str, apply: bool) -> Result<String, ApiError> {
+    let name = match q.get("fieldManager").filter(|m| !m.is_empty()) {
+        Some(m) => m.to_string(),
+        None if apply => {
+            return Err(options_invalid(options, FieldError::required("fieldManager", "is required for apply patch")))
+        }
+        None => {
+            let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+            ua.split('/').next().unwrap_or("").trim().chars().take(MAX_MANAGER_LEN).collect()
+        }
+    };
+    if name.chars().count() > MAX_MANAGER_LEN {
+        return Err(options_invalid(
+            options,
+            FieldError::invalid("fieldManager", &name, format!("may not be longer than {MAX_MANAGER_LEN}")),
+        ));
+    }
+    if name.chars().any(|c| c.is_control()) {
+        return Err(options_invalid(
+            options,
+            FieldError::invalid("fieldManager", &name, "must only contain printable characters"),
+        ));
+    }
+    Ok(name)
+}
+
+/// Records an Update (create, PUT, or a non-apply PATCH) by `manager` in `new`'s
+/// managedFields. Kinds without a schema keep what they have.
+pub(crate) fn track_update(
+    def: &ResourceDef,
+    old: Option<&Object>,
+    new: Object,
+    manager: &str,
+    subresource: &str,
+    now: &str,
+) -> Result<Object, ApiError> {
+    let Some(schema) = schema_of(def) else { return Ok(new) };
+    let name = crate::object::meta_str(&new, "name").unwrap_or("").to_string();
+    let name = name.as_str();
+    let old = old.map(|o| Value::Object(o.clone()));
+    let api_version = def.api_version();
+    let w = Writer { manager, api_version: &api_version, subresource, time: now };
+    match kuorum_fieldmanager::update(schema, old.as_ref(), Value::Object(new), &w) {
+        Ok(Value::Object(o)) => Ok(o),
+        Ok(_) => Err(ApiError::internal("field tracking returned a non-object")),
+        Err(kuorum_fieldmanager::FieldManagerError::Invalid(msg)) => {
+            Err(ApiError::invalid(def.group_kind(), name, &[FieldError::invalid("metadata.managedFields", "", msg)]))
+        }
+    }
+}
+
+/// Adds one `Warning: 299 - "<text>"` header per warning.
+pub(crate) fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        let text = format!("299 - {}", serde_json::to_string(w).unwrap_or_default());
+        if let Ok(v) = HeaderValue::from_str(&text) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kuorum_api::registry;
+    use serde_json::json;
+
+    fn cm() -> &'static ResourceDef {
+        registry::lookup("", "v1", "configmaps").unwrap()
+    }
+
+    #[test]
+    fn field_validation_modes() {
+        let body = br#"{"metadata": {"name": "x"}, "data": {"a": "1"}, "dat": 1, "data": {"a": "2"}}"#;
+        let obj = || serde_json::from_slice::<Value>(body).unwrap().as_object().unwrap().clone();
+
+        let mut o = obj();
+        let warnings = check_fields(cm(), &mut o, Some(body), FieldValidation::Warn).unwrap();
+        assert_eq!(warnings, vec![r#"duplicate field "data""#, r#"unknown field "dat""#]);
+        assert_eq!(Value::Object(o), json!({"metadata": {"name": "x"}, "data": {"a": "2"}}));
+
+        let mut o = obj();
+        assert!(check_fields(cm(), &mut o, Some(body), FieldValidation::Ignore).unwrap().is_empty());
+        assert!(o.get("dat").is_none(), "Ignore still drops unknown fields");
+
+        let e = check_fields(cm(), &mut obj(), Some(body), FieldValidation::Strict).unwrap_err();
+        assert_eq!(e.code, 400);
+        assert_eq!(
+            e.message,
+            r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "data", unknown field "dat""#
+        );
+    }
+
+    #[test]
+    fn field_validation_parameter() {
+        assert_eq!(FieldValidation::parse(&Query::parse(None), "CreateOptions").unwrap(), FieldValidation::Warn);
+        assert_eq!(
+            FieldValidation::parse(&Query::parse(Some("fieldValidation=Strict")), "CreateOptions").unwrap(),
+            FieldValidation::Strict
+        );
+        let e = FieldValidation::parse(&Query::parse(Some("fieldValidation=strict")), "CreateOptions").unwrap_err();
+        assert_eq!(e.code, 422);
+        assert!(e.message.starts_with(r#"CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "strict""#), "{}", e.message);
+    }
+
+    #[test]
+    fn manager_names() {
+        let mut h = HeaderMap::new();
+        h.insert(header::USER_AGENT, HeaderValue::from_static("kubectl/v1.37.1 (linux/amd64) kubernetes/abc"));
+        assert_eq!(manager(&Query::parse(None), &h, "UpdateOptions", false).unwrap(), "kubectl");
+        assert_eq!(manager(&Query::parse(Some("fieldManager=me")), &h, "UpdateOptions", false).unwrap(), "me");
+        let e = manager(&Query::parse(None), &h, "PatchOptions", true).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (422, r#"PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch"#)
+        );
+        let long = format!("fieldManager={}", "m".repeat(129));
+        assert_eq!(manager(&Query::parse(Some(&long)), &h, "PatchOptions", true).unwrap_err().code, 422);
+    }
+}

@@ -1,0 +1,374 @@
+//! PATCH of one object: parse → read → patch → validate → store → encode, retried when
+//! the object moved on underneath.
+//!
+//! The body's Content-Type picks the engine: `application/json-patch+json` (RFC 6902),
+//! `application/merge-patch+json` (RFC 7386), `application/strategic-merge-patch+json`
+//! (merge keys and strategies from the kind's schema) or `application/apply-patch+yaml`
+//! (server-side apply, YAML or JSON, `fieldManager` required, conflicts 409 unless
+//! `force=true`, creates the object when it is absent).
+//!
+//! Each attempt patches the object as read and stores the result on condition that the
+//! object still has the resourceVersion read. If it moved on, the patch is applied again
+//! to the new version (up to [`MAX_ATTEMPTS`] times), as kube-apiserver's patcher does. A
+//! resourceVersion written in the patch itself is the client's precondition: a mismatch
+//! is answered 409 at once.
+
+use axum::http::{header, StatusCode};
+use axum::response::Response;
+use kuorum_api::validation::{validate_name, FieldError, NameRule};
+use kuorum_api::{ApiError, ResourceDef};
+use kuorum_fieldmanager::{ApplyError, Writer};
+use kuorum_patch::{PatchError, PatchType};
+use kuorum_store::{Command, Precondition, WriteError};
+use serde_json::Value;
+
+use crate::consistency::read_for_write;
+use crate::error::{cluster_error, write_error};
+use crate::fields::{self, FieldValidation};
+use crate::negotiate::{self, json_response};
+use crate::object::{self, Object};
+use crate::route::{Ctx, Target};
+use crate::subresource;
+use crate::RestState;
+
+/// How often a patch is re-applied after the object changed underneath it.
+const MAX_ATTEMPTS: usize = 5;
+
+/// The patch media types kuorum accepts, in kube-apiserver's order.
+const PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+];
+
+/// What the body is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Patch(PatchType),
+    Apply,
+}
+
+/// Everything an attempt needs, decided once per request.
+struct Request<'a> {
+    target: &'a Target,
+    kind: Kind,
+    body: &'a [u8],
+    /// The decoded apply configuration (apply only).
+    config: Option<Object>,
+    manager: String,
+    force: bool,
+    dry_run: bool,
+    validation: FieldValidation,
+}
+
+pub(crate) async fn patch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
+    // Parse.
+    let t = &ctx.target;
+    let kind = patch_kind(&ctx)?;
+    let dry_run = object::query_dry_run(&ctx.query)?;
+    let validation = FieldValidation::parse(&ctx.query, "PatchOptions")?;
+    let manager = fields::manager(&ctx.query, &ctx.headers, "PatchOptions", kind == Kind::Apply)?;
+    let force = match ctx.query.get("force") {
+        None => false,
+        Some(_) if kind != Kind::Apply => {
+            return Err(fields::options_invalid(
+                "PatchOptions",
+                FieldError::forbidden("force", "may not be specified for non-apply patch"),
+            ))
+        }
+        Some("true" | "1") => true,
+        Some("false" | "0" | "") => false,
+        Some(other) => return Err(ApiError::bad_request(format!("invalid value for force: {other:?}"))),
+    };
+
+    // Decode.
+    let body = negotiate::read_body(&ctx.headers, ctx.body).await?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request("the body of the request was empty; a patch is required"));
+    }
+    let mut warnings = Vec::new();
+    let config = match kind {
+        Kind::Apply => Some(decode_apply_config(t, &body, validation, &mut warnings)?),
+        Kind::Patch(_) => None,
+    };
+    let req = Request { target: t, kind, body: &body, config, manager, force, dry_run, validation };
+
+    // Read, patch, store; again if the object moved on.
+    for attempt in 1..=MAX_ATTEMPTS {
+        let current = match read_for_write(st, &t.key(), attempt).await? {
+            Some(bytes) => Some(object::parse_stored(&bytes)?),
+            None => None,
+        };
+        let mut attempt_warnings = warnings.clone();
+        let (status, outcome) = match current {
+            None if kind == Kind::Apply => (StatusCode::CREATED, create_by_apply(st, &req, &mut attempt_warnings).await?),
+            None => return Err(ApiError::not_found(t.def.group_resource(), t.name())),
+            Some(current) => (StatusCode::OK, update_by_patch(st, &req, current, &mut attempt_warnings).await?),
+        };
+        match outcome {
+            Attempt::Done(body) => {
+                return Ok(fields::with_warnings(json_response(status, body), &attempt_warnings));
+            }
+            Attempt::Retry => continue,
+        }
+    }
+    Err(ApiError::conflict(t.def.group_resource(), t.name()))
+}
+
+/// How one attempt ended.
+enum Attempt {
+    /// The response body.
+    Done(Vec<u8>),
+    /// The object moved on (or appeared, or vanished) underneath: read it again.
+    Retry,
+}
+
+/// The patch type named by Content-Type (415 for anything else).
+fn patch_kind(ctx: &Ctx) -> Result<Kind, ApiError> {
+    let ct = ctx.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let essence = negotiate::MediaType::parse(ct).essence;
+    if essence == "application/apply-patch+yaml" {
+        return Ok(Kind::Apply);
+    }
+    PatchType::from_content_type(&essence).map(Kind::Patch).ok_or_else(|| ApiError::unsupported_media_type(PATCH_TYPES))
+}
+
+/// Decodes and checks an apply configuration: YAML or JSON, an object of the URL's kind
+/// and name. Unknown fields are dropped (or refused) as for any write.
+fn decode_apply_config(
+    t: &Target,
+    body: &[u8],
+    validation: FieldValidation,
+    warnings: &mut Vec<String>,
+) -> Result<Object, ApiError> {
+    let value: Value = serde_yaml_ng::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    let Value::Object(mut config) = value else {
+        return Err(ApiError::bad_request("the apply configuration must be an object"));
+    };
+    let def = t.def;
+    let api_version = config.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = config.get("kind").and_then(Value::as_str).unwrap_or("");
+    if api_version.is_empty() || kind.is_empty() {
+        return Err(ApiError::bad_request(
+            "invalid object type: apiVersion and kind must be set in an apply configuration",
+        ));
+    }
+    object::check_type_meta(&mut config, def)?;
+    match config.get("metadata") {
+        Some(Value::Object(_)) | None => {}
+        Some(_) => return Err(ApiError::bad_request("metadata must be an object")),
+    }
+    let name = object::meta_str(&config, "name").unwrap_or("");
+    if name != t.name() {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({})",
+            t.name()
+        )));
+    }
+    place_in_url_namespace(&mut config, t)?;
+    let json_body = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    warnings.extend(fields::check_fields(def, &mut config, json_body.then_some(body), validation)?);
+    Ok(config)
+}
+
+/// Patches `current` and stores it, conditional on its resourceVersion.
+async fn update_by_patch(
+    st: &RestState,
+    req: &Request<'_>,
+    current: Object,
+    warnings: &mut Vec<String>,
+) -> Result<Attempt, ApiError> {
+    let t = req.target;
+    let def = t.def;
+    let current_rv = object::meta_str(&current, "resourceVersion").unwrap_or("").to_string();
+    let now = st.clock.now_rfc3339();
+    let api_version = def.api_version();
+    let sub = t.subresource.as_deref();
+    let writer = Writer { manager: &req.manager, api_version: &api_version, subresource: sub.unwrap_or(""), time: &now };
+
+    // Patch.
+    let mut new = match (req.kind, &req.config) {
+        (Kind::Apply, Some(config)) => {
+            let mut config = config.clone();
+            // A resourceVersion in the configuration is a precondition, checked below.
+            let wanted = object::meta_str(&config, "resourceVersion").map(str::to_string);
+            if let Some(rv) = &wanted {
+                if *rv != current_rv {
+                    return Err(ApiError::conflict(def.group_resource(), t.name()));
+                }
+                object::meta_mut(&mut config).remove("resourceVersion");
+            }
+            let applied = apply_config(def, Some(&current), &config, &writer, req.force)?;
+            subresource::shape_write(def, sub, &current, applied)
+        }
+        (Kind::Patch(pt), _) => {
+            let mut patched = run_patch(pt, def, &current, req.body)?;
+            warnings.extend(fields::check_fields(def, &mut patched, body_if_object(pt, req.body), req.validation)?);
+            let patched = subresource::shape_write(def, sub, &current, patched);
+            fields::track_update(def, Some(&current), patched, &req.manager, sub.unwrap_or(""), &now)?
+        }
+        (Kind::Apply, None) => unreachable!("apply requests carry their configuration"),
+    };
+
+    // Validate: the patch may not move the object; a resourceVersion or uid it sets is a
+    // precondition.
+    let new_name = object::meta_str(&new, "name").unwrap_or("").to_string();
+    if new_name != t.name() {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({new_name}) does not match the name on the URL ({})",
+            t.name()
+        )));
+    }
+    place_in_url_namespace(&mut new, t)?;
+    object::set_type_meta(&mut new, def);
+    let patched_rv = object::meta_str(&new, "resourceVersion").unwrap_or("").to_string();
+    let client_rv = (!patched_rv.is_empty() && patched_rv != current_rv).then_some(patched_rv);
+    let current_uid = object::meta_str(&current, "uid").map(str::to_string);
+    let new_uid = object::meta_str(&new, "uid").map(str::to_string);
+    let precondition = Precondition {
+        resource_version: match &client_rv {
+            Some(rv) => object::parse_rv(Some(rv))?,
+            None => object::parse_rv(Some(&current_rv))?,
+        },
+        uid: new_uid.filter(|u| Some(u) != current_uid.as_ref()),
+    };
+    if def.kind == "Namespace" && def.group.is_empty() {
+        crate::update::keep_namespace_active(&mut new);
+    }
+    if req.dry_run {
+        if let Some(rv) = client_rv {
+            return Err(ApiError::rv_precondition_conflict(def.group_resource(), t.name(), &rv, &current_rv));
+        }
+        object::meta_mut(&mut new).insert("resourceVersion".into(), Value::from(current_rv));
+        return Ok(Attempt::Done(object::to_vec(&new)));
+    }
+    object::meta_mut(&mut new).remove("resourceVersion");
+
+    // Store.
+    let cmd = Command::Update { key: t.key(), object: object::to_vec(&new).into(), precondition };
+    match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
+        // Encode.
+        Ok(stored) => Ok(Attempt::Done(object::encode_stored(&stored, def)?)),
+        Err(WriteError::Conflict | WriteError::NotFound) if client_rv.is_none() => Ok(Attempt::Retry),
+        Err(e) => Err(write_error(e, def, t.name())),
+    }
+}
+
+/// Server-side apply to an absent object: the configuration becomes the new object.
+async fn create_by_apply(st: &RestState, req: &Request<'_>, _warnings: &mut Vec<String>) -> Result<Attempt, ApiError> {
+    let t = req.target;
+    let def = t.def;
+    let Some(config) = &req.config else { unreachable!("apply requests carry their configuration") };
+    if object::meta_str(config, "resourceVersion").is_some() {
+        // A precondition on an object that does not exist.
+        return Err(ApiError::not_found(def.group_resource(), t.name()));
+    }
+    let now = st.clock.now_rfc3339();
+    let api_version = def.api_version();
+    let writer = Writer { manager: &req.manager, api_version: &api_version, subresource: "", time: &now };
+    if t.subresource.is_some() {
+        return Err(ApiError::not_found(def.group_resource(), t.name()));
+    }
+    let mut obj = apply_config(def, None, config, &writer, req.force)?;
+    object::set_type_meta(&mut obj, def);
+    crate::create::prepare_new_object(st, &mut obj, def, t.namespace.as_deref())?;
+    let errs = validate_name(NameRule::for_kind(def.kind), Some(t.name()), None);
+    if !errs.is_empty() {
+        return Err(ApiError::invalid(def.group_kind(), t.name(), &errs));
+    }
+    if req.dry_run {
+        return Ok(Attempt::Done(object::to_vec(&obj)));
+    }
+    let cmd = Command::Create {
+        key: t.key(),
+        namespace: t.namespace.clone(),
+        object: object::to_vec(&obj).into(),
+    };
+    match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
+        Ok(stored) => Ok(Attempt::Done(object::encode_stored(&stored, def)?)),
+        Err(WriteError::AlreadyExists) => Ok(Attempt::Retry),
+        Err(e) => Err(write_error(e, def, t.name())),
+    }
+}
+
+/// Runs server-side apply; conflicts become kube-apiserver's 409.
+fn apply_config(
+    def: &ResourceDef,
+    live: Option<&Object>,
+    config: &Object,
+    w: &Writer<'_>,
+    force: bool,
+) -> Result<Object, ApiError> {
+    let Some(schema) = fields::schema_of(def) else {
+        return Err(ApiError::internal(format!("no schema for {}", def.group_kind())));
+    };
+    let live = live.map(|o| Value::Object(o.clone()));
+    let config = Value::Object(config.clone());
+    match kuorum_fieldmanager::apply(schema, live.as_ref(), &config, w, force) {
+        Ok(Value::Object(o)) => Ok(o),
+        Ok(_) => Err(ApiError::internal("server-side apply returned a non-object")),
+        Err(e @ ApplyError::Conflicts(_)) => Err(apply_conflict(def, w_name(&config), &e)),
+        Err(ApplyError::Invalid(msg)) => Err(ApiError::new(kuorum_api::Reason::Invalid, msg)),
+    }
+}
+
+fn w_name(config: &Value) -> &str {
+    config.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+}
+
+/// 409 Conflict with one `FieldManagerConflict` cause per conflicting field.
+fn apply_conflict(def: &ResourceDef, name: &str, e: &ApplyError) -> ApiError {
+    let ApplyError::Conflicts(conflicts) = e else { unreachable!("only conflicts get here") };
+    let causes: Vec<(String, String)> = conflicts.iter().map(|c| (c.cause_message(), c.field.clone())).collect();
+    ApiError::apply_conflict(def.group_resource(), name, e.message(), &causes)
+}
+
+/// Applies a JSON, merge or strategic merge patch to `current`.
+fn run_patch(pt: PatchType, def: &ResourceDef, current: &Object, body: &[u8]) -> Result<Object, ApiError> {
+    let original = Value::Object(current.clone());
+    let patched = match pt {
+        PatchType::Json => kuorum_patch::json_patch(&original, body),
+        PatchType::Merge => kuorum_patch::merge_patch(&original, body),
+        PatchType::Strategic => match fields::schema_of(def) {
+            Some(schema) => kuorum_patch::strategic_merge_patch(&original, body, schema),
+            None => Err(PatchError::BadRequest(format!(
+                "strategic merge patch is not supported for {}",
+                def.group_kind()
+            ))),
+        },
+    }
+    .map_err(|e| match e {
+        PatchError::BadRequest(msg) => ApiError::bad_request(msg),
+        PatchError::Invalid(msg) => ApiError::new(kuorum_api::Reason::Invalid, msg),
+    })?;
+    match patched {
+        Value::Object(o) => Ok(o),
+        _ => Err(ApiError::new(kuorum_api::Reason::Invalid, "the patched object is not a JSON object")),
+    }
+}
+
+/// The patch body, when it is shaped like the object (merge and strategic patches), for
+/// the duplicate-field check.
+fn body_if_object(pt: PatchType, body: &[u8]) -> Option<&[u8]> {
+    (pt != PatchType::Json).then_some(body)
+}
+
+/// Namespaced objects stay in the URL's namespace (a different one is 400); cluster-scoped
+/// ones have none.
+fn place_in_url_namespace(obj: &mut Object, t: &Target) -> Result<(), ApiError> {
+    match (&t.namespace, object::meta_str(obj, "namespace")) {
+        (Some(url), Some(ns)) if ns != url => Err(ApiError::bad_request(format!(
+            "the namespace of the object ({ns}) does not match the namespace on the URL ({url})"
+        ))),
+        (Some(url), _) => {
+            object::meta_mut(obj).insert("namespace".into(), Value::from(url.as_str()));
+            Ok(())
+        }
+        (None, _) => {
+            object::meta_mut(obj).remove("namespace");
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! Owns what the `status` subresource means for writes, and the `scale` subresource of
+//! Deployments: an `autoscaling/v1` Scale read from and written into the Deployment.
+//!
+//! For a kind with a status subresource, a write to the object keeps the stored status
+//! and a write to `/status` changes only the status: spec and status have separate
+//! writers (controllers own status), as in kube-apiserver's status strategies.
+//!
+//! ```text
+//! stored {spec: {replicas: 1}, status: {ready: 1}}
+//! PUT    {spec: {replicas: 2}, status: {ready: 9}}          -> {spec: {replicas: 2}, status: {ready: 1}}
+//! PUT /status {spec: {replicas: 7}, status: {ready: 2}}     -> {spec: {replicas: 1}, status: {ready: 2}}
+//! ```
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use kuorum_api::validation::FieldError;
+use kuorum_api::{ApiError, GroupKind, ResourceDef};
+use kuorum_patch::{PatchError, PatchType};
+use kuorum_store::{Command, Precondition, WriteError};
+use serde_json::{json, Map, Value};
+
+use crate::consistency::read_for_write;
+use crate::error::{cluster_error, write_error};
+use crate::fields;
+use crate::negotiate::{self, json_response};
+use crate::object::{self, Object};
+use crate::route::{Ctx, Target};
+use crate::RestState;
+
+/// How often a scale write is redone after the object changed underneath it.
+const MAX_ATTEMPTS: usize = 5;
+
+/// Shapes `new` for a write to `subresource` (`None`: the object itself) of an object
+/// stored as `old`.
+pub(crate) fn shape_write(def: &ResourceDef, subresource: Option<&str>, old: &Object, new: Object) -> Object {
+    match subresource {
+        None if def.subresource("status").is_some() => {
+            let mut new = new;
+            match old.get("status") {
+                Some(s) => new.insert("status".into(), s.clone()),
+                None => new.remove("status"),
+            };
+            new
+        }
+        Some("status") => {
+            let mut out = old.clone();
+            match new.get("status") {
+                Some(s) => out.insert("status".into(), s.clone()),
+                None => out.remove("status"),
+            };
+            // The writer's managedFields bookkeeping travels with the status.
+            if let Some(m) = object::meta(&new).and_then(|m| m.get("managedFields")) {
+                object::meta_mut(&mut out).insert("managedFields".into(), m.clone());
+            }
+            out
+        }
+        _ => new,
+    }
+}
+
+/// The Scale of a Deployment.
+fn scale_of(deployment: &Object) -> Object {
+    let meta = object::meta(deployment).cloned().unwrap_or_default();
+    let mut m = Map::new();
+    for field in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+        if let Some(v) = meta.get(field) {
+            m.insert(field.into(), v.clone());
+        }
+    }
+    let replicas = deployment.get("spec").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(1));
+    let status_replicas = deployment.get("status").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(0));
+    let selector = deployment.get("spec").and_then(|s| s.get("selector")).map(selector_string).unwrap_or_default();
+    let v = json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": Value::Object(m),
+        "spec": {"replicas": replicas},
+        "status": {"replicas": status_replicas, "selector": selector},
+    });
+    match v {
+        Value::Object(o) => o,
+        _ => unreachable!("json! of an object"),
+    }
+}
+
+/// A LabelSelector as a selector string: `app=web,tier in (a,b)`.
+fn selector_string(sel: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(labels) = sel.get("matchLabels").and_then(Value::as_object) {
+        let mut pairs: Vec<_> = labels.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
+        pairs.sort();
+        parts.extend(pairs);
+    }
+    for e in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+        let values: Vec<&str> =
+            e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+            "In" => parts.push(format!("{key} in ({})", values.join(","))),
+            "NotIn" => parts.push(format!("{key} notin ({})", values.join(","))),
+            "Exists" => parts.push(key.to_string()),
+            "DoesNotExist" => parts.push(format!("!{key}")),
+            _ => {}
+        }
+    }
+    parts.join(",")
+}
+
+/// GET of `/scale`.
+pub(crate) async fn get_scale(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
+    let t = &ctx.target;
+    crate::consistency::wait_fresh(st, crate::consistency::get_freshness(&ctx.query)?).await?;
+    let (_, found) = st.cache.get(&t.key());
+    let Some(obj) = found else {
+        return Err(ApiError::not_found(t.def.group_resource(), t.name()));
+    };
+    let deployment = object::parse_stored(&obj.bytes)?;
+    Ok(json_response(StatusCode::OK, object::to_vec(&scale_of(&deployment))))
+}
+
+/// PUT (a Scale body) or PATCH (merge, JSON or strategic, applied to the Scale) of
+/// `/scale`: the Deployment's `spec.replicas` becomes the Scale's.
+pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result<Response, ApiError> {
+    // Parse.
+    let t = &ctx.target;
+    let dry_run = object::query_dry_run(&ctx.query)?;
+    let options = if patch { "PatchOptions" } else { "UpdateOptions" };
+    let manager = fields::manager(&ctx.query, &ctx.headers, options, false)?;
+    let patch_type = if patch {
+        let ct = ctx.headers.get(axum::http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+        Some(PatchType::from_content_type(&negotiate::MediaType::parse(ct).essence).ok_or_else(|| {
+            ApiError::unsupported_media_type(&[
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/strategic-merge-patch+json",
+            ])
+        })?)
+    } else {
+        negotiate::check_body_content_type(&ctx.headers)?;
+        None
+    };
+
+    // Decode.
+    let body = negotiate::read_body(&ctx.headers, ctx.body).await?;
+
+    for attempt in 1..=MAX_ATTEMPTS {
+        // Read.
+        let Some(stored) = read_for_write(st, &t.key(), attempt).await? else {
+            return Err(ApiError::not_found(t.def.group_resource(), t.name()));
+        };
+        let old = object::parse_stored(&stored)?;
+        let scale = scale_of(&old);
+        let new_scale = match patch_type {
+            Some(pt) => patch_scale(pt, &scale, &body)?,
+            None => object::decode(&body)?,
+        };
+
+        // Validate.
+        let replicas = scale_replicas(t, &new_scale)?;
+        let current_rv = object::meta_str(&old, "resourceVersion").unwrap_or("").to_string();
+        let client_rv =
+            object::meta_str(&new_scale, "resourceVersion").filter(|rv| *rv != current_rv).map(str::to_string);
+        if !patch && object::meta_str(&new_scale, "name") != Some(t.name()) {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({})",
+                object::meta_str(&new_scale, "name").unwrap_or(""),
+                t.name()
+            )));
+        }
+        let mut new = old.clone();
+        if let Some(Value::Object(spec)) = new.get_mut("spec") {
+            spec.insert("replicas".into(), Value::from(replicas));
+        } else {
+            new.insert("spec".into(), json!({"replicas": replicas}));
+        }
+        let new = fields::track_update(t.def, Some(&old), new, &manager, "scale", &st.clock.now_rfc3339())?;
+        if dry_run {
+            if let Some(rv) = client_rv {
+                return Err(ApiError::rv_precondition_conflict(t.def.group_resource(), t.name(), &rv, &current_rv));
+            }
+            return Ok(json_response(StatusCode::OK, object::to_vec(&scale_of(&new))));
+        }
+        let mut new = new;
+        object::meta_mut(&mut new).remove("resourceVersion");
+        let precondition = Precondition {
+            resource_version: object::parse_rv(Some(client_rv.as_deref().unwrap_or(&current_rv)))?,
+            uid: None,
+        };
+
+        // Store.
+        let cmd = Command::Update { key: t.key(), object: object::to_vec(&new).into(), precondition };
+        match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
+            // Encode.
+            Ok(stored) => {
+                let deployment = object::parse_stored(&stored)?;
+                return Ok(json_response(StatusCode::OK, object::to_vec(&scale_of(&deployment))));
+            }
+            Err(WriteError::Conflict) if client_rv.is_none() => continue,
+            Err(e) => return Err(write_error(e, t.def, t.name())),
+        }
+    }
+    Err(ApiError::conflict(t.def.group_resource(), t.name()))
+}
+
+fn patch_scale(pt: PatchType, scale: &Object, body: &[u8]) -> Result<Object, ApiError> {
+    let original = Value::Object(scale.clone());
+    let patched = match pt {
+        PatchType::Json => kuorum_patch::json_patch(&original, body),
+        PatchType::Merge => kuorum_patch::merge_patch(&original, body),
+        PatchType::Strategic => match kuorum_schema::Schemas::builtin().kind("autoscaling", "v1", "Scale") {
+            Some(schema) => kuorum_patch::strategic_merge_patch(&original, body, schema),
+            None => kuorum_patch::merge_patch(&original, body),
+        },
+    }
+    .map_err(|e| match e {
+        PatchError::BadRequest(m) => ApiError::bad_request(m),
+        PatchError::Invalid(m) => ApiError::new(kuorum_api::Reason::Invalid, m),
+    })?;
+    match patched {
+        Value::Object(o) => Ok(o),
+        _ => Err(ApiError::bad_request("the patched Scale is not an object")),
+    }
+}
+
+/// `spec.replicas` of a Scale: a non-negative integer (422 otherwise).
+fn scale_replicas(t: &Target, scale: &Object) -> Result<i64, ApiError> {
+    let gk = GroupKind { group: "autoscaling", kind: "Scale" };
+    let v = scale.get("spec").and_then(|s| s.get("replicas"));
+    match v.and_then(Value::as_i64) {
+        Some(n) if n >= 0 => Ok(n),
+        Some(n) => Err(ApiError::invalid(
+            gk,
+            t.name(),
+            &[FieldError::invalid("spec.replicas", &n.to_string(), "must be greater than or equal to 0")],
+        )),
+        None if v.is_none() => Ok(0),
+        None => Err(ApiError::bad_request(format!(
+            "Scale in version \"v1\" cannot be handled as a Scale: spec.replicas must be an integer, got {}",
+            v.map(Value::to_string).unwrap_or_default()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kuorum_api::registry;
+
+    fn obj(v: Value) -> Object {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn status_and_spec_have_separate_writers() {
+        let deploy = registry::lookup("apps", "v1", "deployments").unwrap();
+        let old = obj(json!({"metadata": {"name": "d", "labels": {"a": "1"}}, "spec": {"replicas": 1}, "status": {"ready": 1}}));
+        let new = obj(json!({"metadata": {"name": "d", "labels": {"a": "2"}}, "spec": {"replicas": 2}, "status": {"ready": 9}}));
+        let main = shape_write(deploy, None, &old, new.clone());
+        assert_eq!(Value::Object(main), json!({"metadata": {"name": "d", "labels": {"a": "2"}}, "spec": {"replicas": 2}, "status": {"ready": 1}}));
+        let status = shape_write(deploy, Some("status"), &old, new.clone());
+        assert_eq!(Value::Object(status), json!({"metadata": {"name": "d", "labels": {"a": "1"}}, "spec": {"replicas": 1}, "status": {"ready": 9}}));
+        let cm = registry::lookup("", "v1", "configmaps").unwrap();
+        assert_eq!(shape_write(cm, None, &old, new.clone()), new, "kinds without /status keep what is written");
+    }
+
+    #[test]
+    fn a_deployment_reads_as_a_scale() {
+        let d = obj(json!({"metadata": {"name": "web", "namespace": "ns", "uid": "u", "resourceVersion": "7", "labels": {"x": "y"}},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"tier": "fe", "app": "web"},
+                "matchExpressions": [{"key": "env", "operator": "In", "values": ["a", "b"]}]}},
+            "status": {"replicas": 2}}));
+        assert_eq!(
+            Value::Object(scale_of(&d)),
+            json!({"kind": "Scale", "apiVersion": "autoscaling/v1",
+                   "metadata": {"name": "web", "namespace": "ns", "uid": "u", "resourceVersion": "7"},
+                   "spec": {"replicas": 3}, "status": {"replicas": 2, "selector": "app=web,tier=fe,env in (a,b)"}})
+        );
+    }
+}
