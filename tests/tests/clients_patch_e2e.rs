@@ -20,8 +20,13 @@ fn python_client_patches_and_applies() {
     };
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/patch_check.py").to_string();
     let follower = c.followers().unwrap()[0];
-    let out = run_bounded(&python, &[script, c.url(follower), "py-patch".into()], c.root(), std::time::Duration::from_secs(120))
-        .unwrap();
+    let out = run_bounded(
+        &python,
+        &[script, c.url(follower), "py-patch".into()],
+        c.root(),
+        std::time::Duration::from_secs(120),
+    )
+    .unwrap();
     assert!(out.success(), "patch_check.py failed:\n{}\n{}", out.stdout, out.stderr);
     let done = out.stdout.lines().last().unwrap_or("");
     assert_eq!(done, "done 14", "every check ran:\n{}", out.stdout);

@@ -54,7 +54,8 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
     let out = c.kubectl(a, &["apply", "-f", &ns]).unwrap().ok("apply ns");
     assert!(out.stdout.contains("namespace/p created"), "{}", out.stdout);
 
-    let cm = |data: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: p\ndata:\n{data}");
+    let cm =
+        |data: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: p\ndata:\n{data}");
     let f = write(&c, "cfg.yaml", &cm("  a: \"1\"\n"));
     let out = c.kubectl(a, &["apply", "-f", &f]).unwrap().ok("apply create");
     assert!(out.stdout.contains("configmap/cfg created"), "{}", out.stdout);
@@ -67,7 +68,8 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
     c.kubectl(d, &["apply", "-f", &f]).unwrap().ok("apply removal");
     let got = get_json(&c, a, &["cm", "cfg", "-n", "p"]);
     assert_eq!(got["data"], serde_json::json!({"b": "3"}), "a key dropped from the file is deleted: {got}");
-    let last = got["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].as_str().unwrap_or("");
+    let last =
+        got["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].as_str().unwrap_or("");
     assert!(last.contains("\"b\":\"3\""), "last-applied annotation: {last}");
     assert!(
         managers(&got).iter().any(|(m, op)| m == "kubectl-client-side-apply" && op == "Update"),
@@ -76,7 +78,11 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
     );
 
     // A manifest with an unknown field is refused (kubectl sends fieldValidation=Strict).
-    let bad = write(&c, "bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\n  namespace: p\ndatta:\n  x: y\n");
+    let bad = write(
+        &c,
+        "bad.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\n  namespace: p\ndatta:\n  x: y\n",
+    );
     let out = c.kubectl(a, &["apply", "-f", &bad]).unwrap();
     assert!(!out.success(), "{out:?}");
     assert!(out.stderr.contains("unknown field \"datta\""), "{}", out.stderr);
@@ -101,7 +107,8 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
     assert_eq!(got["metadata"]["generation"], 2, "a spec change bumps generation: {got}");
 
     // Strategic merge (kubectl's default): the container list merges by name.
-    let p = r#"{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"img:3"},{"name":"side","image":"s:1"}]}}}}"#;
+    let p =
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"img:3"},{"name":"side","image":"s:1"}]}}}}"#;
     c.kubectl(d, &["patch", "deploy", "web", "-n", "p", "-p", p]).unwrap().ok("strategic patch");
     let got = get_json(&c, a, &["deploy", "web", "-n", "p"]);
     let names: Vec<&str> = got["spec"]["template"]["spec"]["containers"]
@@ -119,7 +126,10 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
     let got = get_json(&c, d, &["deploy", "web", "-n", "p"]);
     assert_eq!(got["spec"]["replicas"], 3, "{got}");
     let scale = c.http().get(&format!("{}/apis/apps/v1/namespaces/p/deployments/web/scale", c.url(a))).unwrap();
-    assert_eq!((scale.status, &scale.body["kind"], &scale.body["spec"]["replicas"]), (200, &Value::from("Scale"), &Value::from(3)));
+    assert_eq!(
+        (scale.status, &scale.body["kind"], &scale.body["spec"]["replicas"]),
+        (200, &Value::from("Scale"), &Value::from(3))
+    );
     assert_eq!(scale.body["status"]["selector"], "app=web");
 
     let wide = c.kubectl(a, &["get", "deploy", "-n", "p", "-o", "wide"]).unwrap().ok("get -o wide");
@@ -129,11 +139,35 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
     c.kubectl(a, &["patch", "cm", "cfg", "-n", "p", "--type=merge", "-p", r#"{"data":{"m":"merge"}}"#])
         .unwrap()
         .ok("merge patch");
-    c.kubectl(b, &["patch", "cm", "cfg", "-n", "p", "--type=json", "-p", r#"[{"op":"add","path":"/data/j","value":"json"},{"op":"remove","path":"/data/b"}]"#])
-        .unwrap()
-        .ok("json patch");
+    c.kubectl(
+        b,
+        &[
+            "patch",
+            "cm",
+            "cfg",
+            "-n",
+            "p",
+            "--type=json",
+            "-p",
+            r#"[{"op":"add","path":"/data/j","value":"json"},{"op":"remove","path":"/data/b"}]"#,
+        ],
+    )
+    .unwrap()
+    .ok("json patch");
     let failed = c
-        .kubectl(d, &["patch", "cm", "cfg", "-n", "p", "--type=json", "-p", r#"[{"op":"test","path":"/data/m","value":"nope"}]"#])
+        .kubectl(
+            d,
+            &[
+                "patch",
+                "cm",
+                "cfg",
+                "-n",
+                "p",
+                "--type=json",
+                "-p",
+                r#"[{"op":"test","path":"/data/m","value":"nope"}]"#,
+            ],
+        )
         .unwrap();
     assert!(!failed.success(), "a failing JSON Patch test op must fail: {failed:?}");
     c.kubectl(d, &["label", "cm", "cfg", "-n", "p", "team=blue"]).unwrap().ok("label");
@@ -202,9 +236,21 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
         }
         std::thread::sleep(Duration::from_secs(1));
         assert!(!waiter.is_finished(), "kubectl delete must wait for the finalizer");
-        c.kubectl(d, &["patch", "cm", "held", "-n", "p", "--type=json", "-p", r#"[{"op":"remove","path":"/metadata/finalizers"}]"#])
-            .unwrap()
-            .ok("remove finalizer");
+        c.kubectl(
+            d,
+            &[
+                "patch",
+                "cm",
+                "held",
+                "-n",
+                "p",
+                "--type=json",
+                "-p",
+                r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+            ],
+        )
+        .unwrap()
+        .ok("remove finalizer");
         let out = waiter.join().unwrap().unwrap().ok("delete waits, then returns");
         assert!(out.stdout.contains("configmap \"held\" deleted"), "{}", out.stdout);
     });

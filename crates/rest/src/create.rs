@@ -13,10 +13,11 @@ use kuorum_api::{ApiError, ResourceDef};
 use kuorum_store::{Command, WriteError};
 use serde_json::{json, Value};
 
+use crate::defaults;
 use crate::error::{cluster_error, write_error};
 use crate::fields::{self, FieldValidation};
 use crate::negotiate::{self, json_response};
-use crate::object::{self, Object};
+use crate::object::{self, BodyFormat, Object};
 use crate::route::Ctx;
 use crate::RestState;
 
@@ -37,13 +38,15 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     let manager = fields::manager(&ctx.query, &ctx.headers, "CreateOptions", false)?;
 
     // Decode.
-    negotiate::check_body_content_type(&ctx.headers)?;
+    let format = BodyFormat::of(&ctx.headers)?;
     let body = negotiate::read_body(&ctx.headers, ctx.body).await?;
-    let mut obj = object::decode(&body)?;
+    let mut obj = object::decode_as(format, &body)?;
     object::check_type_meta(&mut obj, def)?;
-    let warnings = fields::check_fields(def, &mut obj, Some(&body), validation)?;
+    let json_body = (format == BodyFormat::Json).then_some(&body[..]);
+    let warnings = fields::check_fields(def, &mut obj, json_body, validation)?;
 
     // Default.
+    defaults::apply(def, &mut obj);
     place_in_namespace(&mut obj, def, namespace.as_deref())?;
     set_system_fields(st, &mut obj, def);
     obj = fields::track_update(def, None, obj, &manager, "", &st.clock.now_rfc3339())?;

@@ -116,7 +116,10 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
         }
         let cmd = Command::Delete {
             key: item.key.clone(),
-            precondition: Precondition { resource_version: None, uid: object::meta_str(&obj, "uid").map(str::to_string) },
+            precondition: Precondition {
+                resource_version: None,
+                uid: object::meta_str(&obj, "uid").map(str::to_string),
+            },
             deletion_timestamp: Some(st.clock.now_rfc3339()),
         };
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
@@ -145,8 +148,10 @@ async fn options(ctx: &mut Ctx) -> Result<DeleteOptions, ApiError> {
     let mut opts = if body.iter().all(u8::is_ascii_whitespace) {
         DeleteOptions::default()
     } else {
-        negotiate::check_body_content_type(&ctx.headers)?;
-        decode_options(&body)?
+        match object::BodyFormat::of(&ctx.headers)? {
+            object::BodyFormat::Json => decode_options(&body)?,
+            format => decode_options(&object::to_vec(&object::decode_as(format, &body)?))?,
+        }
     };
     opts.dry_run |= query_dry_run;
     if let Some(p) = ctx.query.get("propagationPolicy") {

@@ -195,7 +195,13 @@ mod tests {
         );
         let e = FieldValidation::parse(&Query::parse(Some("fieldValidation=strict")), "CreateOptions").unwrap_err();
         assert_eq!(e.code, 422);
-        assert!(e.message.starts_with(r#"CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "strict""#), "{}", e.message);
+        assert!(
+            e.message.starts_with(
+                r#"CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "strict""#
+            ),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
@@ -207,7 +213,10 @@ mod tests {
         let e = manager(&Query::parse(None), &h, "PatchOptions", true).unwrap_err();
         assert_eq!(
             (e.code, e.message.as_str()),
-            (422, r#"PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch"#)
+            (
+                422,
+                r#"PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch"#
+            )
         );
         let long = format!("fieldManager={}", "m".repeat(129));
         assert_eq!(manager(&Query::parse(Some(&long)), &h, "PatchOptions", true).unwrap_err().code, 422);

@@ -1,6 +1,7 @@
 //! GET of one object (and of its `status` subresource, which reads as the whole object):
 //! wait as the get table asks (unset: read barrier; `0`: nothing; `N`: until the cache
-//! reaches N) → read the watch cache → 404 or the object's stored bytes as they are.
+//! reaches N) → read the watch cache → 404 or the object's stored bytes as they are, or
+//! (as `Accept` negotiated) its Table or PartialObjectMetadata.
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -8,16 +9,31 @@ use kuorum_api::ApiError;
 
 use crate::consistency::{get_freshness, wait_fresh};
 use crate::list::served_bytes;
-use crate::negotiate::json_response;
+use crate::negotiate::{json_response, json_response_as, negotiate_output, Output};
 use crate::route::Ctx;
+use crate::table::{self, IncludeObject, TableView};
 use crate::RestState;
 
 pub(crate) async fn get(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
     let t = &ctx.target;
+    let output = negotiate_output(&ctx.headers)?;
     wait_fresh(st, get_freshness(&ctx.query)?).await?;
     let (_, found) = st.cache.get(&t.key());
     let Some(obj) = found else {
         return Err(ApiError::not_found(t.def.group_resource(), t.name()));
     };
-    Ok(json_response(StatusCode::OK, served_bytes(&obj.bytes, t.def)?))
+    let body = match output {
+        Output::Json => return Ok(json_response(StatusCode::OK, served_bytes(&obj.bytes, t.def)?)),
+        Output::Table(version) => {
+            let view = TableView { def: t.def, version, include: IncludeObject::from_query(&ctx.query)? };
+            let parsed = obj
+                .value()
+                .filter(|v| v.is_object())
+                .ok_or_else(|| ApiError::internal(format!("stored object {} is not a JSON object", obj.key)))?;
+            view.object(parsed, true, st.clock.now_unix_seconds())
+        }
+        Output::PartialObjectMetadata(version) => table::partial_object(version, &obj.bytes)?,
+        Output::PartialObjectMetadataList(_) => return Err(table::partial_list_of_object(t.def)),
+    };
+    Ok(json_response_as(StatusCode::OK, output.content_type(), body))
 }

@@ -21,6 +21,7 @@ use kuorum_watch::WatchCache;
 
 mod consistency;
 mod create;
+mod defaults;
 mod delete;
 mod discovery;
 pub mod error;
@@ -35,6 +36,7 @@ mod patch;
 pub mod query;
 mod route;
 mod subresource;
+mod table;
 mod token;
 mod update;
 mod watch;

@@ -12,7 +12,8 @@
 //!
 //! `metadata.remainingItemCount` is set when a page is full, more objects follow, and the
 //! list has no selectors. Bodies are assembled from the stored bytes of each object
-//! (which carry kind and apiVersion) without re-encoding them.
+//! (which carry kind and apiVersion) without re-encoding them; or, as `Accept`
+//! negotiated, the page is a Table or a PartialObjectMetadataList with the same metadata.
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -24,10 +25,11 @@ use kuorum_watch::WatchFilter;
 
 use crate::consistency::{wait_for_index, wait_fresh, Freshness, ListOptions, ListPlan};
 use crate::history;
-use crate::negotiate::json_response;
+use crate::negotiate::{json_response, json_response_as, negotiate_output, Output};
 use crate::object::{parse_stored, set_type_meta, to_vec};
 use crate::query::Query;
 use crate::route::{Ctx, Target};
+use crate::table::{self, IncludeObject, ListMeta, TableView};
 use crate::token;
 use crate::RestState;
 
@@ -66,6 +68,7 @@ struct Page {
 
 pub(crate) async fn list(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
     let t = &ctx.target;
+    let output = negotiate_output(&ctx.headers)?;
     let filter = filter_of(&ctx.query, t)?;
     let opts = ListOptions::parse(&ctx.query)?;
     let plan = opts.list_plan()?;
@@ -96,7 +99,18 @@ pub(crate) async fn list(st: &RestState, ctx: Ctx) -> Result<Response, ApiError>
             }
         }
     };
-    Ok(json_response(StatusCode::OK, encode_list(t.def, &filter.prefix, page)?))
+    let body = match output {
+        Output::Json => return Ok(json_response(StatusCode::OK, encode_list(t.def, &filter.prefix, page)?)),
+        Output::Table(version) => {
+            let view = TableView { def: t.def, version, include: IncludeObject::from_query(&ctx.query)? };
+            view.list(&page_meta(&filter.prefix, &page), &page.items, st.clock.now_unix_seconds())?
+        }
+        Output::PartialObjectMetadataList(version) => {
+            table::partial_list(version, &page_meta(&filter.prefix, &page), &page.items)?
+        }
+        Output::PartialObjectMetadata(_) => return Err(table::partial_of_list(t.def)),
+    };
+    Ok(json_response_as(StatusCode::OK, output.content_type(), body))
 }
 
 /// A page of the watch cache as it is now.
@@ -159,16 +173,28 @@ pub(crate) fn served_bytes(bytes: &Bytes, def: &ResourceDef) -> Result<Bytes, Ap
     Ok(Bytes::from(to_vec(&obj)))
 }
 
-/// `{"kind":"XList","apiVersion":..,"metadata":{..},"items":[..]}` from the items' bytes.
-fn encode_list(def: &ResourceDef, prefix: &str, page: Page) -> Result<Bytes, ApiError> {
-    let mut meta = serde_json::Map::new();
-    meta.insert("resourceVersion".into(), page.rv.to_string().into());
+/// A page's list metadata: its resourceVersion and, when more objects follow, the
+/// continue token and (without selectors) how many remain.
+fn page_meta(prefix: &str, page: &Page) -> ListMeta {
+    let mut meta = ListMeta { resource_version: page.rv.to_string(), ..Default::default() };
     if page.more {
         if let Some(last) = &page.last_key {
-            meta.insert("continue".into(), token::encode(prefix, last, page.rv as i64).into());
-            if let Some(r) = page.remaining {
-                meta.insert("remainingItemCount".into(), r.into());
-            }
+            meta.continue_token = Some(token::encode(prefix, last, page.rv as i64));
+            meta.remaining = page.remaining;
+        }
+    }
+    meta
+}
+
+/// `{"kind":"XList","apiVersion":..,"metadata":{..},"items":[..]}` from the items' bytes.
+fn encode_list(def: &ResourceDef, prefix: &str, page: Page) -> Result<Bytes, ApiError> {
+    let lm = page_meta(prefix, &page);
+    let mut meta = serde_json::Map::new();
+    meta.insert("resourceVersion".into(), lm.resource_version.into());
+    if let Some(c) = lm.continue_token {
+        meta.insert("continue".into(), c.into());
+        if let Some(r) = lm.remaining {
+            meta.insert("remainingItemCount".into(), r.into());
         }
     }
     let head = serde_json::json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": meta});

@@ -1,5 +1,6 @@
 //! Content negotiation: which request bodies kuorum decodes (JSON; a missing
-//! Content-Type means JSON), which `Accept` headers it can satisfy (JSON, or aggregated
+//! Content-Type means JSON), which `Accept` headers it can satisfy (JSON; the
+//! `meta.k8s.io` Table and PartialObjectMetadata(List) views of reads; aggregated
 //! discovery on `/api` and `/apis`), the body size limit, and JSON responses.
 
 use axum::body::Body;
@@ -45,6 +46,11 @@ impl MediaType {
     fn refused(&self) -> bool {
         self.param("q").and_then(|q| q.parse::<f32>().ok()).is_some_and(|q| q <= 0.0)
     }
+
+    /// The `q` weight (1 when absent or unparsable).
+    fn quality(&self) -> f32 {
+        self.param("q").and_then(|q| q.parse::<f32>().ok()).unwrap_or(1.0)
+    }
 }
 
 /// Every media type listed in the request's `Accept` headers.
@@ -60,25 +66,121 @@ fn accepted(headers: &HeaderMap) -> Vec<MediaType> {
         .collect()
 }
 
-/// Succeeds when a plain JSON answer satisfies `Accept` (no header means anything goes);
-/// otherwise 406 NotAcceptable. `application/json;as=Table` alone is not satisfied.
+/// Succeeds when `Accept` can be satisfied by JSON or by one of the `meta.k8s.io` views
+/// ([`negotiate_output`]); otherwise 406 NotAcceptable.
 pub fn check_accept(headers: &HeaderMap) -> Result<(), ApiError> {
-    if headers.get(header::ACCEPT).is_none() {
-        return Ok(());
+    negotiate_output(headers).map(|_| ())
+}
+
+/// The group of the types a read can be transformed into.
+pub const META_GROUP: &str = "meta.k8s.io";
+
+/// A version of `meta.k8s.io` that has Table and PartialObjectMetadata(List).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaVersion {
+    V1,
+    V1beta1,
+}
+
+impl MetaVersion {
+    fn parse(v: &str) -> Option<MetaVersion> {
+        match v {
+            "v1" => Some(MetaVersion::V1),
+            "v1beta1" => Some(MetaVersion::V1beta1),
+            _ => None,
+        }
     }
+
+    /// `meta.k8s.io/v1` or `meta.k8s.io/v1beta1`.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            MetaVersion::V1 => "meta.k8s.io/v1",
+            MetaVersion::V1beta1 => "meta.k8s.io/v1beta1",
+        }
+    }
+}
+
+/// What a response body is, as negotiated from `Accept`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// The resource's own JSON (objects and lists as stored).
+    Json,
+    /// `application/json;as=Table;v=..;g=meta.k8s.io`: the server-side columns of
+    /// `kubectl get`.
+    Table(MetaVersion),
+    /// `as=PartialObjectMetadata`: only the metadata of one object (and of each watch
+    /// event's object).
+    PartialObjectMetadata(MetaVersion),
+    /// `as=PartialObjectMetadataList`: only the metadata of each item of a list.
+    PartialObjectMetadataList(MetaVersion),
+}
+
+impl Output {
+    /// The `Content-Type` of a get or list answered this way: the media type with the
+    /// `as`, `v` and `g` that were asked for.
+    pub fn content_type(self) -> &'static str {
+        use MetaVersion::*;
+        match self {
+            Output::Json => JSON,
+            Output::Table(V1) => "application/json;as=Table;v=v1;g=meta.k8s.io",
+            Output::Table(V1beta1) => "application/json;as=Table;v=v1beta1;g=meta.k8s.io",
+            Output::PartialObjectMetadata(V1) => "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+            Output::PartialObjectMetadata(V1beta1) => {
+                "application/json;as=PartialObjectMetadata;v=v1beta1;g=meta.k8s.io"
+            }
+            Output::PartialObjectMetadataList(V1) => "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+            Output::PartialObjectMetadataList(V1beta1) => {
+                "application/json;as=PartialObjectMetadataList;v=v1beta1;g=meta.k8s.io"
+            }
+        }
+    }
+}
+
+/// What to answer with, as kube-apiserver negotiates it: the `Accept` entries by
+/// preference (higher `q` first, then concrete types before wildcards, then as listed), the
+/// first one kuorum can produce wins. JSON (`application/json`, `application/*`, `*/*`)
+/// without `as`/`g`/`v` is the resource's JSON; with them it must name Table,
+/// PartialObjectMetadata or PartialObjectMetadataList in `meta.k8s.io` v1 or v1beta1.
+/// No `Accept` means JSON; nothing producible is 406.
+pub fn negotiate_output(headers: &HeaderMap) -> Result<Output, ApiError> {
     let listed = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).any(|v| !v.trim().is_empty());
     if !listed {
-        return Ok(());
+        return Ok(Output::Json);
     }
-    let ok = accepted(headers).iter().any(|m| match m.essence.as_str() {
-        "*/*" | "application/*" => true,
-        "application/json" => m.param("as").is_none(),
-        _ => false,
+    let mut clauses = accepted(headers);
+    // A stable sort, as goautoneg orders clauses.
+    clauses.sort_by(|a, b| {
+        let rank = |m: &MediaType| {
+            let (ty, sub) = m.essence.split_once('/').unwrap_or((m.essence.as_str(), ""));
+            (ty == "*", sub == "*")
+        };
+        b.quality().total_cmp(&a.quality()).then_with(|| rank(a).cmp(&rank(b)))
     });
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::not_acceptable(&[JSON]))
+    clauses.iter().find_map(output_for).ok_or_else(|| ApiError::not_acceptable(&[JSON]))
+}
+
+/// The output one `Accept` entry asks for, if kuorum can produce it.
+fn output_for(m: &MediaType) -> Option<Output> {
+    if !matches!(m.essence.as_str(), "application/json" | "application/*" | "*/*") {
+        return None;
+    }
+    // Watches are served as `stream=watch`; no other stream schema exists.
+    if m.param("stream").is_some_and(|s| !s.is_empty() && s != "watch") {
+        return None;
+    }
+    let (kind, group, version) = (m.param("as"), m.param("g"), m.param("v"));
+    if kind.is_none() && group.is_none() && version.is_none() {
+        return Some(Output::Json);
+    }
+    if group != Some(META_GROUP) {
+        return None;
+    }
+    let version = MetaVersion::parse(version?)?;
+    match kind? {
+        "Table" => Some(Output::Table(version)),
+        "PartialObjectMetadata" => Some(Output::PartialObjectMetadata(version)),
+        "PartialObjectMetadataList" => Some(Output::PartialObjectMetadataList(version)),
+        _ => None,
     }
 }
 
@@ -158,8 +260,78 @@ mod tests {
         assert!(check_accept(&headers(&[("accept", "application/vnd.kubernetes.protobuf,application/json")])).is_ok());
         let e = check_accept(&headers(&[("accept", "application/vnd.kubernetes.protobuf")])).unwrap_err();
         assert_eq!(e.code, 406);
-        assert!(check_accept(&headers(&[("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")])).is_err());
+        assert!(check_accept(&headers(&[("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")])).is_ok());
+        assert!(check_accept(&headers(&[("accept", "application/json;as=Table")])).is_err());
         assert!(check_accept(&headers(&[("accept", "application/json;q=0")])).is_err());
+    }
+
+    fn output(accept: &'static str) -> Result<Output, u16> {
+        negotiate_output(&headers(&[("accept", accept)])).map_err(|e| e.code)
+    }
+
+    #[test]
+    fn table_and_partial_metadata_are_negotiated() {
+        use MetaVersion::*;
+        let kubectl_get = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;\
+                           g=meta.k8s.io,application/json";
+        assert_eq!(output(kubectl_get), Ok(Output::Table(V1)));
+        assert_eq!(output("application/json;as=Table;v=v1beta1;g=meta.k8s.io"), Ok(Output::Table(V1beta1)));
+        assert_eq!(output("application/json;g=meta.k8s.io;v=v1;as=Table"), Ok(Output::Table(V1)));
+        assert_eq!(output("*/*;as=Table;v=v1;g=meta.k8s.io"), Ok(Output::Table(V1)));
+        assert_eq!(negotiate_output(&HeaderMap::new()), Ok(Output::Json));
+        assert_eq!(output("application/json"), Ok(Output::Json));
+        assert_eq!(output("application/json;stream=watch"), Ok(Output::Json));
+        assert_eq!(output("application/json, */*"), Ok(Output::Json));
+
+        // client-go's metadata client: protobuf first (skipped), then JSON.
+        let metadata_list = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,\
+                             application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(output(metadata_list), Ok(Output::PartialObjectMetadataList(V1)));
+        assert_eq!(
+            output("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1"),
+            Ok(Output::PartialObjectMetadata(V1beta1))
+        );
+
+        // Preference: q first, then concrete before wildcard, then the order given.
+        assert_eq!(
+            output("application/json;q=0.5,application/json;as=Table;v=v1;g=meta.k8s.io"),
+            Ok(Output::Table(V1))
+        );
+        assert_eq!(output("*/*,application/json;as=Table;v=v1;g=meta.k8s.io"), Ok(Output::Table(V1)));
+        assert_eq!(output("application/json,application/json;as=Table;v=v1;g=meta.k8s.io"), Ok(Output::Json));
+        assert_eq!(output("application/json;as=Table;v=v1;g=meta.k8s.io;q=0,application/json"), Ok(Output::Json));
+
+        // Table in a version or group that has none, an unknown `as`, a partial triple,
+        // a media type kuorum does not write, or a stream schema other than watch: 406.
+        for bad in [
+            "application/json;as=Table;v=v2;g=meta.k8s.io",
+            "application/json;as=Table;v=v1;g=apps",
+            "application/json;as=Table;v=v1",
+            "application/json;as=Table",
+            "application/json;as=Scale;v=v1;g=meta.k8s.io",
+            "application/json;g=meta.k8s.io;v=v1",
+            "application/yaml;as=Table;v=v1;g=meta.k8s.io",
+            "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io",
+            "application/json;stream=other",
+        ] {
+            assert_eq!(output(bad), Err(406), "{bad}");
+        }
+        let e = negotiate_output(&headers(&[("accept", "application/json;as=Table;v=v2;g=meta.k8s.io")])).unwrap_err();
+        assert_eq!(e.message, "only the following media types are accepted: application/json");
+    }
+
+    #[test]
+    fn content_types_name_the_view() {
+        use MetaVersion::*;
+        assert_eq!(Output::Json.content_type(), "application/json");
+        assert_eq!(Output::Table(V1).content_type(), "application/json;as=Table;v=v1;g=meta.k8s.io");
+        assert_eq!(Output::Table(V1beta1).content_type(), "application/json;as=Table;v=v1beta1;g=meta.k8s.io");
+        assert_eq!(
+            Output::PartialObjectMetadataList(V1).content_type(),
+            "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+        );
+        assert_eq!(V1.api_version(), "meta.k8s.io/v1");
+        assert_eq!(V1beta1.api_version(), "meta.k8s.io/v1beta1");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! type meta (apiVersion/kind) checks, metadata access, storage keys, and the small
 //! parameters every write takes (resourceVersion, dryRun).
 
+use axum::http::{header, HeaderMap};
 use kuorum_api::{ApiError, ResourceDef};
 use kuorum_store::keys::ObjectKey;
 use serde_json::{Map, Value};
@@ -21,6 +22,56 @@ fn json_type(v: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
+    }
+}
+
+/// The media types a request body may have (in a 415's list).
+pub(crate) const BODY_TYPES: &[&str] = &["application/json", "application/yaml", kuorum_protobuf::MEDIA_TYPE];
+
+/// How a request body is encoded, from its Content-Type (none means JSON, as the Python
+/// client sends it; anything else is 415).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyFormat {
+    Json,
+    Yaml,
+    Protobuf,
+}
+
+impl BodyFormat {
+    pub(crate) fn of(headers: &HeaderMap) -> Result<BodyFormat, ApiError> {
+        let Some(value) = headers.get(header::CONTENT_TYPE) else {
+            return Ok(BodyFormat::Json);
+        };
+        let value = value.to_str().map_err(|_| ApiError::unsupported_media_type(BODY_TYPES))?;
+        let essence = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        match essence.as_str() {
+            "" | "application/json" => Ok(BodyFormat::Json),
+            "application/yaml" => Ok(BodyFormat::Yaml),
+            kuorum_protobuf::MEDIA_TYPE => Ok(BodyFormat::Protobuf),
+            _ => Err(ApiError::unsupported_media_type(BODY_TYPES)),
+        }
+    }
+}
+
+/// Decodes a request body of any accepted format into a JSON object whose metadata is
+/// well formed (400 if not). A protobuf body's envelope supplies apiVersion and kind.
+pub(crate) fn decode_as(format: BodyFormat, body: &[u8]) -> Result<Object, ApiError> {
+    match format {
+        BodyFormat::Json => decode(body),
+        BodyFormat::Yaml => {
+            let value: Value = serde_yaml_ng::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))?;
+            decode(&serde_json::to_vec(&value).unwrap_or_default())
+        }
+        BodyFormat::Protobuf => {
+            let (api_version, kind, mut value) = kuorum_protobuf::decode(body)
+                .map_err(|e| ApiError::bad_request(format!("the request body is not a valid protobuf object: {e}")))?;
+            if let Value::Object(o) = &mut value {
+                o.insert("apiVersion".into(), Value::from(api_version));
+                o.insert("kind".into(), Value::from(kind));
+            }
+            decode(&serde_json::to_vec(&value).unwrap_or_default())
+        }
     }
 }
 

@@ -23,6 +23,7 @@ use kuorum_store::{Command, Precondition, WriteError};
 use serde_json::Value;
 
 use crate::consistency::read_for_write;
+use crate::defaults;
 use crate::error::{cluster_error, write_error};
 use crate::fields::{self, FieldValidation};
 use crate::negotiate::{self, json_response};
@@ -102,7 +103,9 @@ pub(crate) async fn patch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
         };
         let mut attempt_warnings = warnings.clone();
         let (status, outcome) = match current {
-            None if kind == Kind::Apply => (StatusCode::CREATED, create_by_apply(st, &req, &mut attempt_warnings).await?),
+            None if kind == Kind::Apply => {
+                (StatusCode::CREATED, create_by_apply(st, &req, &mut attempt_warnings).await?)
+            }
             None => return Err(ApiError::not_found(t.def.group_resource(), t.name())),
             Some(current) => (StatusCode::OK, update_by_patch(st, &req, current, &mut attempt_warnings).await?),
         };
@@ -142,8 +145,8 @@ fn decode_apply_config(
     validation: FieldValidation,
     warnings: &mut Vec<String>,
 ) -> Result<Object, ApiError> {
-    let value: Value = serde_yaml_ng::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    let value: Value =
+        serde_yaml_ng::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     let Value::Object(mut config) = value else {
         return Err(ApiError::bad_request("the apply configuration must be an object"));
     };
@@ -186,7 +189,8 @@ async fn update_by_patch(
     let now = st.clock.now_rfc3339();
     let api_version = def.api_version();
     let sub = t.subresource.as_deref();
-    let writer = Writer { manager: &req.manager, api_version: &api_version, subresource: sub.unwrap_or(""), time: &now };
+    let writer =
+        Writer { manager: &req.manager, api_version: &api_version, subresource: sub.unwrap_or(""), time: &now };
 
     // Patch.
     let mut new = match (req.kind, &req.config) {
@@ -200,12 +204,14 @@ async fn update_by_patch(
                 }
                 object::meta_mut(&mut config).remove("resourceVersion");
             }
-            let applied = apply_config(def, Some(&current), &config, &writer, req.force)?;
+            let mut applied = apply_config(def, Some(&current), &config, &writer, req.force)?;
+            defaults::apply(def, &mut applied);
             subresource::shape_write(def, sub, &current, applied)
         }
         (Kind::Patch(pt), _) => {
             let mut patched = run_patch(pt, def, &current, req.body)?;
             warnings.extend(fields::check_fields(def, &mut patched, body_if_object(pt, req.body), req.validation)?);
+            defaults::apply(def, &mut patched);
             let patched = subresource::shape_write(def, sub, &current, patched);
             fields::track_update(def, Some(&current), patched, &req.manager, sub.unwrap_or(""), &now)?
         }
@@ -272,6 +278,7 @@ async fn create_by_apply(st: &RestState, req: &Request<'_>, _warnings: &mut Vec<
         return Err(ApiError::not_found(def.group_resource(), t.name()));
     }
     let mut obj = apply_config(def, None, config, &writer, req.force)?;
+    defaults::apply(def, &mut obj);
     object::set_type_meta(&mut obj, def);
     crate::create::prepare_new_object(st, &mut obj, def, t.namespace.as_deref())?;
     let errs = validate_name(NameRule::for_kind(def.kind), Some(t.name()), None);
@@ -281,11 +288,7 @@ async fn create_by_apply(st: &RestState, req: &Request<'_>, _warnings: &mut Vec<
     if req.dry_run {
         return Ok(Attempt::Done(object::to_vec(&obj)));
     }
-    let cmd = Command::Create {
-        key: t.key(),
-        namespace: t.namespace.clone(),
-        object: object::to_vec(&obj).into(),
-    };
+    let cmd = Command::Create { key: t.key(), namespace: t.namespace.clone(), object: object::to_vec(&obj).into() };
     match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
         Ok(stored) => Ok(Attempt::Done(object::encode_stored(&stored, def)?)),
         Err(WriteError::AlreadyExists) => Ok(Attempt::Retry),
@@ -333,10 +336,9 @@ fn run_patch(pt: PatchType, def: &ResourceDef, current: &Object, body: &[u8]) ->
         PatchType::Merge => kuorum_patch::merge_patch(&original, body),
         PatchType::Strategic => match fields::schema_of(def) {
             Some(schema) => kuorum_patch::strategic_merge_patch(&original, body, schema),
-            None => Err(PatchError::BadRequest(format!(
-                "strategic merge patch is not supported for {}",
-                def.group_kind()
-            ))),
+            None => {
+                Err(PatchError::BadRequest(format!("strategic merge patch is not supported for {}", def.group_kind())))
+            }
         },
     }
     .map_err(|e| match e {

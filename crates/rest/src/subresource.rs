@@ -23,7 +23,7 @@ use crate::consistency::read_for_write;
 use crate::error::{cluster_error, write_error};
 use crate::fields;
 use crate::negotiate::{self, json_response};
-use crate::object::{self, Object};
+use crate::object::{self, BodyFormat, Object};
 use crate::route::{Ctx, Target};
 use crate::RestState;
 
@@ -136,9 +136,9 @@ pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result
             ])
         })?)
     } else {
-        negotiate::check_body_content_type(&ctx.headers)?;
         None
     };
+    let format = if patch { BodyFormat::Json } else { BodyFormat::of(&ctx.headers)? };
 
     // Decode.
     let body = negotiate::read_body(&ctx.headers, ctx.body).await?;
@@ -152,7 +152,7 @@ pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result
         let scale = scale_of(&old);
         let new_scale = match patch_type {
             Some(pt) => patch_scale(pt, &scale, &body)?,
-            None => object::decode(&body)?,
+            None => object::decode_as(format, &body)?,
         };
 
         // Validate.
@@ -253,22 +253,34 @@ mod tests {
     #[test]
     fn status_and_spec_have_separate_writers() {
         let deploy = registry::lookup("apps", "v1", "deployments").unwrap();
-        let old = obj(json!({"metadata": {"name": "d", "labels": {"a": "1"}}, "spec": {"replicas": 1}, "status": {"ready": 1}}));
-        let new = obj(json!({"metadata": {"name": "d", "labels": {"a": "2"}}, "spec": {"replicas": 2}, "status": {"ready": 9}}));
+        let old = obj(
+            json!({"metadata": {"name": "d", "labels": {"a": "1"}}, "spec": {"replicas": 1}, "status": {"ready": 1}}),
+        );
+        let new = obj(
+            json!({"metadata": {"name": "d", "labels": {"a": "2"}}, "spec": {"replicas": 2}, "status": {"ready": 9}}),
+        );
         let main = shape_write(deploy, None, &old, new.clone());
-        assert_eq!(Value::Object(main), json!({"metadata": {"name": "d", "labels": {"a": "2"}}, "spec": {"replicas": 2}, "status": {"ready": 1}}));
+        assert_eq!(
+            Value::Object(main),
+            json!({"metadata": {"name": "d", "labels": {"a": "2"}}, "spec": {"replicas": 2}, "status": {"ready": 1}})
+        );
         let status = shape_write(deploy, Some("status"), &old, new.clone());
-        assert_eq!(Value::Object(status), json!({"metadata": {"name": "d", "labels": {"a": "1"}}, "spec": {"replicas": 1}, "status": {"ready": 9}}));
+        assert_eq!(
+            Value::Object(status),
+            json!({"metadata": {"name": "d", "labels": {"a": "1"}}, "spec": {"replicas": 1}, "status": {"ready": 9}})
+        );
         let cm = registry::lookup("", "v1", "configmaps").unwrap();
         assert_eq!(shape_write(cm, None, &old, new.clone()), new, "kinds without /status keep what is written");
     }
 
     #[test]
     fn a_deployment_reads_as_a_scale() {
-        let d = obj(json!({"metadata": {"name": "web", "namespace": "ns", "uid": "u", "resourceVersion": "7", "labels": {"x": "y"}},
+        let d = obj(
+            json!({"metadata": {"name": "web", "namespace": "ns", "uid": "u", "resourceVersion": "7", "labels": {"x": "y"}},
             "spec": {"replicas": 3, "selector": {"matchLabels": {"tier": "fe", "app": "web"},
                 "matchExpressions": [{"key": "env", "operator": "In", "values": ["a", "b"]}]}},
-            "status": {"replicas": 2}}));
+            "status": {"replicas": 2}}),
+        );
         assert_eq!(
             Value::Object(scale_of(&d)),
             json!({"kind": "Scale", "apiVersion": "autoscaling/v1",

@@ -14,10 +14,11 @@ use kuorum_store::{Command, Precondition, WriteError};
 use serde_json::{json, Value};
 
 use crate::consistency::read_for_write;
+use crate::defaults;
 use crate::error::{cluster_error, write_error};
 use crate::fields::{self, FieldValidation};
 use crate::negotiate::{self, json_response};
-use crate::object::{self, Object};
+use crate::object::{self, BodyFormat, Object};
 use crate::route::{Ctx, Target};
 use crate::subresource;
 use crate::RestState;
@@ -32,13 +33,15 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     let manager = fields::manager(&ctx.query, &ctx.headers, "UpdateOptions", false)?;
 
     // Decode.
-    negotiate::check_body_content_type(&ctx.headers)?;
+    let format = BodyFormat::of(&ctx.headers)?;
     let body = negotiate::read_body(&ctx.headers, ctx.body).await?;
-    let mut obj = object::decode(&body)?;
+    let mut obj = object::decode_as(format, &body)?;
     object::check_type_meta(&mut obj, def)?;
-    let warnings = fields::check_fields(def, &mut obj, Some(&body), validation)?;
+    let json_body = (format == BodyFormat::Json).then_some(&body[..]);
+    let warnings = fields::check_fields(def, &mut obj, json_body, validation)?;
 
     // Default/validate.
+    defaults::apply(def, &mut obj);
     let body_name = object::meta_str(&obj, "name").unwrap_or("");
     if body_name != name {
         return Err(ApiError::bad_request(format!(
@@ -84,10 +87,8 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
             return Ok(fields::with_warnings(resp, &warnings));
         }
         let read_rv = object::parse_rv(object::meta_str(&old, "resourceVersion"))?;
-        let p = Precondition {
-            resource_version: precondition.resource_version.or(read_rv),
-            uid: precondition.uid.clone(),
-        };
+        let p =
+            Precondition { resource_version: precondition.resource_version.or(read_rv), uid: precondition.uid.clone() };
 
         // Store.
         let cmd = Command::Update { key: t.key(), object: object::to_vec(&new).into(), precondition: p };

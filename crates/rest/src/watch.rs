@@ -23,6 +23,13 @@
 //! Label and field selectors filter the events (an object that starts or stops matching
 //! arrives as ADDED or DELETED). A watch on an object's URL watches that object, as the
 //! collection with `fieldSelector=metadata.name=<name>` would.
+//!
+//! With `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` (`kubectl get -w`) each
+//! event's object is a Table with one row and the object's resourceVersion; only the
+//! first has `columnDefinitions` (later ones `null`), as kube-apiserver sends them. With
+//! `as=PartialObjectMetadata` it is the object's metadata. BOOKMARK and ERROR events are
+//! the same either way. A plain JSON watch does none of this work: its events are the
+//! shared encoded lines.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -41,8 +48,9 @@ use tokio::time::{sleep_until, Instant, Sleep};
 
 use crate::consistency::{wait_fresh, ListOptions, WatchPlan};
 use crate::list::{filter_of, has_type_meta, served_bytes};
-use crate::negotiate::JSON;
+use crate::negotiate::{negotiate_output, Output, JSON};
 use crate::route::Ctx;
+use crate::table::{IncludeObject, TableView, WatchView};
 use crate::RestState;
 
 /// kube-apiserver's `--min-request-timeout`: a watch without `timeoutSeconds` lasts
@@ -55,6 +63,17 @@ const CHUNK_BYTES: usize = 64 * 1024;
 
 pub(crate) async fn watch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
     let t = &ctx.target;
+    let mut view = match negotiate_output(&ctx.headers)? {
+        Output::Json => None,
+        Output::Table(version) => Some(WatchView::Table {
+            view: TableView { def: t.def, version, include: IncludeObject::from_query(&ctx.query)? },
+            clock: st.clock.clone(),
+            headers_sent: false,
+        }),
+        Output::PartialObjectMetadata(version) => Some(WatchView::Partial(version)),
+        // kube-apiserver cannot make a list of an event's object and sends the object.
+        Output::PartialObjectMetadataList(_) => None,
+    };
     let mut filter = filter_of(&ctx.query, t)?;
     if let Some(name) = &t.name {
         filter.fields.0.push(FieldRequirement { field: "metadata.name".into(), value: name.clone(), equals: true });
@@ -93,7 +112,10 @@ pub(crate) async fn watch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
     let mut head = VecDeque::new();
     let mut chunk = BytesMut::new();
     for obj in &started.initial {
-        put_added(&mut chunk, obj, t.def)?;
+        match view.as_mut() {
+            None => put_added(&mut chunk, obj, t.def)?,
+            Some(v) => chunk.put_slice(&view_line(v, "ADDED", obj)),
+        }
         if chunk.len() >= CHUNK_BYTES {
             head.push_back(chunk.split().freeze());
         }
@@ -104,7 +126,8 @@ pub(crate) async fn watch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
     if !chunk.is_empty() {
         head.push_back(chunk.freeze());
     }
-    let stream = EventStream { head, watch: started.watch, def: t.def, deadline: Box::pin(sleep_until(deadline)) };
+    let stream =
+        EventStream { head, watch: started.watch, def: t.def, deadline: Box::pin(sleep_until(deadline)), view };
     let body = Body::from_stream(futures::stream::unfold(stream, EventStream::next));
     Ok(streaming_response(body))
 }
@@ -133,6 +156,18 @@ pub(crate) fn bookmark_line(def: &ResourceDef, rv: u64, initial_end: bool) -> By
     event_line("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default())
 }
 
+/// The event line of `obj` as `view` presents it (empty for an object that cannot be
+/// served).
+fn view_line(view: &mut WatchView, event_type: &str, obj: &Obj) -> Bytes {
+    match obj.value().filter(|v| v.is_object()) {
+        Some(v) => event_line(event_type, &view.encode(v)),
+        None => {
+            tracing::warn!("unservable object {}: not a JSON object", obj.key);
+            Bytes::new()
+        }
+    }
+}
+
 fn put_added(buf: &mut BytesMut, obj: &Arc<Obj>, def: &ResourceDef) -> Result<(), ApiError> {
     let bytes = served_bytes(&obj.bytes, def)?;
     buf.put_slice(b"{\"type\":\"ADDED\",\"object\":");
@@ -149,6 +184,9 @@ struct EventStream {
     /// One timer for the stream's life: re-arming a fresh one per event costs a timer-wheel
     /// insert and removal for every event of every watcher.
     deadline: Pin<Box<Sleep>>,
+    /// What each event's object is sent as, when not the object itself (Table,
+    /// PartialObjectMetadata).
+    view: Option<WatchView>,
 }
 
 impl EventStream {
@@ -184,7 +222,13 @@ impl EventStream {
     }
 
     /// The line for one queued item (empty for an object that cannot be served).
-    fn line(&self, item: WatchItem) -> Bytes {
+    fn line(&mut self, item: WatchItem) -> Bytes {
+        if let Some(view) = self.view.as_mut() {
+            return match item {
+                WatchItem::Event(t, event) => view_line(view, t.as_str(), &event.object),
+                WatchItem::Bookmark(rv) => bookmark_line(self.def, rv, false),
+            };
+        }
         match item {
             WatchItem::Event(t, event) if has_type_meta(&event.object.bytes) => event.line(t),
             WatchItem::Event(t, event) => match served_bytes(&event.object.bytes, self.def) {

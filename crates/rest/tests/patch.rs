@@ -56,7 +56,9 @@ async fn the_three_patch_types() {
     assert_eq!(merged["metadata"]["uid"], created["metadata"]["uid"]);
     assert!(managers(&merged).contains(&("merger".into(), "Update".into())), "{merged}");
 
-    let r = patch(&app, CM, JSON_PATCH, r#"[{"op":"test","path":"/data/m","value":"1"},{"op":"remove","path":"/data/k"}]"#).await;
+    let r =
+        patch(&app, CM, JSON_PATCH, r#"[{"op":"test","path":"/data/m","value":"1"},{"op":"remove","path":"/data/k"}]"#)
+            .await;
     assert_eq!(r.json()["data"], json!({"m": "1"}));
     let r = patch(&app, CM, JSON_PATCH, r#"[{"op":"test","path":"/data/m","value":"2"}]"#).await;
     assert_eq!(r.status.as_u16(), 422, "a failed test op: {}", String::from_utf8_lossy(&r.bytes));
@@ -76,13 +78,18 @@ async fn the_three_patch_types() {
     .await;
     let d = r.json();
     let containers = &d["spec"]["template"]["spec"]["containers"];
-    assert_eq!(containers[0], json!({"name": "c", "image": "img:2", "ports": [{"containerPort": 80}]}), "{d}");
+    assert_eq!((&containers[0]["name"], &containers[0]["image"]), (&json!("c"), &json!("img:2")), "{d}");
+    assert_eq!(containers[0]["ports"], json!([{"containerPort": 80, "protocol": "TCP"}]), "kept, defaulted: {d}");
+    assert_eq!(containers[1]["imagePullPolicy"], "IfNotPresent", "a new container is defaulted: {d}");
     assert_eq!(containers[1]["name"], "d");
     assert_eq!(d["metadata"]["generation"], 2);
 
     // The same change as a merge patch replaces the list.
-    let r = patch(&app, DEPLOY, MERGE, r#"{"spec":{"template":{"spec":{"containers":[{"name":"e","image":"e:1"}]}}}}"#).await;
-    assert_eq!(r.json()["spec"]["template"]["spec"]["containers"], json!([{"name": "e", "image": "e:1"}]));
+    let r = patch(&app, DEPLOY, MERGE, r#"{"spec":{"template":{"spec":{"containers":[{"name":"e","image":"e:1"}]}}}}"#)
+        .await;
+    let containers = r.json()["spec"]["template"]["spec"]["containers"].clone();
+    let names: Vec<&str> = containers.as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["e"]);
 }
 
 #[tokio::test]
@@ -161,10 +168,17 @@ async fn field_validation_on_every_write() {
             Body::from(r#"{"metadata":{"name":"s"},"data":{"a":"1"},"data":{"a":"2"}}"#),
         )
         .await;
-    assert_eq!(r.json()["message"], r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "data""#);
+    assert_eq!(
+        r.json()["message"],
+        r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "data""#
+    );
     app.put(&format!("{url}/w?fieldValidation=Strict"), json!({"metadata": {"name": "w"}, "x": {"y": 1}}))
         .await
-        .status_of(400, "BadRequest", r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "x""#);
+        .status_of(
+            400,
+            "BadRequest",
+            r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "x""#,
+        );
     let r = patch(&app, &format!("{url}/w?fieldValidation=Strict"), MERGE, r#"{"metadata":{"labelz":{}}}"#).await;
     assert_eq!(r.status.as_u16(), 400, "{}", String::from_utf8_lossy(&r.bytes));
 
@@ -217,9 +231,21 @@ async fn server_side_apply_creates_tracks_and_conflicts() {
     assert_eq!(r.json()["data"]["k"], "2");
 
     // JSON bodies are YAML too; the configuration's kind must be the URL's.
-    let r = patch(&app, &format!("{url}?fieldManager=carol"), APPLY, r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ssa"},"data":{"c":"3"}}"#).await;
+    let r = patch(
+        &app,
+        &format!("{url}?fieldManager=carol"),
+        APPLY,
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ssa"},"data":{"c":"3"}}"#,
+    )
+    .await;
     assert_eq!(r.json()["data"], json!({"k": "2", "c": "3"}));
-    let r = patch(&app, &format!("{url}?fieldManager=carol"), APPLY, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ssa\n").await;
+    let r = patch(
+        &app,
+        &format!("{url}?fieldManager=carol"),
+        APPLY,
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ssa\n",
+    )
+    .await;
     assert_eq!(r.status.as_u16(), 400, "{}", String::from_utf8_lossy(&r.bytes));
 }
 
@@ -239,7 +265,9 @@ async fn status_and_scale_subresources() {
     body["spec"]["replicas"] = json!(9);
     let r = app.put(&format!("{DEPLOY}/status"), body).await.json();
     assert_eq!((r["spec"]["replicas"].clone(), r["status"]["replicas"].clone()), (json!(2), json!(7)), "{r}");
-    let r = patch(&app, &format!("{DEPLOY}/status"), MERGE, r#"{"status":{"replicas":8},"spec":{"replicas":5}}"#).await.json();
+    let r = patch(&app, &format!("{DEPLOY}/status"), MERGE, r#"{"status":{"replicas":8},"spec":{"replicas":5}}"#)
+        .await
+        .json();
     assert_eq!((r["spec"]["replicas"].clone(), r["status"]["replicas"].clone()), (json!(2), json!(8)), "{r}");
 
     // Scale reads and writes spec.replicas.
@@ -275,13 +303,20 @@ async fn delete_collection_with_selectors() {
     assert_eq!(r.status, StatusCode::OK);
     let v = r.json();
     assert_eq!(v["kind"], "ConfigMapList");
-    let names: Vec<&str> = v["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        v["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["a", "b"]);
     let left = app.get(url).await.json();
-    let left: Vec<&str> = left["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    let left: Vec<&str> =
+        left["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
     assert_eq!(left, ["c"]);
     let r = app
-        .request(Method::DELETE, url, &[("content-type", "application/json")], Body::from(r#"{"propagationPolicy":"Sideways"}"#))
+        .request(
+            Method::DELETE,
+            url,
+            &[("content-type", "application/json")],
+            Body::from(r#"{"propagationPolicy":"Sideways"}"#),
+        )
         .await;
     assert_eq!(r.status.as_u16(), 422);
 }

@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{Method, StatusCode};
 use common::{app, rv, NOW};
 use kuorum_api::discovery::AGGREGATED_CONTENT_TYPE;
-use serde_json::json;
+use serde_json::{json, Value};
 
 const KUBECTL_DISCOVERY_ACCEPT: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
@@ -338,13 +338,31 @@ async fn create_rejects_bad_requests() {
     let r = app.request(Method::POST, cms, &[], Body::from(r#"{"metadata":{"name":7}}"#)).await;
     assert_eq!(r.json()["code"], 400);
 
-    for ct in ["application/vnd.kubernetes.protobuf", "application/yaml", "text/plain"] {
+    let accepted = "the body of the request was in an unknown format - accepted media types include: \
+                    application/json, application/yaml, application/vnd.kubernetes.protobuf";
+    for ct in ["text/plain", "application/cbor", "application/merge-patch+json"] {
         app.request(Method::POST, cms, &[("content-type", ct)], Body::from("{}")).await.status_of(
             415,
             "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json",
+            accepted,
         );
     }
+    // A protobuf body that is not one is a 400, as is YAML that is not an object.
+    let r = app
+        .request(Method::POST, cms, &[("content-type", "application/vnd.kubernetes.protobuf")], Body::from("{}"))
+        .await;
+    assert_eq!(r.json()["code"], 400);
+    let r = app.request(Method::POST, cms, &[("content-type", "application/yaml")], Body::from("- a\n- b\n")).await;
+    assert_eq!(r.json()["code"], 400);
+    let r = app
+        .request(
+            Method::POST,
+            cms,
+            &[("content-type", "application/yaml")],
+            Body::from("metadata:\n  name: from-yaml\ndata:\n  k: v\n"),
+        )
+        .await;
+    assert_eq!((r.status.as_u16(), r.json()["data"]["k"].as_str()), (201, Some("v")));
 
     let big = format!(r#"{{"metadata":{{"name":"big"}},"data":{{"k":"{}"}}}}"#, "x".repeat(3 * 1024 * 1024));
     let r = app.request(Method::POST, cms, &[("content-type", "application/json")], Body::from(big)).await;
@@ -356,8 +374,10 @@ async fn create_rejects_bad_requests() {
         "only the following media types are accepted: application/json",
     );
 
-    // Not created by any of the above.
-    assert_eq!(app.get(cms).await.json()["items"], json!([]));
+    // Not created by any of the above (only the YAML one).
+    let names: Vec<Value> =
+        app.get(cms).await.json()["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].clone()).collect();
+    assert_eq!(names, [json!("from-yaml")]);
 }
 
 #[tokio::test]
@@ -530,7 +550,8 @@ async fn update_with_and_without_preconditions() {
         .status_of(
             415,
             "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json",
+            "the body of the request was in an unknown format - accepted media types include: application/json, \
+             application/yaml, application/vnd.kubernetes.protobuf",
         );
     let r = app.put(&format!("{url}?dryRun=All"), json!({"metadata": {"name": "a"}, "data": {"dry": "run"}})).await;
     assert_eq!(r.status, StatusCode::OK);

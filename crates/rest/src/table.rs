@@ -1,0 +1,1906 @@
+//! The `meta.k8s.io` Table representation of objects, as kube-apiserver serves it to
+//! `kubectl get` (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`), and the
+//! PartialObjectMetadata(List) views of the metadata-only clients.
+//!
+//! Columns and cells follow kube-apiserver's printers (`pkg/printers/internalversion/
+//! printers.go`), which the server always runs with `Wide: true`: every column, including
+//! the `priority: 1` ones that kubectl shows only with `-o wide`. Kinds without a printer
+//! get the default convertor's `Name` / `Created At` columns. Ages are
+//! [`human_duration`]s from the node's clock.
+//!
+//! A Table carries `metadata.resourceVersion` (the list's, or the object's), `continue`
+//! and `remainingItemCount` from the list, and per row the object as `includeObject` asks:
+//! `Metadata` (default) a PartialObjectMetadata, `Object` the whole object, `None` null.
+//! In a watch, only the first event's Table has `columnDefinitions`; later ones send
+//! `null`, as kube-apiserver does to save bandwidth (kubectl reuses the last columns).
+
+use std::collections::BTreeSet;
+
+use bytes::Bytes;
+use kuorum_api::{ApiError, Reason, ResourceDef};
+use serde_json::{json, Map, Value};
+
+use crate::negotiate::MetaVersion;
+use crate::object::{parse_stored, set_type_meta};
+use crate::query::Query;
+
+// ---- Column definitions ---------------------------------------------------------------
+
+/// One column of a Table (`metav1.TableColumnDefinition`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Column {
+    pub name: &'static str,
+    /// An OpenAPI type: `string`, `integer`, `date`, ...
+    pub ty: &'static str,
+    /// `name` for the column that holds the object's name, else empty.
+    pub format: &'static str,
+    pub description: &'static str,
+    /// 0: always shown; 1: only with `-o wide`.
+    pub priority: u8,
+}
+
+const fn col(name: &'static str, ty: &'static str, description: &'static str) -> Column {
+    Column { name, ty, format: "", description, priority: 0 }
+}
+
+const fn wide(name: &'static str, ty: &'static str, description: &'static str) -> Column {
+    Column { name, ty, format: "", description, priority: 1 }
+}
+
+// The descriptions are the Go types' SwaggerDoc strings kube-apiserver uses (Kubernetes
+// 1.37), the same text as the OpenAPI descriptions in crates/schema/k8s/definitions.json.
+
+const NAME_DOC: &str = "Name must be unique within a namespace. Is required when creating resources, although some \
+     resources may allow a client to request the generation of an appropriate name automatically. Name is primarily \
+     intended for creation idempotence and configuration definition. Cannot be updated. More info: \
+     https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+const CREATED_DOC: &str = "CreationTimestamp is a timestamp representing the server time when this object was \
+     created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set \
+     this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for \
+     lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+const CONTAINERS_DOC: &str = "Names of each container in the template.";
+const IMAGES_DOC: &str = "Images referenced by each container in the template.";
+
+const NAME: Column = Column { name: "Name", ty: "string", format: "name", description: NAME_DOC, priority: 0 };
+const AGE: Column = col("Age", "string", CREATED_DOC);
+
+/// The default convertor's columns (kinds without a printer).
+const DEFAULT_COLUMNS: &[Column] = &[NAME, col("Created At", "date", CREATED_DOC)];
+
+const CONFIGMAP_COLUMNS: &[Column] = &[
+    NAME,
+    col(
+        "Data",
+        "string",
+        "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. \
+         Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap \
+         with the keys in the BinaryData field, this is enforced during validation process.",
+    ),
+    AGE,
+];
+
+const SECRET_COLUMNS: &[Column] = &[
+    NAME,
+    col(
+        "Type",
+        "string",
+        "Used to facilitate programmatic handling of secret data. More info: \
+         https://kubernetes.io/docs/concepts/configuration/secret/#secret-types",
+    ),
+    col(
+        "Data",
+        "string",
+        "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The \
+         serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly \
+         non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4",
+    ),
+    AGE,
+];
+
+const SERVICE_ACCOUNT_COLUMNS: &[Column] = &[
+    NAME,
+    col(
+        "Secrets",
+        "string",
+        "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are \
+         allowed to use. Pods are only limited to this list if this service account has a \
+         \"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". The \
+         \"kubernetes.io/enforce-mountable-secrets\" annotation is deprecated since v1.32. Prefer separate \
+         namespaces to isolate access to mounted secrets. This field should not be used to find auto-generated \
+         service account token secrets for use outside of pods. Instead, tokens can be requested directly using the \
+         TokenRequest API, or service account token secrets can be manually created. More info: \
+         https://kubernetes.io/docs/concepts/configuration/secret",
+    ),
+    AGE,
+];
+
+const NAMESPACE_COLUMNS: &[Column] = &[NAME, col("Status", "string", "The status of the namespace"), AGE];
+
+const LEASE_COLUMNS: &[Column] = &[
+    NAME,
+    col(
+        "Holder",
+        "string",
+        "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is \
+         used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.",
+    ),
+    AGE,
+];
+
+const POD_COLUMNS: &[Column] = &[
+    NAME,
+    col("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."),
+    col("Status", "string", "The aggregate status of the containers in this pod."),
+    col(
+        "Restarts",
+        "string",
+        "The number of times the containers in this pod have been restarted and when the last container in this pod \
+         has restarted.",
+    ),
+    AGE,
+    wide(
+        "IP",
+        "string",
+        "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
+    ),
+    wide(
+        "Node",
+        "string",
+        "NodeName indicates in which node this pod is scheduled. If empty, this pod is a candidate for scheduling by \
+         the scheduler defined in schedulerName. Once this field is set, the kubelet for this node becomes \
+         responsible for the lifecycle of this pod. This field should not be used to express a desire for the pod to \
+         be scheduled on a specific node. \
+         https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodename",
+    ),
+    wide(
+        "Nominated Node",
+        "string",
+        "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot be scheduled \
+         right away as preemption victims receive their graceful termination periods. This field does not guarantee \
+         that the pod will be scheduled on this node. Scheduler may decide to place the pod elsewhere if other nodes \
+         become available sooner. Scheduler may also decide to give the resources on this node to a higher priority \
+         pod that is created after preemption. As a result, this field may be different than PodSpec.nodeName when \
+         the pod is scheduled.",
+    ),
+    wide(
+        "Readiness Gates",
+        "string",
+        "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready when all its \
+         containers are ready AND all conditions specified in the readiness gates have status equal to \"True\" More \
+         info: https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates",
+    ),
+];
+
+const NODE_ADDRESSES_DOC: &str = "List of addresses reachable to the node. Queried from cloud provider, if \
+     available. More info: https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is \
+     declared as mergeable, but the merge key is not sufficiently unique, which can cause data corruption when it is \
+     merged. Callers should instead use a full-replacement patch. See https://pr.k8s.io/79391 for an example. \
+     Consumers should assume that addresses can change during the lifetime of a Node. However, there are some \
+     exceptions where this may not be possible, such as Pods that inherit a Node's address in its own status or \
+     consumers of the downward API (status.hostIP).";
+
+const NODE_COLUMNS: &[Column] = &[
+    NAME,
+    col("Status", "string", "The status of the node"),
+    col("Roles", "string", "The roles of the node"),
+    AGE,
+    col("Version", "string", "Kubelet Version reported by the node."),
+    wide("Internal-IP", "string", NODE_ADDRESSES_DOC),
+    wide("External-IP", "string", NODE_ADDRESSES_DOC),
+    wide(
+        "OS-Image",
+        "string",
+        "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).",
+    ),
+    wide(
+        "Kernel-Version",
+        "string",
+        "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
+    ),
+    wide(
+        "Container-Runtime",
+        "string",
+        "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).",
+    ),
+];
+
+const SERVICE_COLUMNS: &[Column] = &[
+    NAME,
+    col(
+        "Type",
+        "string",
+        "type determines how the Service is exposed. Defaults to ClusterIP. Valid options are ExternalName, \
+         ClusterIP, NodePort, and LoadBalancer. \"ClusterIP\" allocates a cluster-internal IP address for \
+         load-balancing to endpoints. Endpoints are determined by the selector or if that is not specified, by manual \
+         construction of an Endpoints object or EndpointSlice objects. If clusterIP is \"None\", no virtual IP is \
+         allocated and the endpoints are published as a set of endpoints rather than a virtual IP. \"NodePort\" \
+         builds on ClusterIP and allocates a port on every node which routes to the same endpoints as the clusterIP. \
+         \"LoadBalancer\" builds on NodePort and creates an external load-balancer (if supported in the current \
+         cloud) which routes to the same endpoints as the clusterIP. \"ExternalName\" aliases this service to the \
+         specified externalName. Several other fields do not apply to ExternalName services. More info: \
+         https://kubernetes.io/docs/concepts/services-networking/service/#publishing-services-service-types",
+    ),
+    col(
+        "Cluster-IP",
+        "string",
+        "clusterIP is the IP address of the service and is usually assigned randomly. If an address is specified \
+         manually, is in-range (as per system configuration), and is not in use, it will be allocated to the \
+         service; otherwise creation of the service will fail. This field may not be changed through updates unless \
+         the type field is also being changed to ExternalName (which requires this field to be blank) or the type \
+         field is being changed from ExternalName (in which case this field may optionally be specified, as describe \
+         above).  Valid values are \"None\", empty string (\"\"), or a valid IP address. Setting this to \"None\" \
+         makes a \"headless service\" (no virtual IP), which is useful when direct endpoint connections are preferred \
+         and proxying is not required.  Only applies to types ClusterIP, NodePort, and LoadBalancer. If this field \
+         is specified when creating a Service of type ExternalName, creation will fail. This field will be wiped when \
+         updating a Service to type ExternalName. More info: \
+         https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies",
+    ),
+    col(
+        "External-IP",
+        "string",
+        "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this \
+         service.  These IPs are not managed by Kubernetes.  The user is responsible for ensuring that traffic \
+         arrives at a node with this IP.  A common example is external load-balancers that are not part of the \
+         Kubernetes system.",
+    ),
+    col(
+        "Port(s)",
+        "string",
+        "The list of ports that are exposed by this service. More info: \
+         https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies",
+    ),
+    AGE,
+    wide(
+        "Selector",
+        "string",
+        "Route service traffic to pods with label keys and values matching this selector. If empty or not present, \
+         the service is assumed to have an external process managing its endpoints, which Kubernetes will not \
+         modify. Only applies to types ClusterIP, NodePort, and LoadBalancer. Ignored if type is ExternalName. More \
+         info: https://kubernetes.io/docs/concepts/services-networking/service/",
+    ),
+];
+
+const DEPLOYMENT_COLUMNS: &[Column] = &[
+    NAME,
+    col("Ready", "string", "Number of the pod with ready state"),
+    col(
+        "Up-to-date",
+        "string",
+        "Total number of non-terminating pods targeted by this deployment that have the desired template spec.",
+    ),
+    col(
+        "Available",
+        "string",
+        "Total number of available non-terminating pods (ready for at least minReadySeconds) targeted by this \
+         deployment.",
+    ),
+    AGE,
+    wide("Containers", "string", CONTAINERS_DOC),
+    wide("Images", "string", IMAGES_DOC),
+    wide(
+        "Selector",
+        "string",
+        "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by \
+         this deployment.",
+    ),
+];
+
+const EVENT_COLUMNS: &[Column] = &[
+    col("Last Seen", "string", "The time at which the most recent occurrence of this event was recorded."),
+    col("Type", "string", "Type of this event (Normal, Warning), new types could be added in the future"),
+    col(
+        "Reason",
+        "string",
+        "This should be a short, machine understandable string that gives the reason for the transition into the \
+         object's current status.",
+    ),
+    col("Object", "string", "The object that this event is about."),
+    wide(
+        "Subobject",
+        "string",
+        "If referring to a piece of an object instead of an entire object, this string should contain a valid \
+         JSON/Go field access statement, such as desiredState.manifest.containers[2]. For example, if the object \
+         reference is to a container within a pod, this would take on a value like: \"spec.containers{name}\" (where \
+         \"name\" refers to the name of the container that triggered the event) or if no container name is specified \
+         \"spec.containers[2]\" (container with index 2 in this pod). This syntax is chosen only to have some \
+         well-defined way of referencing a part of an object.",
+    ),
+    wide("Source", "string", "The component reporting this event. Should be a short machine understandable string."),
+    col("Message", "string", "A human-readable description of the status of this operation."),
+    wide(
+        "First Seen",
+        "string",
+        "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)",
+    ),
+    wide("Count", "string", "The number of times this event has occurred."),
+    Column { name: "Name", ty: "string", format: "name", description: NAME_DOC, priority: 1 },
+];
+
+/// Which printer a kind has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Printer {
+    ConfigMap,
+    Deployment,
+    Event,
+    Lease,
+    Namespace,
+    Node,
+    Pod,
+    Secret,
+    Service,
+    ServiceAccount,
+    /// The default convertor: name and creation time.
+    Default,
+}
+
+fn printer(def: &ResourceDef) -> Printer {
+    match (def.group, def.kind) {
+        ("", "ConfigMap") => Printer::ConfigMap,
+        ("", "Event") => Printer::Event,
+        ("", "Namespace") => Printer::Namespace,
+        ("", "Node") => Printer::Node,
+        ("", "Pod") => Printer::Pod,
+        ("", "Secret") => Printer::Secret,
+        ("", "Service") => Printer::Service,
+        ("", "ServiceAccount") => Printer::ServiceAccount,
+        ("apps", "Deployment") => Printer::Deployment,
+        ("coordination.k8s.io", "Lease") => Printer::Lease,
+        _ => Printer::Default,
+    }
+}
+
+/// The columns of `def`'s Tables.
+pub(crate) fn columns(def: &ResourceDef) -> &'static [Column] {
+    match printer(def) {
+        Printer::ConfigMap => CONFIGMAP_COLUMNS,
+        Printer::Deployment => DEPLOYMENT_COLUMNS,
+        Printer::Event => EVENT_COLUMNS,
+        Printer::Lease => LEASE_COLUMNS,
+        Printer::Namespace => NAMESPACE_COLUMNS,
+        Printer::Node => NODE_COLUMNS,
+        Printer::Pod => POD_COLUMNS,
+        Printer::Secret => SECRET_COLUMNS,
+        Printer::Service => SERVICE_COLUMNS,
+        Printer::ServiceAccount => SERVICE_ACCOUNT_COLUMNS,
+        Printer::Default => DEFAULT_COLUMNS,
+    }
+}
+
+fn column_json(c: &Column) -> Value {
+    json!({"name": c.name, "type": c.ty, "format": c.format, "description": c.description, "priority": c.priority})
+}
+
+// ---- Rows ----------------------------------------------------------------------------
+
+/// One row's cells (one per column) and its conditions (a finished pod is `Completed`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Row {
+    pub cells: Vec<Value>,
+    pub conditions: Option<Value>,
+}
+
+/// The row of `obj` (an object of `def`), with ages measured at `now` (Unix seconds).
+pub(crate) fn row(def: &ResourceDef, obj: &Value, now: i64) -> Row {
+    let plain = |cells: Vec<Value>| Row { cells, conditions: None };
+    match printer(def) {
+        Printer::ConfigMap => {
+            let n = obj_len(obj, "/data") + obj_len(obj, "/binaryData");
+            plain(vec![name(obj).into(), n.into(), age(obj, now).into()])
+        }
+        Printer::Secret => {
+            // kube-apiserver stores stringData merged into data and defaults the type.
+            let keys: BTreeSet<&str> = ["/data", "/stringData"]
+                .iter()
+                .filter_map(|p| obj.pointer(p).and_then(Value::as_object))
+                .flat_map(|m| m.keys().map(String::as_str))
+                .collect();
+            let ty = non_empty(str_at(obj, "/type")).unwrap_or("Opaque");
+            plain(vec![name(obj).into(), ty.into(), keys.len().into(), age(obj, now).into()])
+        }
+        Printer::ServiceAccount => {
+            plain(vec![name(obj).into(), arr_at(obj, "/secrets").len().into(), age(obj, now).into()])
+        }
+        Printer::Namespace => plain(vec![name(obj).into(), str_at(obj, "/status/phase").into(), age(obj, now).into()]),
+        Printer::Lease => {
+            plain(vec![name(obj).into(), str_at(obj, "/spec/holderIdentity").into(), age(obj, now).into()])
+        }
+        Printer::Node => plain(node_cells(obj, now)),
+        Printer::Pod => pod_row(obj, now),
+        Printer::Service => plain(service_cells(obj, now)),
+        Printer::Deployment => plain(deployment_cells(obj, now)),
+        Printer::Event => plain(event_cells(obj, now)),
+        Printer::Default => {
+            let created = parse_time(str_at(obj, "/metadata/creationTimestamp")).unwrap_or(ZERO_TIME);
+            plain(vec![name(obj).into(), kuorum_api::seams::rfc3339(created).into()])
+        }
+    }
+}
+
+/// Go's zero `time.Time` in Unix seconds (`0001-01-01T00:00:00Z`).
+const ZERO_TIME: i64 = -62_135_596_800;
+
+fn name(obj: &Value) -> &str {
+    str_at(obj, "/metadata/name")
+}
+
+fn age(obj: &Value, now: i64) -> String {
+    since(str_at(obj, "/metadata/creationTimestamp"), now)
+}
+
+fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+fn int_of(v: Option<&Value>) -> i64 {
+    v.and_then(|v| v.as_i64().or_else(|| v.as_f64().map(|f| f as i64))).unwrap_or(0)
+}
+
+fn int_at(v: &Value, ptr: &str) -> i64 {
+    int_of(v.pointer(ptr))
+}
+
+fn arr_at<'a>(v: &'a Value, ptr: &str) -> &'a [Value] {
+    v.pointer(ptr).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+}
+
+fn obj_len(v: &Value, ptr: &str) -> usize {
+    v.pointer(ptr).and_then(Value::as_object).map_or(0, Map::len)
+}
+
+fn non_empty(s: &str) -> Option<&str> {
+    (!s.is_empty()).then_some(s)
+}
+
+fn or_none(s: &str) -> String {
+    non_empty(s).unwrap_or("<none>").to_string()
+}
+
+/// `labels.FormatLabels`: `k=v,...` sorted by key, or `<none>`.
+fn format_labels(map: Option<&Value>) -> String {
+    let Some(m) = map.and_then(Value::as_object).filter(|m| !m.is_empty()) else {
+        return "<none>".into();
+    };
+    let mut pairs: Vec<(&str, &str)> = m.iter().map(|(k, v)| (k.as_str(), v.as_str().unwrap_or(""))).collect();
+    pairs.sort();
+    pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
+/// `metav1.LabelSelectorAsSelector(sel).String()`: requirements sorted by key; `""` for
+/// no selector or an empty one; `<invalid>` for a selector that does not convert.
+fn label_selector_string(sel: Option<&Value>) -> String {
+    let Some(sel) = sel.filter(|s| s.is_object()) else {
+        return String::new();
+    };
+    let mut reqs: Vec<(String, String)> = Vec::new();
+    if let Some(m) = sel.get("matchLabels").and_then(Value::as_object) {
+        for (k, v) in m {
+            reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or(""))));
+        }
+    }
+    for e in sel.get("matchExpressions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]) {
+        let key = str_at(e, "/key");
+        let mut values: Vec<&str> = arr_at(e, "/values").iter().filter_map(Value::as_str).collect();
+        values.sort_unstable();
+        let text = match str_at(e, "/operator") {
+            "In" | "NotIn" if values.is_empty() => return "<invalid>".into(),
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" | "DoesNotExist" if !values.is_empty() => return "<invalid>".into(),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => return "<invalid>".into(),
+        };
+        reqs.push((key.to_string(), text));
+    }
+    reqs.sort_by(|a, b| a.0.cmp(&b.0));
+    reqs.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(",")
+}
+
+/// Container names and images, each joined with `,` (`layoutContainerCells`).
+fn container_cells(containers: &[Value]) -> (String, String) {
+    let names: Vec<&str> = containers.iter().map(|c| str_at(c, "/name")).collect();
+    let images: Vec<&str> = containers.iter().map(|c| str_at(c, "/image")).collect();
+    (names.join(","), images.join(","))
+}
+
+fn pod_row(pod: &Value, now: i64) -> Row {
+    let status = pod.get("status").unwrap_or(&Value::Null);
+    let phase = non_empty(str_at(status, "/phase")).unwrap_or("Pending");
+    let mut reason = non_empty(str_at(status, "/reason")).unwrap_or(phase).to_string();
+    let pod_conditions = arr_at(status, "/conditions");
+    if pod_conditions.iter().any(|c| str_at(c, "/type") == "PodScheduled" && str_at(c, "/reason") == "SchedulingGated")
+    {
+        reason = "SchedulingGated".into();
+    }
+    let conditions = match phase {
+        "Succeeded" => Some(json!([{"type": "Completed", "status": "True", "reason": "Succeeded",
+                                     "message": "The pod has completed successfully."}])),
+        "Failed" => Some(json!([{"type": "Completed", "status": "True", "reason": "Failed",
+                                  "message": "The pod failed."}])),
+        _ => None,
+    };
+
+    let init_specs = arr_at(pod, "/spec/initContainers");
+    let restartable =
+        |name: &str| init_specs.iter().any(|c| str_at(c, "/name") == name && str_at(c, "/restartPolicy") == "Always");
+    let total = arr_at(pod, "/spec/containers").len()
+        + init_specs.iter().filter(|c| str_at(c, "/restartPolicy") == "Always").count();
+    let mut ready = 0usize;
+    let mut restarts = 0i64;
+    let mut restartable_restarts = 0i64;
+    // Unix seconds of the latest lastState.terminated.finishedAt (None: Go's zero time).
+    let mut last_restart: Option<i64> = None;
+    let mut last_restartable_restart: Option<i64> = None;
+    let later = |cur: Option<i64>, c: &Value| -> Option<i64> {
+        let finished = c
+            .pointer("/lastState/terminated")
+            .filter(|t| t.is_object())
+            .and_then(|t| parse_time(str_at(t, "/finishedAt")));
+        match (cur, finished) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    };
+
+    let mut initializing = false;
+    for (i, c) in arr_at(status, "/initContainerStatuses").iter().enumerate() {
+        restarts += int_at(c, "/restartCount");
+        last_restart = later(last_restart, c);
+        let cname = str_at(c, "/name");
+        if restartable(cname) {
+            restartable_restarts += int_at(c, "/restartCount");
+            last_restartable_restart = later(last_restartable_restart, c);
+        }
+        let terminated = c.pointer("/state/terminated").filter(|t| t.is_object());
+        let waiting = c.pointer("/state/waiting").filter(|w| w.is_object());
+        if terminated.is_some_and(|t| int_at(t, "/exitCode") == 0) {
+            continue;
+        }
+        if restartable(cname) && c.get("started").and_then(Value::as_bool) == Some(true) {
+            if c.get("ready").and_then(Value::as_bool) == Some(true) {
+                ready += 1;
+            }
+            continue;
+        }
+        if let Some(t) = terminated {
+            reason = match non_empty(str_at(t, "/reason")) {
+                Some(r) => format!("Init:{r}"),
+                None if int_at(t, "/signal") != 0 => format!("Init:Signal:{}", int_at(t, "/signal")),
+                None => format!("Init:ExitCode:{}", int_at(t, "/exitCode")),
+            };
+        } else if let Some(r) =
+            waiting.and_then(|w| non_empty(str_at(w, "/reason"))).filter(|r| *r != "PodInitializing")
+        {
+            reason = format!("Init:{r}");
+        } else {
+            reason = format!("Init:{i}/{}", init_specs.len());
+        }
+        initializing = true;
+        break;
+    }
+
+    let initialized =
+        pod_conditions.iter().any(|c| str_at(c, "/type") == "Initialized" && str_at(c, "/status") == "True");
+    if !initializing || initialized {
+        restarts = restartable_restarts;
+        last_restart = last_restartable_restart;
+        let mut has_running = false;
+        for c in arr_at(status, "/containerStatuses").iter().rev() {
+            restarts += int_at(c, "/restartCount");
+            last_restart = later(last_restart, c);
+            let terminated = c.pointer("/state/terminated").filter(|t| t.is_object());
+            let waiting = c.pointer("/state/waiting").filter(|w| w.is_object());
+            let running = c.pointer("/state/running").is_some_and(Value::is_object);
+            if let Some(r) = waiting.and_then(|w| non_empty(str_at(w, "/reason"))) {
+                reason = r.to_string();
+            } else if let Some(r) = terminated.and_then(|t| non_empty(str_at(t, "/reason"))) {
+                reason = r.to_string();
+            } else if let Some(t) = terminated {
+                reason = if int_at(t, "/signal") != 0 {
+                    format!("Signal:{}", int_at(t, "/signal"))
+                } else {
+                    format!("ExitCode:{}", int_at(t, "/exitCode"))
+                };
+            } else if c.get("ready").and_then(Value::as_bool) == Some(true) && running {
+                has_running = true;
+                ready += 1;
+            }
+        }
+        if reason == "Completed" && has_running {
+            let pod_ready =
+                pod_conditions.iter().any(|c| str_at(c, "/type") == "Ready" && str_at(c, "/status") == "True");
+            reason = if pod_ready { "Running" } else { "NotReady" }.into();
+        }
+    }
+
+    let deleting = pod.pointer("/metadata/deletionTimestamp").is_some_and(|d| !d.is_null());
+    if deleting && str_at(status, "/reason") == "NodeLost" {
+        reason = "Unknown".into();
+    } else if deleting && phase != "Failed" && phase != "Succeeded" {
+        reason = "Terminating".into();
+    }
+
+    let restarts_cell = match last_restart {
+        Some(t) if restarts != 0 => format!("{restarts} ({} ago)", human_duration(now - t)),
+        _ => restarts.to_string(),
+    };
+
+    let pod_ip = arr_at(status, "/podIPs")
+        .first()
+        .map(|ip| str_at(ip, "/ip"))
+        .or_else(|| non_empty(str_at(status, "/podIP")))
+        .unwrap_or("");
+    let gates = arr_at(pod, "/spec/readinessGates");
+    let readiness_gates = if gates.is_empty() {
+        "<none>".to_string()
+    } else {
+        let true_count = gates
+            .iter()
+            .filter(|g| {
+                let ty = str_at(g, "/conditionType");
+                pod_conditions.iter().find(|c| str_at(c, "/type") == ty).is_some_and(|c| str_at(c, "/status") == "True")
+            })
+            .count();
+        format!("{true_count}/{}", gates.len())
+    };
+    Row {
+        cells: vec![
+            name(pod).into(),
+            format!("{ready}/{total}").into(),
+            reason.into(),
+            restarts_cell.into(),
+            age(pod, now).into(),
+            or_none(pod_ip).into(),
+            or_none(str_at(pod, "/spec/nodeName")).into(),
+            or_none(str_at(status, "/nominatedNodeName")).into(),
+            readiness_gates.into(),
+        ],
+        conditions,
+    }
+}
+
+fn node_cells(node: &Value, now: i64) -> Vec<Value> {
+    let mut status: Vec<String> = Vec::new();
+    // Only the Ready condition is shown; the last one of a type wins, as in a Go map.
+    if let Some(c) = arr_at(node, "/status/conditions").iter().rev().find(|c| str_at(c, "/type") == "Ready") {
+        status.push(if str_at(c, "/status") == "True" { "Ready" } else { "NotReady" }.into());
+    }
+    if status.is_empty() {
+        status.push("Unknown".into());
+    }
+    if node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+        status.push("SchedulingDisabled".into());
+    }
+    let mut roles = BTreeSet::new();
+    if let Some(labels) = node.pointer("/metadata/labels").and_then(Value::as_object) {
+        for (k, v) in labels {
+            if let Some(role) = k.strip_prefix("node-role.kubernetes.io/").filter(|r| !r.is_empty()) {
+                roles.insert(role.to_string());
+            } else if k == "kubernetes.io/role" {
+                if let Some(v) = v.as_str().filter(|v| !v.is_empty()) {
+                    roles.insert(v.to_string());
+                }
+            }
+        }
+    }
+    let roles = if roles.is_empty() { "<none>".to_string() } else { roles.into_iter().collect::<Vec<_>>().join(",") };
+    let address = |ty: &str| {
+        or_none(
+            arr_at(node, "/status/addresses")
+                .iter()
+                .find(|a| str_at(a, "/type") == ty)
+                .map_or("", |a| str_at(a, "/address")),
+        )
+    };
+    let info =
+        |field: &str| non_empty(str_at(node, &format!("/status/nodeInfo/{field}"))).unwrap_or("<unknown>").to_string();
+    vec![
+        name(node).into(),
+        status.join(",").into(),
+        roles.into(),
+        age(node, now).into(),
+        str_at(node, "/status/nodeInfo/kubeletVersion").into(),
+        address("InternalIP").into(),
+        address("ExternalIP").into(),
+        info("osImage").into(),
+        info("kernelVersion").into(),
+        info("containerRuntimeVersion").into(),
+    ]
+}
+
+fn service_cells(svc: &Value, now: i64) -> Vec<Value> {
+    // kube-apiserver defaults the type to ClusterIP and each port's protocol to TCP.
+    let ty = non_empty(str_at(svc, "/spec/type")).unwrap_or("ClusterIP");
+    let cluster_ip = arr_at(svc, "/spec/clusterIPs")
+        .first()
+        .and_then(Value::as_str)
+        .or_else(|| non_empty(str_at(svc, "/spec/clusterIP")))
+        .unwrap_or("");
+    let external_ips: Vec<&str> = arr_at(svc, "/spec/externalIPs").iter().filter_map(Value::as_str).collect();
+    let external = match ty {
+        "ClusterIP" | "NodePort" if !external_ips.is_empty() => external_ips.join(","),
+        "ClusterIP" | "NodePort" => "<none>".into(),
+        "LoadBalancer" => {
+            // The server prints wide: the load balancer's addresses are not clipped.
+            let lb: BTreeSet<&str> = arr_at(svc, "/status/loadBalancer/ingress")
+                .iter()
+                .filter_map(|i| non_empty(str_at(i, "/ip")).or_else(|| non_empty(str_at(i, "/hostname"))))
+                .collect();
+            let mut all: Vec<&str> = lb.into_iter().collect();
+            all.extend(external_ips.iter().copied());
+            if all.is_empty() {
+                "<pending>".into()
+            } else {
+                all.join(",")
+            }
+        }
+        "ExternalName" => str_at(svc, "/spec/externalName").into(),
+        _ => "<unknown>".into(),
+    };
+    let ports: Vec<String> = arr_at(svc, "/spec/ports")
+        .iter()
+        .map(|p| {
+            let protocol = non_empty(str_at(p, "/protocol")).unwrap_or("TCP");
+            let (port, node_port) = (int_at(p, "/port"), int_at(p, "/nodePort"));
+            if node_port > 0 {
+                format!("{port}:{node_port}/{protocol}")
+            } else {
+                format!("{port}/{protocol}")
+            }
+        })
+        .collect();
+    vec![
+        name(svc).into(),
+        ty.into(),
+        or_none(cluster_ip).into(),
+        external.into(),
+        or_none(&ports.join(",")).into(),
+        age(svc, now).into(),
+        format_labels(svc.pointer("/spec/selector")).into(),
+    ]
+}
+
+fn deployment_cells(d: &Value, now: i64) -> Vec<Value> {
+    // kube-apiserver defaults spec.replicas to 1.
+    let desired = d.pointer("/spec/replicas").filter(|r| !r.is_null()).map_or(1, |r| int_of(Some(r)));
+    let (containers, images) = container_cells(arr_at(d, "/spec/template/spec/containers"));
+    vec![
+        name(d).into(),
+        format!("{}/{desired}", int_at(d, "/status/readyReplicas")).into(),
+        int_at(d, "/status/updatedReplicas").into(),
+        int_at(d, "/status/availableReplicas").into(),
+        age(d, now).into(),
+        containers.into(),
+        images.into(),
+        label_selector_string(d.pointer("/spec/selector")).into(),
+    ]
+}
+
+fn event_cells(e: &Value, now: i64) -> Vec<Value> {
+    let first = match non_empty(str_at(e, "/firstTimestamp")) {
+        Some(t) => since(t, now),
+        None => since(str_at(e, "/eventTime"), now),
+    };
+    let mut last = match non_empty(str_at(e, "/lastTimestamp")) {
+        Some(t) => since(t, now),
+        None => first.clone(),
+    };
+    let mut count = int_at(e, "/count");
+    if let Some(series) = e.get("series").filter(|s| s.is_object()) {
+        last = since(str_at(series, "/lastObservedTime"), now);
+        count = int_at(series, "/count");
+    } else if count == 0 {
+        // Singleton events of the new API have no count.
+        count = 1;
+    }
+    let kind = str_at(e, "/involvedObject/kind").to_lowercase();
+    let target = match non_empty(str_at(e, "/involvedObject/name")) {
+        Some(n) => format!("{kind}/{n}"),
+        None => kind,
+    };
+    let component = non_empty(str_at(e, "/source/component")).unwrap_or(str_at(e, "/reportingComponent"));
+    let instance = non_empty(str_at(e, "/source/host")).unwrap_or(str_at(e, "/reportingInstance"));
+    let source = if instance.is_empty() { component.to_string() } else { format!("{component}, {instance}") };
+    vec![
+        last.into(),
+        str_at(e, "/type").into(),
+        str_at(e, "/reason").into(),
+        target.into(),
+        str_at(e, "/involvedObject/fieldPath").into(),
+        source.into(),
+        str_at(e, "/message").trim().into(),
+        first.into(),
+        count.into(),
+        name(e).into(),
+    ]
+}
+
+// ---- Time ------------------------------------------------------------------------------
+
+/// How long ago `timestamp` (RFC 3339) was at `now`, as [`human_duration`]; `<unknown>`
+/// for a missing (zero) time.
+fn since(timestamp: &str, now: i64) -> String {
+    match parse_time(timestamp) {
+        Some(t) => human_duration(now - t),
+        None => "<unknown>".into(),
+    }
+}
+
+/// apimachinery's `duration.HumanDuration` for a whole number of seconds: about two
+/// significant figures ("5s", "3m2s", "15m", "4h5m", "10h", "2d3h", "40d", "2y10d", "9y").
+/// Slightly negative (clock skew of a second) is "0s", more is "<invalid>".
+pub(crate) fn human_duration(secs: i64) -> String {
+    if secs < -1 {
+        return "<invalid>".into();
+    }
+    if secs < 0 {
+        return "0s".into();
+    }
+    if secs < 60 * 2 {
+        return format!("{secs}s");
+    }
+    let minutes = secs / 60;
+    if minutes < 10 {
+        let s = secs % 60;
+        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
+    }
+    if minutes < 60 * 3 {
+        return format!("{minutes}m");
+    }
+    let hours = secs / 3600;
+    if hours < 8 {
+        let m = minutes % 60;
+        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let h = hours % 24;
+        return if h == 0 { format!("{}d", hours / 24) } else { format!("{}d{h}h", hours / 24) };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        let dy = (hours / 24) % 365;
+        return if dy == 0 { format!("{}y", hours / 24 / 365) } else { format!("{}y{dy}d", hours / 24 / 365) };
+    }
+    format!("{}y", hours / 24 / 365)
+}
+
+/// Unix seconds of an RFC 3339 time (`2026-11-21T23:45:28Z`, with optional fraction and
+/// numeric offset); None for empty or malformed.
+pub(crate) fn parse_time(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let d = s.get(r)?;
+        d.bytes().all(|c| c.is_ascii_digit()).then(|| d.parse().ok())?
+    };
+    let (y, mo, d, h, mi, sec) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut rest = &s[19..];
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        rest = &frac[digits..];
+    }
+    let offset = match rest {
+        "Z" | "z" => 0,
+        _ => {
+            let sign = match rest.as_bytes().first() {
+                Some(b'+') => 1,
+                Some(b'-') => -1,
+                _ => return None,
+            };
+            let o = &rest.as_bytes()[1..];
+            if o.len() != 5 || o[2] != b':' {
+                return None;
+            }
+            let oh = num_str(&rest[1..3])?;
+            let om = num_str(&rest[4..6])?;
+            sign * (oh * 3600 + om * 60)
+        }
+    };
+    // days_from_civil (Howard Hinnant).
+    let (yy, mm) = if mo <= 2 { (y - 1, mo + 9) } else { (y, mo - 3) };
+    let era = yy.div_euclid(400);
+    let yoe = yy - era * 400;
+    let doy = (153 * mm + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + h * 3600 + mi * 60 + sec - offset)
+}
+
+fn num_str(s: &str) -> Option<i64> {
+    s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok())?
+}
+
+// ---- Table options ---------------------------------------------------------------------
+
+/// What a row carries as its `object` (`includeObject`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum IncludeObject {
+    /// A PartialObjectMetadata with the object's metadata (the default).
+    #[default]
+    Metadata,
+    /// `null`.
+    None,
+    /// The whole object.
+    Object,
+}
+
+impl IncludeObject {
+    /// `includeObject` from the query (400 for anything but Metadata, None, Object or
+    /// empty, with kube-apiserver's message).
+    pub(crate) fn from_query(q: &Query) -> Result<IncludeObject, ApiError> {
+        match q.get("includeObject").unwrap_or("") {
+            "" | "Metadata" => Ok(IncludeObject::Metadata),
+            "None" => Ok(IncludeObject::None),
+            "Object" => Ok(IncludeObject::Object),
+            other => Err(ApiError::bad_request(format!(
+                "Unable to convert to Table as requested: includeObject: Invalid value: {other:?}: must be \
+                 'Metadata', 'Object', 'None', or empty"
+            ))),
+        }
+    }
+}
+
+/// The list metadata a Table or PartialObjectMetadataList carries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ListMeta {
+    pub resource_version: String,
+    pub continue_token: Option<String>,
+    pub remaining: Option<usize>,
+}
+
+impl ListMeta {
+    fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        if !self.resource_version.is_empty() {
+            m.insert("resourceVersion".into(), self.resource_version.clone().into());
+        }
+        if let Some(c) = self.continue_token.as_ref().filter(|c| !c.is_empty()) {
+            m.insert("continue".into(), c.clone().into());
+        }
+        if let Some(r) = self.remaining {
+            m.insert("remainingItemCount".into(), r.into());
+        }
+        Value::Object(m)
+    }
+}
+
+// ---- Tables and partial metadata -------------------------------------------------------
+
+/// How a read turns objects of one resource into Tables.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TableView {
+    pub def: &'static ResourceDef,
+    pub version: MetaVersion,
+    pub include: IncludeObject,
+}
+
+impl TableView {
+    /// The Table of a page of a list (stored bytes of each item).
+    pub(crate) fn list(&self, meta: &ListMeta, items: &[Bytes], now: i64) -> Result<Vec<u8>, ApiError> {
+        let objs = items.iter().map(|b| parse_stored(b).map(Value::Object)).collect::<Result<Vec<_>, _>>()?;
+        Ok(self.encode(meta.to_json(), &objs.iter().collect::<Vec<_>>(), true, now))
+    }
+
+    /// The Table of one object, with `metadata.resourceVersion` the object's; without
+    /// column definitions when `headers` is false (watch events after the first).
+    pub(crate) fn object(&self, obj: &Value, headers: bool, now: i64) -> Vec<u8> {
+        let rv = str_at(obj, "/metadata/resourceVersion");
+        let meta = ListMeta { resource_version: rv.to_string(), ..Default::default() };
+        self.encode(meta.to_json(), &[obj], headers, now)
+    }
+
+    fn encode(&self, meta: Value, objs: &[&Value], headers: bool, now: i64) -> Vec<u8> {
+        let columns =
+            if headers { Value::Array(columns(self.def).iter().map(column_json).collect()) } else { Value::Null };
+        let rows: Vec<Value> = objs
+            .iter()
+            .map(|obj| {
+                let r = row(self.def, obj, now);
+                let mut out = Map::new();
+                out.insert("cells".into(), Value::Array(r.cells));
+                if let Some(c) = r.conditions {
+                    out.insert("conditions".into(), c);
+                }
+                let object = match self.include {
+                    IncludeObject::Metadata => partial(self.version, obj),
+                    IncludeObject::None => Value::Null,
+                    IncludeObject::Object => match obj {
+                        Value::Object(o) => {
+                            let mut o = o.clone();
+                            set_type_meta(&mut o, self.def);
+                            Value::Object(o)
+                        }
+                        other => (*other).clone(),
+                    },
+                };
+                out.insert("object".into(), object);
+                Value::Object(out)
+            })
+            .collect();
+        let mut table = Map::new();
+        table.insert("kind".into(), "Table".into());
+        table.insert("apiVersion".into(), self.version.api_version().into());
+        table.insert("metadata".into(), meta);
+        table.insert("columnDefinitions".into(), columns);
+        table.insert("rows".into(), Value::Array(rows));
+        serde_json::to_vec(&table).unwrap_or_default()
+    }
+}
+
+/// `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{..}}`.
+pub(crate) fn partial(version: MetaVersion, obj: &Value) -> Value {
+    let meta = obj.get("metadata").filter(|m| m.is_object()).cloned().unwrap_or_else(|| Value::Object(Map::new()));
+    json!({"kind": "PartialObjectMetadata", "apiVersion": version.api_version(), "metadata": meta})
+}
+
+/// One object as PartialObjectMetadata.
+pub(crate) fn partial_object(version: MetaVersion, bytes: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let obj = Value::Object(parse_stored(bytes)?);
+    Ok(serde_json::to_vec(&partial(version, &obj)).unwrap_or_default())
+}
+
+/// A page of a list as PartialObjectMetadataList.
+pub(crate) fn partial_list(version: MetaVersion, meta: &ListMeta, items: &[Bytes]) -> Result<Vec<u8>, ApiError> {
+    let items = items
+        .iter()
+        .map(|b| parse_stored(b).map(|o| partial(version, &Value::Object(o))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut list = Map::new();
+    list.insert("kind".into(), "PartialObjectMetadataList".into());
+    list.insert("apiVersion".into(), version.api_version().into());
+    list.insert("metadata".into(), meta.to_json());
+    list.insert("items".into(), Value::Array(items));
+    Ok(serde_json::to_vec(&list).unwrap_or_default())
+}
+
+/// The Go type kube-apiserver names in its 406 for a mismatched PartialObjectMetadata
+/// request: the internal type, e.g. `*core.ConfigMapList`, `*apps.Deployment`.
+fn go_type(def: &ResourceDef, list: bool) -> String {
+    let package = if def.group.is_empty() { "core" } else { def.group.split('.').next().unwrap_or(def.group) };
+    format!("*{package}.{}", if list { def.list_kind } else { def.kind })
+}
+
+/// 406 for PartialObjectMetadata asked of a list.
+pub(crate) fn partial_of_list(def: &ResourceDef) -> ApiError {
+    ApiError::new(
+        Reason::NotAcceptable,
+        format!("you requested PartialObjectMetadata, but the requested object is a list ({})", go_type(def, true)),
+    )
+}
+
+/// 406 for PartialObjectMetadataList asked of one object.
+pub(crate) fn partial_list_of_object(def: &ResourceDef) -> ApiError {
+    ApiError::new(
+        Reason::NotAcceptable,
+        format!(
+            "you requested PartialObjectMetadataList, but the requested object is not a list ({})",
+            go_type(def, false)
+        ),
+    )
+}
+
+/// What a watch sends as each event's object instead of the object itself.
+pub(crate) enum WatchView {
+    /// A Table with one row; column definitions only in the first event.
+    Table { view: TableView, clock: std::sync::Arc<dyn kuorum_api::seams::Clock>, headers_sent: bool },
+    /// A PartialObjectMetadata.
+    Partial(MetaVersion),
+}
+
+impl WatchView {
+    /// The object of one event, encoded.
+    pub(crate) fn encode(&mut self, obj: &Value) -> Vec<u8> {
+        match self {
+            WatchView::Table { view, clock, headers_sent } => {
+                let out = view.object(obj, !*headers_sent, clock.now_unix_seconds());
+                *headers_sent = true;
+                out
+            }
+            WatchView::Partial(v) => serde_json::to_vec(&partial(*v, obj)).unwrap_or_default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kuorum_api::registry::lookup;
+
+    const NOW: i64 = 1_795_304_728; // 2026-11-21T23:45:28Z
+
+    fn def(group: &str, plural: &str) -> &'static ResourceDef {
+        lookup(group, "v1", plural).unwrap_or_else(|| panic!("{group}/{plural}"))
+    }
+
+    fn cells(group: &str, plural: &str, obj: Value) -> Vec<Value> {
+        let d = def(group, plural);
+        let r = row(d, &obj, NOW);
+        assert_eq!(r.cells.len(), columns(d).len(), "one cell per column for {plural}");
+        r.cells
+    }
+
+    fn ago(secs: i64) -> String {
+        kuorum_api::seams::rfc3339(NOW - secs)
+    }
+
+    #[test]
+    fn human_durations_match_apimachinery() {
+        for (secs, want) in [
+            (-5, "<invalid>"),
+            (-2, "<invalid>"),
+            (-1, "0s"),
+            (0, "0s"),
+            (5, "5s"),
+            (119, "119s"),
+            (120, "2m"),
+            (182, "3m2s"),
+            (599, "9m59s"),
+            (600, "10m"),
+            (179 * 60 + 59, "179m"),
+            (3 * 3600, "3h"),
+            (4 * 3600 + 5 * 60, "4h5m"),
+            (8 * 3600, "8h"),
+            (47 * 3600 + 59 * 60, "47h"),
+            (48 * 3600, "2d"),
+            (51 * 3600, "2d3h"),
+            (7 * 86400 + 23 * 3600, "7d23h"),
+            (8 * 86400, "8d"),
+            (729 * 86400, "729d"),
+            (730 * 86400, "2y"),
+            (740 * 86400, "2y10d"),
+            (8 * 365 * 86400, "8y"),
+            (20 * 365 * 86400 + 100 * 86400, "20y"),
+        ] {
+            assert_eq!(human_duration(secs), want, "{secs}s");
+        }
+    }
+
+    #[test]
+    fn rfc3339_times_parse() {
+        assert_eq!(parse_time("2026-11-21T23:45:28Z"), Some(NOW));
+        assert_eq!(parse_time("2026-11-21T23:45:28.123456Z"), Some(NOW));
+        assert_eq!(parse_time("2026-11-22T00:45:28+01:00"), Some(NOW));
+        assert_eq!(parse_time("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_time("0001-01-01T00:00:00Z"), Some(ZERO_TIME));
+        for bad in
+            ["", "yesterday", "2026-11-21", "2026-13-01T00:00:00Z", "2026-11-21T23:45:28", "2026-11-21T23:45:28.Z"]
+        {
+            assert_eq!(parse_time(bad), None, "{bad}");
+        }
+        for secs in [0, 1, 59, 86_399, 951_782_400, NOW, 4_102_444_800] {
+            assert_eq!(parse_time(&kuorum_api::seams::rfc3339(secs)), Some(secs));
+        }
+        assert_eq!(since("", NOW), "<unknown>");
+        assert_eq!(since(&ago(3 * 60 + 2), NOW), "3m2s");
+    }
+
+    #[test]
+    fn configmap_secret_serviceaccount_namespace_lease() {
+        let cm = json!({"metadata": {"name": "cfg", "creationTimestamp": ago(5)},
+                        "data": {"a": "1", "b": "2"}, "binaryData": {"c": "AA=="}});
+        assert_eq!(cells("", "configmaps", cm), vec![json!("cfg"), json!(3), json!("5s")]);
+        assert_eq!(
+            cells("", "configmaps", json!({"metadata": {"name": "e"}})),
+            vec![json!("e"), json!(0), json!("<unknown>")]
+        );
+
+        let s = json!({"metadata": {"name": "tls", "creationTimestamp": ago(4 * 3600)},
+                       "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}});
+        assert_eq!(cells("", "secrets", s), vec![json!("tls"), json!("kubernetes.io/tls"), json!(2), json!("4h")]);
+        let s = json!({"metadata": {"name": "o"}, "data": {"a": ""}, "stringData": {"a": "x", "b": "y"}});
+        assert_eq!(cells("", "secrets", s)[1..3], [json!("Opaque"), json!(2)]);
+
+        let sa =
+            json!({"metadata": {"name": "default", "creationTimestamp": ago(3 * 86400)}, "secrets": [{"name": "t"}]});
+        assert_eq!(cells("", "serviceaccounts", sa), vec![json!("default"), json!(1), json!("3d")]);
+
+        let ns =
+            json!({"metadata": {"name": "kube-system", "creationTimestamp": ago(59)}, "status": {"phase": "Active"}});
+        assert_eq!(cells("", "namespaces", ns), vec![json!("kube-system"), json!("Active"), json!("59s")]);
+
+        let lease =
+            json!({"metadata": {"name": "l", "creationTimestamp": ago(600)}, "spec": {"holderIdentity": "node-1"}});
+        assert_eq!(cells("coordination.k8s.io", "leases", lease), vec![json!("l"), json!("node-1"), json!("10m")]);
+        let lease = json!({"metadata": {"name": "l"}, "spec": {}});
+        assert_eq!(cells("coordination.k8s.io", "leases", lease)[1], json!(""));
+    }
+
+    #[test]
+    fn pod_ready_status_restarts() {
+        let pod = json!({
+            "metadata": {"name": "web-1", "creationTimestamp": ago(3600)},
+            "spec": {"nodeName": "n1", "containers": [{"name": "app"}, {"name": "sidecar"}]},
+            "status": {"phase": "Running", "podIPs": [{"ip": "10.0.0.7"}], "conditions": [{"type": "Ready", "status": "False"}],
+                "containerStatuses": [
+                    {"name": "app", "ready": true, "restartCount": 3, "state": {"running": {}},
+                     "lastState": {"terminated": {"exitCode": 1, "finishedAt": ago(125)}}},
+                    {"name": "sidecar", "ready": false, "restartCount": 0, "state": {"running": {}}}
+                ]}
+        });
+        assert_eq!(
+            cells("", "pods", pod),
+            vec![
+                json!("web-1"),
+                json!("1/2"),
+                json!("Running"),
+                json!("3 (2m5s ago)"),
+                json!("60m"),
+                json!("10.0.0.7"),
+                json!("n1"),
+                json!("<none>"),
+                json!("<none>")
+            ]
+        );
+
+        // No status yet: Pending (what kube-apiserver stores), nothing ready, no restarts.
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a"}]}});
+        let c = cells("", "pods", pod);
+        assert_eq!(c[1..5], [json!("0/1"), json!("Pending"), json!("0"), json!("<unknown>")]);
+        assert_eq!(c[5..], [json!("<none>"), json!("<none>"), json!("<none>"), json!("<none>")]);
+
+        // Waiting reason wins; restarts without a termination time have no "ago".
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a"}]},
+            "status": {"phase": "Running", "containerStatuses": [
+                {"name": "a", "restartCount": 5, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
+        assert_eq!(cells("", "pods", pod)[1..4], [json!("0/1"), json!("CrashLoopBackOff"), json!("5")]);
+
+        // Init containers: the first unfinished one decides.
+        let pod = json!({"metadata": {"name": "p"},
+            "spec": {"initContainers": [{"name": "i1"}, {"name": "i2"}], "containers": [{"name": "a"}]},
+            "status": {"phase": "Pending", "initContainerStatuses": [
+                {"name": "i1", "state": {"terminated": {"exitCode": 0}}},
+                {"name": "i2", "state": {"running": {}}}]}});
+        assert_eq!(cells("", "pods", pod)[2], json!("Init:1/2"));
+        let pod = json!({"metadata": {"name": "p"},
+            "spec": {"initContainers": [{"name": "i1"}], "containers": [{"name": "a"}]},
+            "status": {"phase": "Pending", "initContainerStatuses": [
+                {"name": "i1", "restartCount": 2, "state": {"terminated": {"exitCode": 3}}}]}});
+        assert_eq!(cells("", "pods", pod)[2..4], [json!("Init:ExitCode:3"), json!("2")]);
+
+        // A restartable (sidecar) init container counts in READY's total.
+        let pod = json!({"metadata": {"name": "p"},
+            "spec": {"initContainers": [{"name": "s", "restartPolicy": "Always"}], "containers": [{"name": "a"}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Initialized", "status": "True"}],
+                "initContainerStatuses": [{"name": "s", "started": true, "ready": true, "state": {"running": {}}}],
+                "containerStatuses": [{"name": "a", "ready": true, "state": {"running": {}}}]}});
+        assert_eq!(cells("", "pods", pod)[1..3], [json!("2/2"), json!("Running")]);
+
+        // Terminating, Completed (with its row condition), scheduling gates, readiness gates.
+        let pod = json!({"metadata": {"name": "p", "deletionTimestamp": ago(1)}, "spec": {"containers": []},
+                         "status": {"phase": "Running"}});
+        assert_eq!(cells("", "pods", pod)[2], json!("Terminating"));
+        let d = def("", "pods");
+        let done = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a"}]},
+            "status": {"phase": "Succeeded", "containerStatuses": [
+                {"name": "a", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}});
+        let r = row(d, &done, NOW);
+        assert_eq!(r.cells[1..3], [json!("0/1"), json!("Completed")]);
+        assert_eq!(r.conditions.unwrap()[0]["reason"], "Succeeded");
+        let gated = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a"}],
+            "readinessGates": [{"conditionType": "x"}, {"conditionType": "y"}]},
+            "status": {"phase": "Pending", "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}, {"type": "x", "status": "True"}]}});
+        let c = cells("", "pods", gated);
+        assert_eq!((c[2].clone(), c[8].clone()), (json!("SchedulingGated"), json!("1/2")));
+    }
+
+    #[test]
+    fn deployment_ready_and_wide_columns() {
+        let d = json!({
+            "metadata": {"name": "web", "creationTimestamp": ago(2 * 86400 + 3 * 3600)},
+            "spec": {"replicas": 3,
+                     "selector": {"matchLabels": {"app": "web", "tier": "fe"},
+                                  "matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "dev"]}]},
+                     "template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"},
+                                                          {"name": "log", "image": "busybox"}]}}},
+            "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}
+        });
+        assert_eq!(
+            cells("apps", "deployments", d),
+            vec![
+                json!("web"),
+                json!("2/3"),
+                json!(3),
+                json!(2),
+                json!("2d3h"),
+                json!("nginx,log"),
+                json!("nginx:1.27,busybox"),
+                json!("app=web,env in (dev,prod),tier=fe")
+            ]
+        );
+        // No status, no replicas (defaulted to 1), no selector.
+        let d = json!({"metadata": {"name": "x"}, "spec": {"template": {"spec": {"containers": [{"name": "a", "image": "i"}]}}}});
+        assert_eq!(cells("apps", "deployments", d)[1..4], [json!("0/1"), json!(0), json!(0)]);
+        assert_eq!(
+            label_selector_string(Some(&json!({"matchExpressions": [{"key": "k", "operator": "Bad"}]}))),
+            "<invalid>"
+        );
+        assert_eq!(
+            label_selector_string(Some(&json!({"matchExpressions": [{"key": "k", "operator": "DoesNotExist"}]}))),
+            "!k"
+        );
+        assert_eq!(label_selector_string(Some(&json!({}))), "");
+    }
+
+    #[test]
+    fn service_ports_and_ips() {
+        let svc = json!({"metadata": {"name": "web", "creationTimestamp": ago(30)},
+            "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"],
+                     "ports": [{"port": 80, "protocol": "TCP"}, {"port": 443}], "selector": {"app": "web", "a": "b"}}});
+        assert_eq!(
+            cells("", "services", svc),
+            vec![
+                json!("web"),
+                json!("ClusterIP"),
+                json!("10.96.0.10"),
+                json!("<none>"),
+                json!("80/TCP,443/TCP"),
+                json!("30s"),
+                json!("a=b,app=web")
+            ]
+        );
+        let np = json!({"metadata": {"name": "np"}, "spec": {"type": "NodePort", "externalIPs": ["1.2.3.4"],
+                         "ports": [{"port": 53, "nodePort": 30053, "protocol": "UDP"}]}});
+        assert_eq!(
+            cells("", "services", np)[1..5],
+            [json!("NodePort"), json!("<none>"), json!("1.2.3.4"), json!("53:30053/UDP")]
+        );
+        let lb = json!({"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer"}, "status": {}});
+        assert_eq!(cells("", "services", lb)[3..5], [json!("<pending>"), json!("<none>")]);
+        let lb = json!({"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer"},
+                        "status": {"loadBalancer": {"ingress": [{"hostname": "lb.example.com"}, {"ip": "5.6.7.8"}]}}});
+        assert_eq!(cells("", "services", lb)[3], json!("5.6.7.8,lb.example.com"));
+        let en =
+            json!({"metadata": {"name": "en"}, "spec": {"type": "ExternalName", "externalName": "db.example.com"}});
+        assert_eq!(cells("", "services", en)[3], json!("db.example.com"));
+    }
+
+    #[test]
+    fn node_status_roles_and_info() {
+        let node = json!({"metadata": {"name": "n1", "creationTimestamp": ago(8 * 86400),
+                                       "labels": {"node-role.kubernetes.io/control-plane": "", "kubernetes.io/role": "edge",
+                                                  "node-role.kubernetes.io/": "x"}},
+            "spec": {"unschedulable": true},
+            "status": {"conditions": [{"type": "MemoryPressure", "status": "False"}, {"type": "Ready", "status": "True"}],
+                       "addresses": [{"type": "Hostname", "address": "n1"}, {"type": "InternalIP", "address": "192.168.1.5"}],
+                       "nodeInfo": {"kubeletVersion": "v1.37.0", "osImage": "Debian GNU/Linux 13"}}});
+        assert_eq!(
+            cells("", "nodes", node),
+            vec![
+                json!("n1"),
+                json!("Ready,SchedulingDisabled"),
+                json!("control-plane,edge"),
+                json!("8d"),
+                json!("v1.37.0"),
+                json!("192.168.1.5"),
+                json!("<none>"),
+                json!("Debian GNU/Linux 13"),
+                json!("<unknown>"),
+                json!("<unknown>")
+            ]
+        );
+        let c = cells("", "nodes", json!({"metadata": {"name": "n2"}}));
+        assert_eq!(c[1..3], [json!("Unknown"), json!("<none>")]);
+        let c = cells(
+            "",
+            "nodes",
+            json!({"metadata": {"name": "n3"}, "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}),
+        );
+        assert_eq!(c[1], json!("NotReady"));
+    }
+
+    #[test]
+    fn event_columns() {
+        let e = json!({"metadata": {"name": "web.17a", "creationTimestamp": ago(100)},
+            "involvedObject": {"kind": "Pod", "name": "web", "fieldPath": "spec.containers{app}"},
+            "reason": "Pulled", "message": "  Successfully pulled image\n", "type": "Normal",
+            "source": {"component": "kubelet", "host": "n1"},
+            "firstTimestamp": ago(300), "lastTimestamp": ago(100), "count": 4});
+        assert_eq!(
+            cells("", "events", e),
+            vec![
+                json!("100s"),
+                json!("Normal"),
+                json!("Pulled"),
+                json!("pod/web"),
+                json!("spec.containers{app}"),
+                json!("kubelet, n1"),
+                json!("Successfully pulled image"),
+                json!("5m"),
+                json!(4),
+                json!("web.17a")
+            ]
+        );
+        // The events.k8s.io shape: eventTime, series, reporting controller; no count.
+        let e = json!({"metadata": {"name": "x"}, "involvedObject": {"kind": "Node"}, "eventTime": "2026-11-21T23:45:00.000000Z",
+                       "reportingComponent": "scheduler", "series": {"count": 7, "lastObservedTime": ago(2)}});
+        let c = cells("", "events", e);
+        assert_eq!((c[0].clone(), c[3].clone(), c[5].clone()), (json!("2s"), json!("node"), json!("scheduler")));
+        assert_eq!((c[7].clone(), c[8].clone()), (json!("28s"), json!(7)));
+        let e = json!({"metadata": {"name": "y"}, "involvedObject": {"kind": "Pod", "name": "p"}});
+        let c = cells("", "events", e);
+        assert_eq!((c[0].clone(), c[7].clone(), c[8].clone()), (json!("<unknown>"), json!("<unknown>"), json!(1)));
+    }
+
+    #[test]
+    fn column_definitions_match_kube() {
+        let names = |plural: &str, group: &str| -> Vec<(&str, u8)> {
+            columns(def(group, plural)).iter().map(|c| (c.name, c.priority)).collect()
+        };
+        assert_eq!(names("configmaps", ""), vec![("Name", 0), ("Data", 0), ("Age", 0)]);
+        assert_eq!(
+            names("deployments", "apps"),
+            vec![
+                ("Name", 0),
+                ("Ready", 0),
+                ("Up-to-date", 0),
+                ("Available", 0),
+                ("Age", 0),
+                ("Containers", 1),
+                ("Images", 1),
+                ("Selector", 1)
+            ]
+        );
+        assert_eq!(
+            names("pods", "")[..5].iter().map(|c| c.0).collect::<Vec<_>>(),
+            ["Name", "Ready", "Status", "Restarts", "Age"]
+        );
+        assert_eq!(
+            names("events", "").iter().filter(|c| c.1 == 0).map(|c| c.0).collect::<Vec<_>>(),
+            ["Last Seen", "Type", "Reason", "Object", "Message"]
+        );
+        for d in kuorum_api::registry::RESOURCES {
+            let cols = columns(d);
+            assert_eq!(cols.iter().filter(|c| c.format == "name").count(), 1, "{}", d.kind);
+            assert!(cols.iter().all(|c| !c.description.is_empty()), "{}", d.kind);
+        }
+        let cm = def("", "configmaps");
+        assert_eq!(
+            column_json(&columns(cm)[0]),
+            json!({"name": "Name", "type": "string", "format": "name", "description": NAME_DOC, "priority": 0})
+        );
+    }
+
+    #[test]
+    fn default_columns_for_other_kinds() {
+        let mut other = *def("", "configmaps");
+        other.kind = "Widget";
+        let r = row(&other, &json!({"metadata": {"name": "w", "creationTimestamp": "2026-11-21T23:45:28Z"}}), NOW);
+        assert_eq!(r.cells, vec![json!("w"), json!("2026-11-21T23:45:28Z")]);
+        assert_eq!(row(&other, &json!({"metadata": {"name": "w"}}), NOW).cells[1], json!("0001-01-01T00:00:00Z"));
+        assert_eq!(
+            columns(&other).iter().map(|c| (c.name, c.ty)).collect::<Vec<_>>(),
+            [("Name", "string"), ("Created At", "date")]
+        );
+    }
+
+    #[test]
+    fn tables_carry_metadata_rows_and_objects() {
+        let cm = def("", "configmaps");
+        let stored = Bytes::from_static(
+            br#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"default","resourceVersion":"7","creationTimestamp":"2026-11-21T23:45:00Z","labels":{"app":"x"}},"data":{"k":"v"}}"#,
+        );
+        let meta = ListMeta { resource_version: "9".into(), continue_token: Some("tok".into()), remaining: Some(4) };
+        let view = TableView { def: cm, version: MetaVersion::V1, include: IncludeObject::Metadata };
+        let t: Value = serde_json::from_slice(&view.list(&meta, std::slice::from_ref(&stored), NOW).unwrap()).unwrap();
+        assert_eq!(t["kind"], "Table");
+        assert_eq!(t["apiVersion"], "meta.k8s.io/v1");
+        assert_eq!(t["metadata"], json!({"resourceVersion": "9", "continue": "tok", "remainingItemCount": 4}));
+        assert_eq!(t["columnDefinitions"].as_array().unwrap().len(), 3);
+        assert_eq!(t["rows"][0]["cells"], json!(["a", 1, "28s"]));
+        assert_eq!(
+            t["rows"][0]["object"],
+            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                   "metadata": {"name": "a", "namespace": "default", "resourceVersion": "7",
+                                "creationTimestamp": "2026-11-21T23:45:00Z", "labels": {"app": "x"}}})
+        );
+        assert!(t["rows"][0].get("conditions").is_none());
+        let keys: Vec<&String> = t.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["kind", "apiVersion", "metadata", "columnDefinitions", "rows"]);
+
+        let view = TableView { def: cm, version: MetaVersion::V1beta1, include: IncludeObject::None };
+        let t: Value = serde_json::from_slice(&view.list(&ListMeta::default(), &[], NOW).unwrap()).unwrap();
+        assert_eq!(
+            (t["apiVersion"].clone(), t["metadata"].clone(), t["rows"].clone()),
+            (json!("meta.k8s.io/v1beta1"), json!({}), json!([]))
+        );
+
+        let obj: Value =
+            serde_json::from_slice(br#"{"metadata":{"name":"b","resourceVersion":"3"},"data":{}}"#).unwrap();
+        let view = TableView { def: cm, version: MetaVersion::V1, include: IncludeObject::Object };
+        let t: Value = serde_json::from_slice(&view.object(&obj, false, NOW)).unwrap();
+        assert_eq!(t["metadata"], json!({"resourceVersion": "3"}));
+        assert_eq!(t["columnDefinitions"], Value::Null);
+        assert_eq!(
+            t["rows"][0]["object"],
+            json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "b", "resourceVersion": "3"}, "data": {}})
+        );
+        let view = TableView { def: cm, version: MetaVersion::V1, include: IncludeObject::None };
+        let t: Value = serde_json::from_slice(&view.object(&obj, true, NOW)).unwrap();
+        assert_eq!(t["rows"][0]["object"], Value::Null);
+    }
+
+    #[test]
+    fn include_object_values() {
+        let q = |s: &str| Query::parse(Some(s));
+        assert_eq!(IncludeObject::from_query(&q("")).unwrap(), IncludeObject::Metadata);
+        assert_eq!(IncludeObject::from_query(&q("includeObject=")).unwrap(), IncludeObject::Metadata);
+        assert_eq!(IncludeObject::from_query(&q("includeObject=None")).unwrap(), IncludeObject::None);
+        assert_eq!(IncludeObject::from_query(&q("includeObject=Object")).unwrap(), IncludeObject::Object);
+        let e = IncludeObject::from_query(&q("includeObject=object")).unwrap_err();
+        assert_eq!(e.code, 400);
+        assert_eq!(
+            e.message,
+            "Unable to convert to Table as requested: includeObject: Invalid value: \"object\": must be 'Metadata', \
+             'Object', 'None', or empty"
+        );
+    }
+
+    #[test]
+    fn partial_metadata_views() {
+        let stored = Bytes::from_static(br#"{"kind":"Lease","metadata":{"name":"l","uid":"u"},"spec":{}}"#);
+        let p: Value = serde_json::from_slice(&partial_object(MetaVersion::V1, &stored).unwrap()).unwrap();
+        assert_eq!(
+            p,
+            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": {"name": "l", "uid": "u"}})
+        );
+        let meta = ListMeta { resource_version: "5".into(), ..Default::default() };
+        let l: Value = serde_json::from_slice(&partial_list(MetaVersion::V1beta1, &meta, &[stored]).unwrap()).unwrap();
+        assert_eq!(l["kind"], "PartialObjectMetadataList");
+        assert_eq!(l["apiVersion"], "meta.k8s.io/v1beta1");
+        assert_eq!(l["metadata"], json!({"resourceVersion": "5"}));
+        assert_eq!(l["items"][0]["kind"], "PartialObjectMetadata");
+        assert_eq!(l["items"][0]["metadata"]["name"], "l");
+        let lease = def("coordination.k8s.io", "leases");
+        assert_eq!(
+            partial_of_list(def("", "configmaps")).message,
+            "you requested PartialObjectMetadata, but the requested object is a list (*core.ConfigMapList)"
+        );
+        let e = partial_list_of_object(lease);
+        assert_eq!((e.code, e.reason.as_str()), (406, "NotAcceptable"));
+        assert_eq!(
+            e.message,
+            "you requested PartialObjectMetadataList, but the requested object is not a list (*coordination.Lease)"
+        );
+    }
+
+    #[test]
+    fn watch_tables_send_columns_once() {
+        struct Fixed;
+        impl kuorum_api::seams::Clock for Fixed {
+            fn now_unix_seconds(&self) -> i64 {
+                NOW
+            }
+        }
+        let view = TableView { def: def("", "configmaps"), version: MetaVersion::V1, include: IncludeObject::Metadata };
+        let mut w = WatchView::Table { view, clock: std::sync::Arc::new(Fixed), headers_sent: false };
+        let obj = json!({"metadata": {"name": "a", "resourceVersion": "12"}, "data": {"x": "y"}});
+        let first: Value = serde_json::from_slice(&w.encode(&obj)).unwrap();
+        let second: Value = serde_json::from_slice(&w.encode(&obj)).unwrap();
+        assert_eq!(first["columnDefinitions"].as_array().unwrap().len(), 3);
+        assert_eq!(second["columnDefinitions"], Value::Null);
+        for t in [&first, &second] {
+            assert_eq!(t["metadata"]["resourceVersion"], "12");
+            assert_eq!(t["rows"].as_array().unwrap().len(), 1);
+            assert_eq!(t["rows"][0]["cells"], json!(["a", 1, "<unknown>"]));
+        }
+        let mut p = WatchView::Partial(MetaVersion::V1);
+        let v: Value = serde_json::from_slice(&p.encode(&obj)).unwrap();
+        assert_eq!(v["kind"], "PartialObjectMetadata");
+    }
+}
+
+/// Get, list and watch through the router, over a real single-node cluster.
+#[cfg(test)]
+mod router_tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use axum::body::Body;
+    use axum::http::{Method, Request, StatusCode};
+    use axum::Router;
+    use http_body_util::BodyExt;
+    use kuorum_api::seams::{Clock, SplitMix64};
+    use serde_json::{json, Value};
+    use tower::ServiceExt;
+
+    use crate::{router, RestState};
+
+    const KUBECTL_GET: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;\
+                               g=meta.k8s.io,application/json";
+    const METADATA_LIST: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;\
+                                 v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+    const METADATA: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,\
+                            application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+
+    /// A clock that the test moves.
+    struct TestClock(std::sync::atomic::AtomicI64);
+
+    impl Clock for TestClock {
+        fn now_unix_seconds(&self) -> i64 {
+            self.0.load(std::sync::atomic::Ordering::SeqCst)
+        }
+    }
+
+    async fn app() -> (Router, Arc<TestClock>) {
+        let cache = kuorum_watch::WatchCache::new(kuorum_watch::CacheConfig::default());
+        let cluster = kuorum_raft::testing::single_node_observed(Some(cache.clone())).await;
+        let clock = Arc::new(TestClock(1_795_304_728.into()));
+        let state = RestState::new(cluster, cache, clock.clone(), Arc::new(SplitMix64::new(7)));
+        let app = router(state);
+        create(&app, "/api/v1/namespaces", json!({"metadata": {"name": "default"}})).await;
+        (app, clock)
+    }
+
+    async fn call(
+        app: &Router,
+        method: Method,
+        uri: &str,
+        accept: Option<&str>,
+        body: Option<Value>,
+    ) -> axum::response::Response {
+        let mut req = Request::builder().method(method).uri(uri);
+        if let Some(a) = accept {
+            req = req.header("accept", a);
+        }
+        let body = match body {
+            Some(b) => {
+                req = req.header("content-type", "application/json");
+                Body::from(serde_json::to_vec(&b).unwrap())
+            }
+            None => Body::empty(),
+        };
+        app.clone().oneshot(req.body(body).unwrap()).await.unwrap()
+    }
+
+    async fn get(app: &Router, uri: &str, accept: &str) -> (StatusCode, String, Value) {
+        let resp = call(app, Method::GET, uri, Some(accept), None).await;
+        let status = resp.status();
+        let ct = resp.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let v = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&bytes)));
+        (status, ct, v)
+    }
+
+    async fn create(app: &Router, uri: &str, obj: Value) -> Value {
+        let resp = call(app, Method::POST, uri, None, Some(obj)).await;
+        assert_eq!(resp.status(), StatusCode::CREATED);
+        serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap()
+    }
+
+    /// Reads whole lines from a watch body until `n` lines or the wait ends.
+    async fn lines(body: &mut Body, n: usize, wait: Duration) -> Vec<Value> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        while out.len() < n {
+            while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=pos).collect();
+                out.push(serde_json::from_slice(&line[..line.len() - 1]).unwrap());
+            }
+            if out.len() >= n {
+                break;
+            }
+            match tokio::time::timeout_at(deadline, body.frame()).await {
+                Ok(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        buf.extend_from_slice(&data);
+                    }
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn get_and_list_as_tables() {
+        let (app, clock) = app().await;
+        let cms = "/api/v1/namespaces/default/configmaps";
+        let a =
+            create(&app, cms, json!({"metadata": {"name": "a", "labels": {"app": "x"}}, "data": {"k": "v", "l": "w"}}))
+                .await;
+        create(&app, cms, json!({"metadata": {"name": "b"}})).await;
+        clock.0.fetch_add(65, std::sync::atomic::Ordering::SeqCst);
+
+        // kubectl get cm: a Table with the list's resourceVersion and one row per item.
+        let (status, ct, plain) = get(&app, cms, "application/json").await;
+        assert_eq!(
+            (status, ct.as_str(), plain["kind"].as_str()),
+            (StatusCode::OK, "application/json", Some("ConfigMapList"))
+        );
+        let (status, ct, t) = get(&app, &format!("{cms}?limit=500"), KUBECTL_GET).await;
+        assert_eq!(status, StatusCode::OK, "{t}");
+        assert_eq!(ct, "application/json;as=Table;v=v1;g=meta.k8s.io");
+        assert_eq!((t["kind"].as_str(), t["apiVersion"].as_str()), (Some("Table"), Some("meta.k8s.io/v1")));
+        assert!(t["metadata"]["resourceVersion"].as_str().unwrap().parse::<u64>().unwrap() >= 2, "{t}");
+        let names: Vec<&str> =
+            t["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["Name", "Data", "Age"]);
+        assert_eq!(t["rows"][0]["cells"], json!(["a", 2, "65s"]));
+        assert_eq!(t["rows"][1]["cells"], json!(["b", 0, "65s"]));
+        assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+        assert_eq!(t["rows"][0]["object"]["metadata"], a["metadata"]);
+
+        // Paging carries continue and remainingItemCount.
+        let (_, _, t) = get(&app, &format!("{cms}?limit=1"), KUBECTL_GET).await;
+        assert_eq!(t["rows"].as_array().unwrap().len(), 1);
+        assert!(t["metadata"]["continue"].as_str().is_some_and(|c| !c.is_empty()), "{t}");
+        assert_eq!(t["metadata"]["remainingItemCount"], 1);
+        let next = format!("{cms}?limit=1&continue={}", t["metadata"]["continue"].as_str().unwrap());
+        let (_, _, t2) = get(&app, &next, KUBECTL_GET).await;
+        assert_eq!(t2["rows"][0]["cells"][0], "b");
+
+        // One object, v1beta1, each includeObject.
+        let (status, ct, t) = get(&app, &format!("{cms}/a"), "application/json;as=Table;v=v1beta1;g=meta.k8s.io").await;
+        assert_eq!((status, ct.as_str()), (StatusCode::OK, "application/json;as=Table;v=v1beta1;g=meta.k8s.io"));
+        assert_eq!(t["apiVersion"], "meta.k8s.io/v1beta1");
+        assert_eq!(t["metadata"]["resourceVersion"], a["metadata"]["resourceVersion"]);
+        assert_eq!(t["rows"][0]["object"]["apiVersion"], "meta.k8s.io/v1beta1");
+        let (_, _, t) = get(&app, &format!("{cms}/a?includeObject=Object"), KUBECTL_GET).await;
+        assert_eq!(t["rows"][0]["object"], a);
+        let (_, _, t) = get(&app, &format!("{cms}/a?includeObject=None"), KUBECTL_GET).await;
+        assert_eq!(t["rows"][0]["object"], Value::Null);
+        let (status, _, s) = get(&app, &format!("{cms}/a?includeObject=All"), KUBECTL_GET).await;
+        assert_eq!((status, s["reason"].as_str()), (StatusCode::BAD_REQUEST, Some("BadRequest")));
+        assert!(s["message"].as_str().unwrap().starts_with("Unable to convert to Table as requested: includeObject"));
+        let (status, _, _) = get(&app, &format!("{cms}?includeObject=All"), KUBECTL_GET).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        // The object is looked up first, as kube-apiserver does.
+        let (status, _, _) = get(&app, &format!("{cms}/zz?includeObject=All"), KUBECTL_GET).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        // A deployment, and its status subresource, which reads as the object.
+        let deploys = "/apis/apps/v1/namespaces/default/deployments";
+        create(
+            &app,
+            deploys,
+            json!({"metadata": {"name": "web"}, "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                   "template": {"metadata": {"labels": {"app": "web"}},
+                                "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}}}),
+        )
+        .await;
+        for uri in [deploys.to_string(), format!("{deploys}/web/status")] {
+            let (status, _, t) = get(&app, &uri, KUBECTL_GET).await;
+            assert_eq!(status, StatusCode::OK, "{t}");
+            assert_eq!(
+                t["rows"][0]["cells"],
+                json!(["web", "0/3", 0, 0, "0s", "nginx", "nginx:1.27", "app=web"]),
+                "{uri}"
+            );
+        }
+
+        // Cluster-scoped kinds and other printers.
+        let (_, _, t) = get(&app, "/api/v1/namespaces", KUBECTL_GET).await;
+        let default = t["rows"].as_array().unwrap().iter().find(|r| r["cells"][0] == "default").expect("default ns");
+        assert_eq!(default["cells"][1], "Active");
+        assert_eq!(default["object"]["metadata"]["name"], "default");
+    }
+
+    #[tokio::test]
+    async fn partial_object_metadata_and_refusals() {
+        let (app, _) = app().await;
+        let cms = "/api/v1/namespaces/default/configmaps";
+        let a = create(&app, cms, json!({"metadata": {"name": "a"}, "data": {"k": "v"}})).await;
+
+        let (status, ct, l) = get(&app, cms, METADATA_LIST).await;
+        assert_eq!(status, StatusCode::OK, "{l}");
+        assert_eq!(ct, "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io");
+        assert_eq!(
+            (l["kind"].as_str(), l["apiVersion"].as_str()),
+            (Some("PartialObjectMetadataList"), Some("meta.k8s.io/v1"))
+        );
+        assert_eq!(
+            l["items"][0],
+            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": a["metadata"]})
+        );
+        assert!(l["metadata"]["resourceVersion"].is_string());
+
+        let (status, ct, p) = get(&app, &format!("{cms}/a"), METADATA).await;
+        assert_eq!(
+            (status, ct.as_str()),
+            (StatusCode::OK, "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io")
+        );
+        assert_eq!(
+            p,
+            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": a["metadata"]})
+        );
+
+        let only = |k: &str| format!("application/json;as={k};g=meta.k8s.io;v=v1");
+        let (status, _, s) = get(&app, cms, &only("PartialObjectMetadata")).await;
+        assert_eq!((status, s["reason"].as_str()), (StatusCode::NOT_ACCEPTABLE, Some("NotAcceptable")));
+        assert_eq!(
+            s["message"],
+            "you requested PartialObjectMetadata, but the requested object is a list (*core.ConfigMapList)"
+        );
+        let (status, _, s) = get(&app, &format!("{cms}/a"), &only("PartialObjectMetadataList")).await;
+        assert_eq!(status, StatusCode::NOT_ACCEPTABLE);
+        assert_eq!(
+            s["message"],
+            "you requested PartialObjectMetadataList, but the requested object is not a list (*core.ConfigMap)"
+        );
+
+        for bad in ["application/json;as=Table;v=v2;g=meta.k8s.io", "application/yaml;as=Table;v=v1;g=meta.k8s.io"] {
+            let (status, ct, s) = get(&app, cms, bad).await;
+            assert_eq!((status, ct.as_str()), (StatusCode::NOT_ACCEPTABLE, "application/json"), "{bad}");
+            assert_eq!(s["message"], "only the following media types are accepted: application/json");
+        }
+    }
+
+    #[tokio::test]
+    async fn watch_events_are_one_row_tables() {
+        let (app, _) = app().await;
+        let cms = "/api/v1/namespaces/default/configmaps";
+        create(&app, cms, json!({"metadata": {"name": "before"}})).await;
+        let (_, _, t) = get(&app, &format!("{cms}?limit=500"), KUBECTL_GET).await;
+        let rv = t["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+
+        // kubectl get -w: a watch from the list's resourceVersion with the Table Accept.
+        let resp =
+            call(&app, Method::GET, &format!("{cms}?resourceVersion={rv}&watch=true"), Some(KUBECTL_GET), None).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        assert_eq!(resp.headers()["content-type"], "application/json");
+        let mut body = resp.into_body();
+        let made = create(&app, cms, json!({"metadata": {"name": "w1"}, "data": {"a": "1"}})).await;
+        create(&app, cms, json!({"metadata": {"name": "w2"}})).await;
+        let del = call(&app, Method::DELETE, &format!("{cms}/w1"), None, None).await;
+        assert_eq!(del.status(), StatusCode::OK);
+        let events = lines(&mut body, 3, Duration::from_secs(10)).await;
+        assert_eq!(events.len(), 3, "{events:?}");
+        let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["ADDED", "ADDED", "DELETED"]);
+        for (i, e) in events.iter().enumerate() {
+            let t = &e["object"];
+            assert_eq!((t["kind"].as_str(), t["apiVersion"].as_str()), (Some("Table"), Some("meta.k8s.io/v1")), "{e}");
+            assert_eq!(t["rows"].as_array().unwrap().len(), 1, "{e}");
+            assert!(t["metadata"]["resourceVersion"].as_str().unwrap().parse::<u64>().unwrap() > rv.parse().unwrap());
+            // Column definitions only in the first event.
+            assert_eq!(t["columnDefinitions"].is_array(), i == 0, "{e}");
+            assert!(t.as_object().unwrap().contains_key("columnDefinitions"));
+        }
+        assert_eq!(events[0]["object"]["rows"][0]["cells"], json!(["w1", 1, "0s"]));
+        assert_eq!(events[0]["object"]["metadata"]["resourceVersion"], made["metadata"]["resourceVersion"]);
+        assert_eq!(events[2]["object"]["rows"][0]["cells"][0], "w1");
+        drop(body);
+
+        // A watch without a resourceVersion starts with the state, as Tables too.
+        let resp =
+            call(&app, Method::GET, &format!("{cms}?watch=true&includeObject=Object"), Some(KUBECTL_GET), None).await;
+        let mut body = resp.into_body();
+        let events = lines(&mut body, 2, Duration::from_secs(10)).await;
+        let names: Vec<&str> = events.iter().map(|e| e["object"]["rows"][0]["cells"][0].as_str().unwrap()).collect();
+        assert_eq!(names, ["before", "w2"]);
+        assert_eq!(events[0]["object"]["rows"][0]["object"]["kind"], "ConfigMap");
+        assert!(
+            events[0]["object"]["columnDefinitions"].is_array() && events[1]["object"]["columnDefinitions"].is_null()
+        );
+        drop(body);
+
+        // PartialObjectMetadata watches; a bad includeObject is refused before streaming.
+        let resp = call(&app, Method::GET, &format!("{cms}?watch=true"), Some(METADATA), None).await;
+        let mut body = resp.into_body();
+        let events = lines(&mut body, 1, Duration::from_secs(10)).await;
+        assert_eq!(events[0]["object"]["kind"], "PartialObjectMetadata");
+        assert_eq!(events[0]["object"]["metadata"]["name"], "before");
+        let resp = call(&app, Method::GET, &format!("{cms}?watch=true&includeObject=x"), Some(KUBECTL_GET), None).await;
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+
+        // A plain JSON watch is unchanged.
+        let resp = call(&app, Method::GET, &format!("{cms}?watch=true"), Some("application/json"), None).await;
+        let mut body = resp.into_body();
+        let events = lines(&mut body, 1, Duration::from_secs(10)).await;
+        assert_eq!(events[0]["object"]["kind"], "ConfigMap");
+    }
+}
