@@ -18,6 +18,7 @@ use axum::Router;
 use kuorum_api::seams::{Clock, Entropy};
 use kuorum_raft::Cluster;
 use kuorum_watch::WatchCache;
+use tower_http::compression::{CompressionLayer, Predicate};
 
 mod consistency;
 mod create;
@@ -90,4 +91,20 @@ pub fn router(state: RestState) -> Router {
         .method_not_allowed_fallback(error::method_not_allowed)
         .fallback(error::path_not_found)
         .with_state(state)
+        .layer(CompressionLayer::new().gzip(true).no_br().no_deflate().no_zstd().compress_when(LargeBodies))
+}
+
+/// Responses at least this large are gzipped for clients that accept it, as
+/// kube-apiserver does (its threshold is 128 KiB).
+pub const COMPRESS_ABOVE: u64 = 128 * 1024;
+
+/// Compress only complete bodies of known size above [`COMPRESS_ABOVE`]: watch streams
+/// (size unknown) stay uncompressed so every event is flushed as it comes.
+#[derive(Debug, Clone, Copy)]
+struct LargeBodies;
+
+impl Predicate for LargeBodies {
+    fn should_compress<B: axum::body::HttpBody>(&self, response: &http::Response<B>) -> bool {
+        response.body().size_hint().exact().is_some_and(|n| n >= COMPRESS_ABOVE)
+    }
 }
