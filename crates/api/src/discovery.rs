@@ -1,7 +1,8 @@
-//! Discovery documents built from the [`registry`](crate::registry): legacy `/api`
-//! (APIVersions), `/apis` (APIGroupList), `/apis/G` (APIGroup), `/api/v1` and `/apis/G/V`
-//! (APIResourceList); aggregated discovery v2 (APIGroupDiscoveryList) for `/api` and
-//! `/apis`; and the `/version` payload.
+//! Discovery documents built from a set of resources (the [`registry`](crate::registry)'s
+//! built-in ones, then a node's custom resources): legacy `/api` (APIVersions), `/apis`
+//! (APIGroupList), `/apis/G` (APIGroup), `/api/v1` and `/apis/G/V` (APIResourceList);
+//! aggregated discovery v2 (APIGroupDiscoveryList) for `/api` and `/apis`; and the
+//! `/version` payload.
 
 use serde_json::{json, Map, Value};
 
@@ -35,14 +36,14 @@ fn group_entry(name: &str, versions: &[&str]) -> Value {
 }
 
 /// `GET /apis`: the legacy APIGroupList document (named groups only).
-pub fn api_group_list() -> Value {
-    let groups: Vec<Value> = registry::groups().iter().map(|(g, vs)| group_entry(g, vs)).collect();
+pub fn api_group_list(resources: &[&'static ResourceDef]) -> Value {
+    let groups: Vec<Value> = registry::groups_of(resources).iter().map(|(g, vs)| group_entry(g, vs)).collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
-/// `GET /apis/{group}`: one APIGroup, if kuorum serves the group.
-pub fn api_group(group: &str) -> Option<Value> {
-    let (name, versions) = registry::groups().into_iter().find(|(g, _)| *g == group)?;
+/// `GET /apis/{group}`: one APIGroup, if `resources` has the group.
+pub fn api_group(resources: &[&'static ResourceDef], group: &str) -> Option<Value> {
+    let (name, versions) = registry::groups_of(resources).into_iter().find(|(g, _)| *g == group)?;
     let mut entry = group_entry(name, &versions);
     let obj = entry.as_object_mut()?;
     let mut out = Map::new();
@@ -53,8 +54,8 @@ pub fn api_group(group: &str) -> Option<Value> {
 }
 
 /// Resources of one group/version, sorted by plural, as discovery lists them.
-fn sorted_resources(group: &str, version: &str) -> Vec<&'static ResourceDef> {
-    let mut rs: Vec<_> = registry::resources_in(group, version).collect();
+fn sorted_resources(resources: &[&'static ResourceDef], group: &str, version: &str) -> Vec<&'static ResourceDef> {
+    let mut rs: Vec<_> = registry::resources_of(resources, group, version).collect();
     rs.sort_by_key(|r| r.plural);
     rs
 }
@@ -63,13 +64,15 @@ fn strings(v: &[&str]) -> Value {
     Value::Array(v.iter().map(|s| json!(s)).collect())
 }
 
-/// `GET /api/v1` or `GET /apis/{group}/{version}`: the APIResourceList, subresources included.
-pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
-    if !registry::serves_group_version(group, version) {
+/// `GET /api/v1` or `GET /apis/{group}/{version}`: the APIResourceList, subresources
+/// included, if `served` has the group/version.
+pub fn api_resource_list(served: &[&'static ResourceDef], group: &str, version: &str) -> Option<Value> {
+    let found = sorted_resources(served, group, version);
+    if found.is_empty() {
         return None;
     }
     let mut resources = Vec::new();
-    for r in sorted_resources(group, version) {
+    for r in found {
         let mut m = Map::new();
         m.insert("name".into(), json!(r.plural));
         m.insert("singularName".into(), json!(r.singular));
@@ -143,11 +146,12 @@ fn aggregated_resource(r: &ResourceDef) -> Value {
     Value::Object(m)
 }
 
-fn aggregated_group(metadata: Value, group: &str, versions: &[&str]) -> Value {
+fn aggregated_group(served: &[&'static ResourceDef], metadata: Value, group: &str, versions: &[&str]) -> Value {
     let versions: Vec<Value> = versions
         .iter()
         .map(|v| {
-            let resources: Vec<Value> = sorted_resources(group, v).into_iter().map(aggregated_resource).collect();
+            let resources: Vec<Value> =
+                sorted_resources(served, group, v).into_iter().map(aggregated_resource).collect();
             json!({"version": v, "resources": resources, "freshness": "Current"})
         })
         .collect();
@@ -165,12 +169,13 @@ fn aggregated_list(items: Vec<Value>) -> Value {
 
 /// `GET /api` with the aggregated Accept: one item (the core group, no name).
 pub fn aggregated_core() -> Value {
-    aggregated_list(vec![aggregated_group(json!({}), "", &["v1"])])
+    aggregated_list(vec![aggregated_group(&registry::builtin(), json!({}), "", &["v1"])])
 }
 
-/// `GET /apis` with the aggregated Accept: one item per named group.
-pub fn aggregated_groups() -> Value {
-    let items = registry::groups().iter().map(|(g, vs)| aggregated_group(json!({"name": g}), g, vs)).collect();
+/// `GET /apis` with the aggregated Accept: one item per named group of `served`.
+pub fn aggregated_groups(served: &[&'static ResourceDef]) -> Value {
+    let items =
+        registry::groups_of(served).iter().map(|(g, vs)| aggregated_group(served, json!({"name": g}), g, vs)).collect();
     aggregated_list(items)
 }
 
@@ -200,7 +205,8 @@ mod tests {
             json!({"kind":"APIVersions","versions":["v1"],
                    "serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"10.0.0.1:6443"}]})
         );
-        let groups = api_group_list();
+        let builtin = registry::builtin();
+        let groups = api_group_list(&builtin);
         assert_eq!(groups["kind"], "APIGroupList");
         assert_eq!(
             groups["groups"][0],
@@ -208,13 +214,15 @@ mod tests {
                    "preferredVersion":{"groupVersion":"apps/v1","version":"v1"}})
         );
         assert_eq!(groups["groups"][1]["name"], "coordination.k8s.io");
-        assert_eq!(api_group("apps").unwrap()["kind"], "APIGroup");
-        assert!(api_group("batch").is_none());
+        assert_eq!(groups["groups"][2]["name"], "apiextensions.k8s.io");
+        assert_eq!(api_group(&builtin, "apps").unwrap()["kind"], "APIGroup");
+        assert!(api_group(&builtin, "batch").is_none());
     }
 
     #[test]
     fn resource_lists_include_subresources() {
-        let apps = api_resource_list("apps", "v1").unwrap();
+        let builtin = registry::builtin();
+        let apps = api_resource_list(&builtin, "apps", "v1").unwrap();
         assert_eq!(apps["groupVersion"], "apps/v1");
         let rs = apps["resources"].as_array().unwrap();
         assert_eq!(
@@ -233,7 +241,7 @@ mod tests {
             json!({"name":"deployments/status","singularName":"","namespaced":true,"kind":"Deployment",
                    "verbs":["get","patch","update"]})
         );
-        let core = api_resource_list("", "v1").unwrap();
+        let core = api_resource_list(&builtin, "", "v1").unwrap();
         assert_eq!(core["groupVersion"], "v1");
         let names: Vec<&str> =
             core["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
@@ -254,7 +262,7 @@ mod tests {
                 "services/status"
             ]
         );
-        assert!(api_resource_list("apps", "v2").is_none());
+        assert!(api_resource_list(&builtin, "apps", "v2").is_none());
     }
 
     #[test]
@@ -275,7 +283,7 @@ mod tests {
                    "verbs":["create","delete","deletecollection","get","list","patch","update","watch"],
                    "shortNames":["cm"]})
         );
-        let groups = aggregated_groups();
+        let groups = aggregated_groups(&registry::builtin());
         assert_eq!(groups["items"][0]["metadata"], json!({"name":"apps"}));
         let deploy = &groups["items"][0]["versions"][0]["resources"][0];
         assert_eq!(deploy["scope"], "Namespaced");
@@ -296,6 +304,37 @@ mod tests {
             .unwrap()
             .clone();
         assert_eq!(ns["scope"], "Cluster");
+    }
+
+    #[test]
+    fn custom_resources_join_their_group() {
+        let widget = registry::intern_def(ResourceDef {
+            group: "example.com",
+            version: "v1beta1",
+            kind: "Widget",
+            plural: "widgets",
+            singular: "widget",
+            list_kind: "WidgetList",
+            subresources: registry::custom_subresources(true, true),
+            short_names: &[],
+            categories: &[],
+            ..registry::RESOURCES[0]
+        });
+        let mut served = registry::builtin();
+        served.push(widget);
+        served.push(registry::intern_def(ResourceDef { version: "v1", ..*widget }));
+        let group = api_group(&served, "example.com").unwrap();
+        assert_eq!(group["preferredVersion"], json!({"groupVersion": "example.com/v1", "version": "v1"}));
+        assert_eq!(group["versions"][1]["version"], "v1beta1");
+        let list = api_resource_list(&served, "example.com", "v1beta1").unwrap();
+        let names: Vec<&str> =
+            list["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["widgets", "widgets/scale", "widgets/status"]);
+        let agg = aggregated_groups(&served);
+        let item = agg["items"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(item["metadata"]["name"], "example.com");
+        assert_eq!(item["versions"][0]["version"], "v1");
+        assert_eq!(item["versions"][1]["resources"][0]["responseKind"]["version"], "v1beta1");
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! Kubernetes API types and machinery that kuorum serves, free of any transport or
 //! storage:
 //!
-//! - [`registry`]: the built-in resources (group, version, kind, names, scope, verbs).
+//! - [`registry`]: the built-in resources (group, version, kind, names, scope, verbs), and
+//!   the interning that gives a custom resource's definition the same `'static` shape.
+//! - [`crd`]: CustomResourceDefinitions: what a stored one says, its defaults, status and
+//!   validation.
 //! - [`discovery`]: the discovery documents and `/version`, built from the registry.
 //! - [`status`]: [`ApiError`], every failure as the `metav1.Status` kube-apiserver sends.
 //! - [`validation`]: name rules with kube-apiserver's exact error text.
@@ -9,6 +12,7 @@
 //! - [`seams`]: the seams through which a node gets time and randomness.
 //! - [`mutation`]: deliberate bugs, compiled in only for the simulator's checker tests.
 
+pub mod crd;
 pub mod discovery;
 pub mod mutation;
 pub mod registry;

@@ -3,9 +3,22 @@
 //! subresources, as kube-apiserver describes them in discovery.
 //!
 //! Everything that routes a request, builds discovery or names an object in an error
-//! message starts from a [`ResourceDef`] found here with [`lookup`].
+//! message starts from a [`ResourceDef`]: a built-in one found here with [`lookup`], or
+//! one a node makes for a served version of a CustomResourceDefinition
+//! ([`crate::crd`]). Those are `&'static` too, so every verb handles both alike: their
+//! strings and the definitions themselves are interned ([`intern`], [`intern_def`]),
+//! leaked once per distinct value for the life of the process. What leaks is bounded by
+//! the distinct names and definitions ever served (a few hundred bytes each), never by
+//! the number of requests or of CRD updates that change nothing in them.
+//!
+//! The functions over a list of resources ([`groups_of`], [`resources_of`]) build
+//! discovery for any such set: the built-in [`RESOURCES`] followed by a node's custom
+//! resources.
 
+use std::collections::HashSet;
 use std::fmt;
+use std::hash::Hash;
+use std::sync::{Mutex, OnceLock};
 
 /// The verbs kube-apiserver lists for a fully featured resource, in its (sorted) order.
 pub const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
@@ -17,7 +30,7 @@ const NAMESPACE_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "
 const SUB_VERBS: &[&str] = &["get", "patch", "update"];
 
 /// The scope of a resource: inside a namespace or across the cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scope {
     Namespaced,
     Cluster,
@@ -34,7 +47,7 @@ impl Scope {
 }
 
 /// A subresource as discovery lists it, e.g. `deployments/scale`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SubresourceDef {
     /// The path segment after the object name, e.g. `status`.
     pub name: &'static str,
@@ -47,8 +60,18 @@ const STATUS: SubresourceDef = SubresourceDef { name: "status", response: None, 
 const SCALE: SubresourceDef =
     SubresourceDef { name: "scale", response: Some(("autoscaling", "v1", "Scale")), verbs: SUB_VERBS };
 
-/// One built-in resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The subresources a custom resource may have, sorted by name as discovery lists them.
+pub fn custom_subresources(status: bool, scale: bool) -> &'static [SubresourceDef] {
+    match (status, scale) {
+        (false, false) => &[],
+        (true, false) => &[STATUS],
+        (false, true) => &[SCALE],
+        (true, true) => &[SCALE, STATUS],
+    }
+}
+
+/// One resource: built in, or a served version of a custom resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ResourceDef {
     /// The API group; `""` for the core (legacy) group.
     pub group: &'static str,
@@ -216,6 +239,20 @@ pub static RESOURCES: &[ResourceDef] = &[
         list_kind: "LeaseList",
         tracks_generation: false,
     },
+    ResourceDef {
+        group: crate::crd::GROUP,
+        version: "v1",
+        kind: "CustomResourceDefinition",
+        plural: crate::crd::PLURAL,
+        singular: "customresourcedefinition",
+        scope: Scope::Cluster,
+        verbs: ALL_VERBS,
+        short_names: &["crd", "crds"],
+        categories: &["api-extensions"],
+        subresources: &[STATUS],
+        list_kind: "CustomResourceDefinitionList",
+        tracks_generation: true,
+    },
 ];
 
 /// The resource served at `(group, version, plural)`, if kuorum serves it.
@@ -233,10 +270,28 @@ pub fn resources_in<'a>(group: &'a str, version: &'a str) -> impl Iterator<Item 
     RESOURCES.iter().filter(move |r| r.group == group && r.version == version)
 }
 
-/// The named API groups (not the core group), each with its versions, newest first.
+/// Every built-in resource, as the list the functions over resource sets take.
+pub fn builtin() -> Vec<&'static ResourceDef> {
+    RESOURCES.iter().collect()
+}
+
+/// The named API groups (not the core group) of the built-in resources, each with its
+/// versions, preferred first.
 pub fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
+    groups_of(&builtin())
+}
+
+/// Whether kuorum serves this group/version built in (`""`/`v1` is the core group).
+pub fn serves_group_version(group: &str, version: &str) -> bool {
+    RESOURCES.iter().any(|r| r.group == group && r.version == version)
+}
+
+/// The named API groups (not the core group) among `resources`, in order of first
+/// appearance, each with its versions in kube-apiserver's priority order (the preferred
+/// version first; see [`compare_versions`]).
+pub fn groups_of(resources: &[&'static ResourceDef]) -> Vec<(&'static str, Vec<&'static str>)> {
     let mut out: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
-    for r in RESOURCES.iter().filter(|r| !r.group.is_empty()) {
+    for r in resources.iter().filter(|r| !r.group.is_empty()) {
         match out.iter_mut().find(|(g, _)| *g == r.group) {
             Some((_, versions)) => {
                 if !versions.contains(&r.version) {
@@ -246,12 +301,84 @@ pub fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
             None => out.push((r.group, vec![r.version])),
         }
     }
+    for (_, versions) in &mut out {
+        versions.sort_by(|a, b| compare_versions(a, b));
+    }
     out
 }
 
-/// Whether kuorum serves this group/version (`""`/`v1` is the core group).
-pub fn serves_group_version(group: &str, version: &str) -> bool {
-    RESOURCES.iter().any(|r| r.group == group && r.version == version)
+/// The resources of one group/version among `resources`, in their order.
+pub fn resources_of<'a>(
+    resources: &'a [&'static ResourceDef],
+    group: &'a str,
+    version: &'a str,
+) -> impl Iterator<Item = &'static ResourceDef> + 'a {
+    resources.iter().copied().filter(move |r| r.group == group && r.version == version)
+}
+
+/// How a version string ranks, as apimachinery's `CompareKubeAwareVersionStrings` reads
+/// it: `v<major>` (GA), `v<major>beta<minor>`, `v<major>alpha<minor>`, or anything else.
+fn version_rank(v: &str) -> (u8, u64, u64) {
+    let parse = |s: &str| -> Option<u64> {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
+    };
+    let Some(rest) = v.strip_prefix('v') else { return (0, 0, 0) };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let Some(major) = parse(&rest[..digits]).filter(|m| *m > 0) else { return (0, 0, 0) };
+    match &rest[digits..] {
+        "" => (3, major, 0),
+        tail => match (tail.strip_prefix("beta"), tail.strip_prefix("alpha")) {
+            (Some(minor), _) => parse(minor).map_or((0, 0, 0), |m| (2, major, m)),
+            (_, Some(minor)) => parse(minor).map_or((0, 0, 0), |m| (1, major, m)),
+            _ => (0, 0, 0),
+        },
+    }
+}
+
+/// Kubernetes' version priority: GA before beta before alpha, higher numbers first within
+/// each; versions that follow no such pattern last, alphabetically (`v2`, `v1`,
+/// `v2beta1`, `v1beta2`, `v1alpha1`, `foo`).
+pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    let (ra, rb) = (version_rank(a), version_rank(b));
+    match (ra.0, rb.0) {
+        (0, 0) => a.cmp(b),
+        _ => rb.cmp(&ra),
+    }
+}
+
+/// The set every interned value lives in, per type.
+fn interned<T: Eq + Hash + ?Sized + 'static>(
+    set: &'static OnceLock<Mutex<HashSet<&'static T>>>,
+    value: &T,
+    leak: impl FnOnce() -> &'static T,
+) -> &'static T {
+    let mut set = set.get_or_init(|| Mutex::new(HashSet::new())).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(found) = set.get(value) {
+        return found;
+    }
+    let leaked = leak();
+    set.insert(leaked);
+    leaked
+}
+
+/// `s` with a `'static` lifetime: leaked the first time it is seen, shared after.
+pub fn intern(s: &str) -> &'static str {
+    static SET: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    interned(&SET, s, || Box::leak(s.to_string().into_boxed_str()))
+}
+
+/// A list of strings with a `'static` lifetime, interned as [`intern`] does.
+pub fn intern_all(items: &[String]) -> &'static [&'static str] {
+    static SET: OnceLock<Mutex<HashSet<&'static [&'static str]>>> = OnceLock::new();
+    let strs: Vec<&'static str> = items.iter().map(|s| intern(s)).collect();
+    interned(&SET, strs.as_slice(), || Box::leak(strs.clone().into_boxed_slice()))
+}
+
+/// A resource definition with a `'static` lifetime (its strings interned already):
+/// leaked the first time it is seen, shared after.
+pub fn intern_def(def: ResourceDef) -> &'static ResourceDef {
+    static SET: OnceLock<Mutex<HashSet<&'static ResourceDef>>> = OnceLock::new();
+    interned(&SET, &def, || Box::leak(Box::new(def)))
 }
 
 #[cfg(test)]
@@ -294,8 +421,40 @@ mod tests {
 
     #[test]
     fn groups_list_named_groups_only() {
-        assert_eq!(groups(), vec![("apps", vec!["v1"]), ("coordination.k8s.io", vec!["v1"])]);
+        assert_eq!(
+            groups(),
+            vec![("apps", vec!["v1"]), ("coordination.k8s.io", vec!["v1"]), ("apiextensions.k8s.io", vec!["v1"])]
+        );
         assert!(serves_group_version("", "v1"));
         assert!(!serves_group_version("apps", "v1beta1"));
+        let crd = lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions").unwrap();
+        assert_eq!((crd.scope, crd.short_names), (Scope::Cluster, &["crd", "crds"][..]));
+        assert_eq!(crd.subresource("status").unwrap().response, None);
+    }
+
+    #[test]
+    fn versions_sort_by_kube_priority() {
+        let mut vs = vec!["v1alpha1", "foo", "v1", "v2beta1", "v1beta2", "v2", "v10", "bar", "v1beta1", "v11alpha2"];
+        vs.sort_by(|a, b| compare_versions(a, b));
+        assert_eq!(vs, ["v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v11alpha2", "v1alpha1", "bar", "foo"]);
+    }
+
+    #[test]
+    fn interning_shares_equal_values() {
+        let (one, two) = (String::from("widgets"), String::from("widgets"));
+        let (a, b) = (intern(one.as_str()), intern(two.as_str()));
+        assert!(std::ptr::eq(a, b));
+        let names = vec!["w".to_string(), "wd".to_string()];
+        assert!(std::ptr::eq(intern_all(&names), intern_all(&names.clone())));
+        let def = ResourceDef { group: intern("example.com"), kind: intern("Widget"), ..RESOURCES[0] };
+        let (x, y) = (intern_def(def), intern_def(def));
+        assert!(std::ptr::eq(x, y));
+        assert!(!std::ptr::eq(intern_def(ResourceDef { version: "v2", ..def }), x));
+        let custom: Vec<&'static ResourceDef> = vec![
+            intern_def(ResourceDef { version: "v1beta1", ..def }),
+            intern_def(ResourceDef { version: "v1", ..def }),
+        ];
+        assert_eq!(groups_of(&custom), vec![("example.com", vec!["v1", "v1beta1"])]);
+        assert_eq!(resources_of(&custom, "example.com", "v1").count(), 1);
     }
 }

@@ -173,17 +173,106 @@ pub fn generate_name(prefix: &str, suffix: &str) -> String {
     format!("{}{suffix}", &prefix[..cut])
 }
 
+/// A field's offending value as an error message shows it: Go's `%q` for a string, `%v`
+/// for a number or boolean (`Invalid value: "x"`, `Invalid value: 5`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadValue {
+    /// A string, shown quoted.
+    Str(String),
+    /// Already rendered (a number, a boolean, a composite value), shown as is.
+    Raw(String),
+}
+
+impl BadValue {
+    /// A value decoded from JSON, shown as kube-apiserver shows the value of an unstructured
+    /// object: strings quoted, numbers and booleans bare, `null` as the string `"null"`,
+    /// objects and lists as Go prints a `map[string]interface {}` / `[]interface {}`.
+    pub fn of_json(v: &serde_json::Value) -> BadValue {
+        match v {
+            serde_json::Value::String(s) => BadValue::Str(s.clone()),
+            serde_json::Value::Null => BadValue::Str("null".into()),
+            other => BadValue::Raw(go_value(other)),
+        }
+    }
+}
+
+impl fmt::Display for BadValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BadValue::Str(s) => write!(f, "{s:?}"),
+            BadValue::Raw(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Go's `%v` of a number or boolean, and `%#v` of a decoded object or list.
+fn go_value(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "interface {}(nil)".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => i.to_string(),
+            (None, Some(x)) => go_float(x),
+            _ => n.to_string(),
+        },
+        Value::String(s) => format!("{s:?}"),
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(go_value).collect();
+            format!("[]interface {{}}{{{}}}", inner.join(", "))
+        }
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let inner: Vec<String> = keys.iter().map(|k| format!("{k:?}:{}", go_value(&m[*k]))).collect();
+            format!("map[string]interface {{}}{{{}}}", inner.join(", "))
+        }
+    }
+}
+
+/// Go's `%v` of a float64 (`strconv.FormatFloat(x, 'g', -1, 64)`): the shortest digits
+/// that read back as `x`, with an exponent when it is below -4 or from 6 up (`1e+06`).
+pub fn go_float(x: f64) -> String {
+    if x == 0.0 {
+        return "0".into();
+    }
+    if !x.is_finite() {
+        return if x.is_nan() {
+            "NaN".into()
+        } else if x > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
+    }
+    // Rust's `{:e}` writes the shortest round-tripping digits: `1.5e6`, `-2.5e-7`.
+    let sci = format!("{x:e}");
+    let Some((mantissa, exp)) = sci.split_once('e') else { return sci };
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{mantissa}e{sign}{:02}", exp.abs());
+    }
+    x.to_string()
+}
+
 /// What kind of failure a [`FieldError`] is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FieldErrorKind {
     /// The value given is not valid.
-    Invalid(String),
+    Invalid(BadValue),
     /// A required value is missing.
     Required,
     /// The value is not one of the supported values.
-    NotSupported(String),
+    NotSupported(BadValue),
     /// The field may not be set.
     Forbidden,
+    /// The value is not of the type the schema declares.
+    TypeInvalid(BadValue),
+    /// The value is too long (it is never shown).
+    TooLong,
+    /// A list has too many items (the value is their number).
+    TooMany(i64),
 }
 
 impl FieldErrorKind {
@@ -194,6 +283,9 @@ impl FieldErrorKind {
             FieldErrorKind::Required => "FieldValueRequired",
             FieldErrorKind::NotSupported(_) => "FieldValueNotSupported",
             FieldErrorKind::Forbidden => "FieldValueForbidden",
+            FieldErrorKind::TypeInvalid(_) => "FieldValueTypeInvalid",
+            FieldErrorKind::TooLong => "FieldValueTooLong",
+            FieldErrorKind::TooMany(_) => "FieldValueTooMany",
         }
     }
 }
@@ -209,7 +301,12 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn invalid(field: &str, value: &str, detail: impl Into<String>) -> Self {
-        FieldError { kind: FieldErrorKind::Invalid(value.into()), field: field.into(), detail: detail.into() }
+        FieldError::invalid_value(field, BadValue::Str(value.into()), detail)
+    }
+
+    /// Invalid, with a value that need not be a string.
+    pub fn invalid_value(field: &str, value: BadValue, detail: impl Into<String>) -> Self {
+        FieldError { kind: FieldErrorKind::Invalid(value), field: field.into(), detail: detail.into() }
     }
 
     pub fn required(field: &str, detail: impl Into<String>) -> Self {
@@ -217,25 +314,55 @@ impl FieldError {
     }
 
     pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
-        let quoted: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
-        FieldError {
-            kind: FieldErrorKind::NotSupported(value.into()),
-            field: field.into(),
-            detail: format!("supported values: {}", quoted.join(", ")),
-        }
+        FieldError::not_supported_value(field, BadValue::Str(value.into()), supported)
+    }
+
+    /// NotSupported, with a value that need not be a string.
+    pub fn not_supported_value<S: AsRef<str>>(field: &str, value: BadValue, supported: &[S]) -> Self {
+        let quoted: Vec<String> = supported.iter().map(|s| format!("{:?}", s.as_ref())).collect();
+        let detail = if quoted.is_empty() { String::new() } else { format!("supported values: {}", quoted.join(", ")) };
+        FieldError { kind: FieldErrorKind::NotSupported(value), field: field.into(), detail }
     }
 
     pub fn forbidden(field: &str, detail: impl Into<String>) -> Self {
         FieldError { kind: FieldErrorKind::Forbidden, field: field.into(), detail: detail.into() }
     }
 
+    /// The value is not of the schema's type; `detail` says which it should be.
+    pub fn type_invalid(field: &str, value: BadValue, detail: impl Into<String>) -> Self {
+        FieldError { kind: FieldErrorKind::TypeInvalid(value), field: field.into(), detail: detail.into() }
+    }
+
+    /// Longer than `max` (upstream's `TooLong`).
+    pub fn too_long(field: &str, max: i64) -> Self {
+        let detail = if max >= 0 {
+            format!("may not be more than {max} {}", if max == 1 { "byte" } else { "bytes" })
+        } else {
+            "value is too long".into()
+        };
+        FieldError { kind: FieldErrorKind::TooLong, field: field.into(), detail }
+    }
+
+    /// `actual` items where at most `max` are allowed (upstream's `TooMany`).
+    pub fn too_many(field: &str, actual: i64, max: i64) -> Self {
+        let detail = if max >= 0 {
+            format!("must have at most {max} {}", if max == 1 { "item" } else { "items" })
+        } else {
+            "has too many items".into()
+        };
+        FieldError { kind: FieldErrorKind::TooMany(actual), field: field.into(), detail }
+    }
+
     /// The message without the field: `Invalid value: "x": detail`.
     pub fn body(&self) -> String {
         let mut s = match &self.kind {
-            FieldErrorKind::Invalid(v) => format!("Invalid value: {v:?}"),
+            FieldErrorKind::Invalid(v) | FieldErrorKind::TypeInvalid(v) => format!("Invalid value: {v}"),
             FieldErrorKind::Required => "Required value".to_string(),
-            FieldErrorKind::NotSupported(v) => format!("Unsupported value: {v:?}"),
+            FieldErrorKind::NotSupported(v) => format!("Unsupported value: {v}"),
             FieldErrorKind::Forbidden => "Forbidden".to_string(),
+            FieldErrorKind::TooLong => "Too long".to_string(),
+            FieldErrorKind::TooMany(n) if *n >= 0 => format!("Too many: {n}"),
+            FieldErrorKind::TooMany(_) => "Too many".to_string(),
         };
         if !self.detail.is_empty() {
             s.push_str(": ");
@@ -355,9 +482,51 @@ mod tests {
         assert_eq!(errs[1].field, "metadata.name");
         assert!(validate_name(NameRule::Dns1123Subdomain, Some("ok-abcde"), Some("ok-")).is_empty());
         let ns = FieldError::not_supported("resourceVersionMatch", "x", &["Exact", "NotOlderThan"]);
+        assert_eq!(ns.kind.cause_type(), "FieldValueNotSupported");
         assert_eq!(
             ns.to_string(),
             "resourceVersionMatch: Unsupported value: \"x\": supported values: \"Exact\", \"NotOlderThan\""
         );
+    }
+
+    #[test]
+    fn schema_errors_print_as_upstream() {
+        use serde_json::json;
+        let e = FieldError::type_invalid(
+            "spec.replicas",
+            BadValue::Str("string".into()),
+            "spec.replicas in body must be of type integer: \"string\"",
+        );
+        assert_eq!(
+            e.to_string(),
+            r#"spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string""#
+        );
+        assert_eq!(e.kind.cause_type(), "FieldValueTypeInvalid");
+        let e = FieldError::invalid_value(
+            "spec.n",
+            BadValue::of_json(&json!(0)),
+            "spec.n in body should be greater than or equal to 1",
+        );
+        assert_eq!(e.to_string(), "spec.n: Invalid value: 0: spec.n in body should be greater than or equal to 1");
+        assert_eq!(FieldError::too_long("spec.s", 5).to_string(), "spec.s: Too long: may not be more than 5 bytes");
+        assert_eq!(FieldError::too_long("spec.s", 1).to_string(), "spec.s: Too long: may not be more than 1 byte");
+        assert_eq!(FieldError::too_many("spec.l", 4, 3).to_string(), "spec.l: Too many: 4: must have at most 3 items");
+        let e = FieldError::not_supported_value("spec.e", BadValue::of_json(&json!(3)), &["1", "2"]);
+        assert_eq!(e.to_string(), r#"spec.e: Unsupported value: 3: supported values: "1", "2""#);
+        assert_eq!(BadValue::of_json(&json!(null)).to_string(), r#""null""#);
+        assert_eq!(BadValue::of_json(&json!(1.5)).to_string(), "1.5");
+        assert_eq!(BadValue::of_json(&json!(true)).to_string(), "true");
+        assert_eq!(
+            BadValue::of_json(&json!({"b": [1, "x"], "a": null})).to_string(),
+            r#"map[string]interface {}{"a":interface {}(nil), "b":[]interface {}{1, "x"}}"#
+        );
+        assert_eq!(go_float(1e21), "1e+21");
+        assert_eq!(go_float(1e6), "1e+06");
+        assert_eq!(go_float(1234567.0), "1.234567e+06");
+        assert_eq!(go_float(100000.0), "100000");
+        assert_eq!(go_float(2.5e-7), "2.5e-07");
+        assert_eq!(go_float(0.001), "0.001");
+        assert_eq!(go_float(10.0), "10");
+        assert_eq!(go_float(-1.5), "-1.5");
     }
 }

@@ -80,13 +80,13 @@ pub(crate) async fn api(headers: HeaderMap) -> Response {
 /// `GET /apis`.
 pub(crate) async fn apis(headers: HeaderMap) -> Response {
     if negotiate::wants_aggregated_discovery(&headers) {
-        let body = serde_json::to_vec(&docs::aggregated_groups()).unwrap_or_default();
+        let body = serde_json::to_vec(&docs::aggregated_groups(&kuorum_api::registry::builtin())).unwrap_or_default();
         return vary_accept(json_response_as(StatusCode::OK, docs::AGGREGATED_CONTENT_TYPE, body));
     }
     if let Err(e) = negotiate::check_accept(&headers) {
         return fail(e);
     }
-    vary_accept(json(&docs::api_group_list()))
+    vary_accept(json(&docs::api_group_list(&kuorum_api::registry::builtin())))
 }
 
 /// `GET /apis/{group}`.
@@ -97,7 +97,7 @@ pub(crate) async fn group(group: Result<Path<String>, PathRejection>, headers: H
     if let Err(e) = negotiate::check_accept(&headers) {
         return fail(e);
     }
-    match docs::api_group(&group) {
+    match docs::api_group(&kuorum_api::registry::builtin(), &group) {
         Some(doc) => json(&doc),
         None => fail(ApiError::path_not_found()),
     }
@@ -120,7 +120,7 @@ fn resources(group: &str, version: &str, headers: &HeaderMap) -> Response {
     if let Err(e) = negotiate::check_accept(headers) {
         return fail(e);
     }
-    match docs::api_resource_list(group, version) {
+    match docs::api_resource_list(&kuorum_api::registry::builtin(), group, version) {
         Some(doc) => json(&doc),
         None => fail(ApiError::path_not_found()),
     }

@@ -776,7 +776,7 @@ mod tests {
         let index: Value = serde_json::from_slice(&api.index().json).unwrap();
         let paths = index["paths"].as_object().unwrap();
         let keys: Vec<&str> = paths.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["api/v1", "apis/apps/v1", "apis/coordination.k8s.io/v1"]);
+        assert_eq!(keys, ["api/v1", "apis/apiextensions.k8s.io/v1", "apis/apps/v1", "apis/coordination.k8s.io/v1"]);
         for (path, entry) in paths {
             let url = entry["serverRelativeURL"].as_str().unwrap();
             let d = api.document(path).unwrap();
@@ -787,7 +787,7 @@ mod tests {
             assert_eq!(api.url_of(path).as_deref(), Some(url));
         }
         assert!(api.document("apis/apps/v2").is_none());
-        assert_eq!(api.paths().count(), 3);
+        assert_eq!(api.paths().count(), 4);
     }
 
     #[test]
@@ -944,8 +944,9 @@ mod tests {
             }
         }
         // configmaps, events, namespaces(+status), nodes(+status), pods(+status), secrets,
-        // serviceaccounts, services(+status), deployments(+status, scale), leases.
-        assert_eq!(patches, 16);
+        // serviceaccounts, services(+status), deployments(+status, scale), leases,
+        // customresourcedefinitions(+status).
+        assert_eq!(patches, 18);
     }
 
     /// `kubectl explain` finds the kind through an operation's GVK, then the component
@@ -1064,7 +1065,7 @@ mod tests {
         let served = OpenApiV3::new(
             builtin_documents().into_iter().chain([(group_version_path("stable.example.com", "v1"), d)]),
         );
-        assert_eq!(served.paths().count(), 4);
+        assert_eq!(served.paths().count(), 5);
         assert!(served
             .url_of("apis/stable.example.com/v1")
             .unwrap()
