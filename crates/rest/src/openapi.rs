@@ -12,6 +12,8 @@
 //! - `If-None-Match` with the current `ETag` answers 304.
 //! - An unknown group-version is a 404 Status.
 
+use std::sync::Arc;
+
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -62,13 +64,22 @@ pub(crate) async fn group_version(req: Request) -> Response {
     resp
 }
 
+/// A served document's bytes, shared with the set it belongs to (never copied).
+struct Shared(Arc<Document>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0.json
+    }
+}
+
 /// The document with its `ETag`, or 304 when the client holds it already.
-fn respond(doc: &'static Document, headers: &HeaderMap) -> Response {
+fn respond(doc: &Arc<Document>, headers: &HeaderMap) -> Response {
     let etag = format!("\"{}\"", doc.hash);
     let mut resp = if if_none_match(headers, &etag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let mut r = (StatusCode::OK, Bytes::from_static(&doc.json)).into_response();
+        let mut r = (StatusCode::OK, Bytes::from_owner(Shared(doc.clone()))).into_response();
         r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON));
         r
     };

@@ -71,6 +71,59 @@ impl Schemas {
     pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<Schema<'_>> {
         self.named(self.name_of(group, version, kind)?)
     }
+
+    /// The definition `name` with every `$ref` in it replaced by the definition it names,
+    /// recursively, and single-element `allOf`s folded into their node: a schema that
+    /// stands alone, as a custom resource's `metadata` does. A reference back into a
+    /// definition being inlined becomes a free object.
+    pub fn inlined(&self, name: &str) -> Option<Value> {
+        let def = self.defs.get(name)?;
+        Some(self.inline(def, &mut vec![name.to_string()]))
+    }
+
+    fn inline(&self, v: &Value, open: &mut Vec<String>) -> Value {
+        let Value::Object(m) = v else {
+            return match v {
+                Value::Array(a) => Value::Array(a.iter().map(|x| self.inline(x, open)).collect()),
+                other => other.clone(),
+            };
+        };
+        if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+            let name = r.rsplit('/').next().unwrap_or(r).to_string();
+            let mut out = match self.defs.get(&name) {
+                Some(def) if !open.contains(&name) => {
+                    open.push(name);
+                    let out = self.inline(def, open);
+                    open.pop();
+                    out
+                }
+                _ => serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+            };
+            // What the referring site says (its description) wins over the type's.
+            if let Value::Object(o) = &mut out {
+                for (k, x) in m.iter().filter(|(k, _)| *k != "$ref") {
+                    o.insert(k.clone(), self.inline(x, open));
+                }
+            }
+            return out;
+        }
+        let mut out = Map::new();
+        for (k, x) in m {
+            match (k.as_str(), x.as_array().map(Vec::as_slice)) {
+                ("allOf", Some([one])) => {
+                    if let Value::Object(folded) = self.inline(one, open) {
+                        for (fk, fx) in folded {
+                            out.entry(fk).or_insert(fx);
+                        }
+                    }
+                }
+                _ => {
+                    out.insert(k.clone(), self.inline(x, open));
+                }
+            }
+        }
+        Value::Object(out)
+    }
 }
 
 /// What a schema node holds, as patching sees it.
@@ -298,6 +351,20 @@ mod tests {
         assert_eq!(replicas.shape(), Shape::Scalar);
         let port = s.named("io.k8s.api.core.v1.ServicePort").unwrap().property("targetPort").unwrap();
         assert_eq!(port.shape(), Shape::Scalar);
+    }
+
+    #[test]
+    fn inlined_definitions_stand_alone() {
+        let meta = Schemas::builtin().inlined("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta").unwrap();
+        assert!(!meta.to_string().contains("$ref"), "every reference resolved");
+        assert!(!meta.to_string().contains("allOf"), "single allOfs folded");
+        let s = Schema::standalone(&meta);
+        assert_eq!(s.property("labels").unwrap().shape(), Shape::Map);
+        let owners = s.property("ownerReferences").unwrap();
+        assert_eq!(owners.patch_merge_key(), Some("uid"));
+        assert_eq!(owners.items().unwrap().property("uid").unwrap().shape(), Shape::Scalar);
+        assert_eq!(s.property("creationTimestamp").unwrap().node()["format"], "date-time");
+        assert!(s.property("creationTimestamp").unwrap().description().unwrap().starts_with("CreationTimestamp"));
     }
 
     #[test]

@@ -6,10 +6,12 @@
 //!   `-patch-merge-key`, `-list-type`, `-list-map-keys`, `-map-type`).
 //! - [`unknown`]: the fields of an object its schema does not know (fieldValidation).
 //! - [`openapi`]: the `/openapi/v3` index and per-group-version documents.
+//! - [`custom`]: what a custom resource's schema (a CRD's `openAPIV3Schema`) does to its
+//!   objects: resource metadata, defaults, validation, published definitions.
 //!
-//! Schemas of custom resources (a CRD's `openAPIV3Schema`) are viewed the same way with
-//! [`Schema::standalone`].
+//! Schemas of custom resources are viewed the same way with [`Schema::standalone`].
 
+pub mod custom;
 mod defs;
 pub mod openapi;
 pub mod unknown;

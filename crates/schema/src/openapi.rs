@@ -22,12 +22,14 @@
 //!   the component schema whose `x-kubernetes-group-version-kind` list contains it.
 //!
 //! The documents for the built-in resources are built once ([`OpenApiV3::builtin`]).
-//! Custom resources can be served by building another [`OpenApiV3`] from
-//! [`group_version_document`]s over their [`Resource`]s and a [`Definitions`] that layers
-//! their schemas over the built-in ones.
+//! Custom resources are served by [`OpenApiV3::with`] those documents and one
+//! [`custom_group_version_document`] per group-version of custom resources: their
+//! [`Resource`]s, and a [`Definitions`] that layers their kinds' schemas
+//! ([`crate::custom::definitions`]) over the built-in ones. Documents are shared, so only
+//! the new ones are built.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use kuorum_api::registry::{self, ResourceDef};
 use serde_json::{json, Map, Value};
@@ -98,7 +100,7 @@ pub struct Resource<'a> {
 }
 
 impl Resource<'static> {
-    /// A built-in resource of the registry.
+    /// A resource of the registry (built in, or a custom resource's entry).
     pub fn builtin(def: &'static ResourceDef) -> Self {
         let subresources = def
             .subresources
@@ -212,27 +214,44 @@ impl Document {
     }
 }
 
+impl AsRef<[u8]> for Document {
+    fn as_ref(&self) -> &[u8] {
+        &self.json
+    }
+}
+
 /// A set of served documents: the index and one document per group-version.
 #[derive(Debug, Clone)]
 pub struct OpenApiV3 {
-    index: Document,
+    index: Arc<Document>,
     /// Keyed by [`group_version_path`].
-    docs: BTreeMap<String, Document>,
+    docs: BTreeMap<String, Arc<Document>>,
+}
+
+fn document_of(doc: &Value) -> Arc<Document> {
+    Arc::new(Document::new(serde_json::to_vec(doc).expect("a JSON value serializes")))
 }
 
 impl OpenApiV3 {
     /// Serves `docs`, each keyed by its [`group_version_path`].
     pub fn new(docs: impl IntoIterator<Item = (String, Value)>) -> OpenApiV3 {
-        let docs: BTreeMap<String, Document> = docs
-            .into_iter()
-            .map(|(path, doc)| (path, Document::new(serde_json::to_vec(&doc).expect("a JSON value serializes"))))
-            .collect();
+        OpenApiV3::of(docs.into_iter().map(|(path, doc)| (path, document_of(&doc))).collect())
+    }
+
+    fn of(docs: BTreeMap<String, Arc<Document>>) -> OpenApiV3 {
         let mut paths = Map::new();
         for (path, doc) in &docs {
             paths.insert(path.clone(), json!({"serverRelativeURL": server_relative_url(path, &doc.hash)}));
         }
-        let index = Document::new(serde_json::to_vec(&json!({"paths": paths})).expect("a JSON value serializes"));
-        OpenApiV3 { index, docs }
+        OpenApiV3 { index: document_of(&json!({"paths": paths})), docs }
+    }
+
+    /// These documents and `extra` (which replace any at the same path), sharing the ones
+    /// kept.
+    pub fn with(&self, extra: impl IntoIterator<Item = (String, Value)>) -> OpenApiV3 {
+        let mut docs = self.docs.clone();
+        docs.extend(extra.into_iter().map(|(path, doc)| (path, document_of(&doc))));
+        OpenApiV3::of(docs)
     }
 
     /// The documents of the built-in resources, built once.
@@ -242,12 +261,12 @@ impl OpenApiV3 {
     }
 
     /// The index, `GET /openapi/v3`.
-    pub fn index(&self) -> &Document {
+    pub fn index(&self) -> &Arc<Document> {
         &self.index
     }
 
     /// The document of `path` (`api/v1`, `apis/apps/v1`).
-    pub fn document(&self, path: &str) -> Option<&Document> {
+    pub fn document(&self, path: &str) -> Option<&Arc<Document>> {
         self.docs.get(path)
     }
 
@@ -283,6 +302,23 @@ pub fn builtin_documents() -> Vec<(String, Value)> {
             (group_version_path(group, version), group_version_document(group, version, &resources, &defs))
         })
         .collect()
+}
+
+/// The document of one group-version of custom resources: each served version's
+/// registry entry with its `openAPIV3Schema`, whose kind and list definitions
+/// ([`crate::custom::definitions`]) are layered over the built-in ones.
+pub fn custom_group_version_document(
+    group: &str,
+    version: &str,
+    resources: &[(&'static ResourceDef, &Value)],
+) -> Value {
+    let mut extra = Map::new();
+    for (def, schema) in resources {
+        extra.extend(crate::custom::definitions(def.group, def.version, def.kind, def.list_kind, schema));
+    }
+    let defs = Definitions::builtin().with(&extra);
+    let resources: Vec<Resource<'static>> = resources.iter().map(|(def, _)| Resource::builtin(def)).collect();
+    group_version_document(group, version, &resources, &defs)
 }
 
 /// The OpenAPI 3.0 document of one group-version serving `resources`, with the
@@ -1021,6 +1057,38 @@ mod tests {
         assert!(!lease["components"]["schemas"].as_object().unwrap().contains_key("io.k8s.api.core.v1.Pod"));
         // The schema explain prints for deployment.spec.replicas.
         assert_eq!(s["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]["replicas"]["type"], "integer");
+    }
+
+    #[test]
+    fn custom_documents_join_the_built_in_ones() {
+        let def = kuorum_api::registry::intern_def(ResourceDef {
+            group: "stable.example.com",
+            version: "v1",
+            kind: "CronTab",
+            plural: "crontabs",
+            singular: "crontab",
+            list_kind: "CronTabList",
+            subresources: kuorum_api::registry::custom_subresources(true, true),
+            ..registry::RESOURCES[0]
+        });
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "description": "the spec",
+            "properties": {"cronSpec": {"type": "string"}}}}});
+        let doc = custom_group_version_document("stable.example.com", "v1", &[(def, &schema)]);
+        let p = &doc["paths"]["/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}/scale"];
+        assert_eq!(p["get"]["x-kubernetes-group-version-kind"]["kind"], "Scale");
+        let list = &doc["paths"]["/apis/stable.example.com/v1/namespaces/{namespace}/crontabs"]["get"];
+        assert_eq!(
+            list["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/com.example.stable.v1.CronTabList"
+        );
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        assert_eq!(schemas["com.example.stable.v1.CronTab"]["properties"]["spec"]["description"], "the spec");
+        assert!(schemas.contains_key("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"));
+        let base = OpenApiV3::builtin();
+        let served = base.with([(group_version_path("stable.example.com", "v1"), doc)]);
+        assert_eq!(served.paths().count(), base.paths().count() + 1);
+        assert!(Arc::ptr_eq(served.document("api/v1").unwrap(), base.document("api/v1").unwrap()), "shared");
+        assert_ne!(served.index().hash, base.index().hash);
     }
 
     /// A custom resource's group-version, its schema layered over the built-in ones.
