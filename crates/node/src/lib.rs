@@ -165,11 +165,8 @@ where
     }));
 
     let rest = RestState {
-        cluster: cluster.clone(),
-        cache: cache.clone(),
-        clock: seams.clock.clone(),
-        entropy: seams.entropy.clone(),
         request_timeout: cfg.request_timeout,
+        ..RestState::new(cluster.clone(), cache.clone(), seams.clock.clone(), seams.entropy.clone())
     };
     let app = kuorum_rest::router(rest).merge(debug::router(started.raft.clone()));
     let listener = seams.rest_listener;

@@ -279,6 +279,17 @@ pub(crate) async fn wait_fresh(st: &RestState, f: Freshness) -> Result<(), ApiEr
     }
 }
 
+/// Waits, for at most `within`, until a read of the local state is linearizable; gives up
+/// quietly (the read then sees the local state as it is). For reads that must not fail
+/// for want of a leader, such as discovery, but should see what was just written through
+/// another node.
+pub(crate) async fn try_most_recent(st: &RestState, within: Duration) {
+    if mutation::active(Mutation::StaleRead) {
+        return;
+    }
+    let _ = tokio::time::timeout(within, st.cluster.read_barrier(within.min(st.request_timeout))).await;
+}
+
 /// The stored object a read-modify-write (update, patch, apply) starts from.
 ///
 /// The first attempt reads the local copy without a read barrier: the write that follows

@@ -19,6 +19,7 @@ use crate::fields::{self, FieldValidation};
 use crate::negotiate::{self, json_response};
 use crate::object::{self, BodyFormat, Object};
 use crate::route::Ctx;
+use crate::strategy;
 use crate::RestState;
 
 /// How many generated names are tried before a conflict is reported.
@@ -43,13 +44,14 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     let mut obj = object::decode_as(format, &body)?;
     object::check_type_meta(&mut obj, def)?;
     let json_body = (format == BodyFormat::Json).then_some(&body[..]);
-    let warnings = fields::check_fields(def, &mut obj, json_body, validation)?;
+    let warnings = fields::check_fields(&ctx.target, &mut obj, json_body, validation)?;
 
     // Default.
-    defaults::apply(def, &mut obj);
+    defaults::apply(&ctx.target, &mut obj);
     place_in_namespace(&mut obj, def, namespace.as_deref())?;
     set_system_fields(st, &mut obj, def);
-    obj = fields::track_update(def, None, obj, &manager, "", &st.clock.now_rfc3339())?;
+    let now = st.clock.now_rfc3339();
+    obj = fields::track_update(&ctx.target, None, obj, &manager, "", &now)?;
     let given_name = object::meta_str(&obj, "name").map(str::to_string);
     let prefix = object::meta_str(&obj, "generateName").map(str::to_string);
 
@@ -70,6 +72,7 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.group_kind(), &name, &errs));
         }
+        strategy::before_write(&ctx.target, None, &mut obj, &now)?;
         if dry_run {
             return Ok(fields::with_warnings(json_response(StatusCode::CREATED, object::to_vec(&obj)), &warnings));
         }
@@ -78,7 +81,7 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         let cmd = Command::Create {
             key: object::key(def, namespace.as_deref(), &name),
             namespace: namespace.clone(),
-            object: object::to_vec(&obj).into(),
+            object: strategy::stored(&ctx.target, &obj).into(),
         };
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
             // Encode.

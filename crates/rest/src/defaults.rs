@@ -11,14 +11,27 @@
 //! ```
 //!
 //! A default is only ever added where the field is absent; nothing a client set changes.
+//! A CustomResourceDefinition gets kube-apiserver's defaults for its names and conversion,
+//! and a custom resource the `default`s of its version's schema.
 
 use kuorum_api::ResourceDef;
 use serde_json::{json, Map, Value};
 
 use crate::object::Object;
+use crate::route::Target;
+use crate::strategy;
 
-/// Fills in `obj`'s defaults for its kind.
-pub(crate) fn apply(def: &ResourceDef, obj: &mut Object) {
+/// Fills in the defaults of an object written through `t`.
+pub(crate) fn apply(t: &Target, obj: &mut Object) {
+    match &t.custom {
+        Some(c) => crate::custom::apply_defaults(c, obj),
+        None if strategy::is_crd(t) => kuorum_api::crd::set_defaults(obj),
+        None => builtin(t.def, obj),
+    }
+}
+
+/// Fills in `obj`'s defaults for its built-in kind.
+pub(crate) fn builtin(def: &ResourceDef, obj: &mut Object) {
     match (def.group, def.kind) {
         ("", "Secret") => {
             set(obj, "type", json!("Opaque"));
@@ -132,9 +145,9 @@ mod tests {
     use kuorum_api::registry;
 
     fn run(plural: &str, group: &str, v: Value) -> Value {
-        let def = registry::lookup(group, if group.is_empty() { "v1" } else { "v1" }, plural).unwrap();
+        let def = registry::lookup(group, "v1", plural).unwrap();
         let mut o = v.as_object().unwrap().clone();
-        apply(def, &mut o);
+        builtin(def, &mut o);
         Value::Object(o)
     }
 

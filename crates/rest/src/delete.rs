@@ -7,19 +7,28 @@
 //! accepted and checked; kuorum runs no garbage collector and no kubelet, so dependents
 //! are not touched and an object held by finalizers gets `deletionGracePeriodSeconds: 0`.
 //! kube-rs sends `{}`, kubectl `{"propagationPolicy":"Background"}`, Python no body.
+//!
+//! A CustomResourceDefinition is first given the `customresourcecleanup.apiextensions.k8s.io`
+//! finalizer, so the delete only marks it: the leader's CRD controller (kuorum-node)
+//! deletes its objects, then drops the finalizer, and apply removes the CRD.
 
 use axum::http::StatusCode;
 use axum::response::Response;
 use kuorum_api::validation::FieldError;
-use kuorum_api::{ApiError, GroupKind};
+use kuorum_api::{crd, ApiError, GroupKind};
 use kuorum_store::{Command, Precondition, WriteError};
 use serde_json::Value;
 
+use crate::consistency::read_for_write;
 use crate::error::{cluster_error, write_error};
 use crate::negotiate::{self, json_response};
 use crate::object;
 use crate::route::Ctx;
+use crate::strategy;
 use crate::RestState;
+
+/// How often adding the cleanup finalizer to a CRD is retried when the CRD moves on.
+const FINALIZER_ATTEMPTS: usize = 5;
 
 /// Namespaces kube-apiserver never lets go.
 const UNDELETABLE_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
@@ -53,6 +62,9 @@ pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, Api
     }
 
     // Store.
+    if strategy::is_crd(t) {
+        hold_for_cleanup(st, &t.key()).await?;
+    }
     let wanted_rv = opts.precondition.resource_version;
     let cmd = Command::Delete {
         key: t.key(),
@@ -114,6 +126,9 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
             deleted.push(Value::Object(obj));
             continue;
         }
+        if strategy::is_crd(&ctx.target) {
+            hold_for_cleanup(st, &item.key).await?;
+        }
         let cmd = Command::Delete {
             key: item.key.clone(),
             precondition: Precondition {
@@ -123,7 +138,11 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
             deletion_timestamp: Some(st.clock.now_rfc3339()),
         };
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
-            Ok(stored) => deleted.push(Value::Object(object::parse_stored(&stored)?)),
+            Ok(stored) => {
+                let mut obj = object::parse_stored(&stored)?;
+                object::set_type_meta(&mut obj, def);
+                deleted.push(Value::Object(obj));
+            }
             // Gone or replaced meanwhile: not ours to delete.
             Err(WriteError::NotFound | WriteError::UidMismatch { .. }) => {}
             Err(e) => return Err(write_error(e, def, object::meta_str(&obj, "name").unwrap_or(""))),
@@ -138,6 +157,40 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
         "items": deleted,
     });
     Ok(json_response(StatusCode::OK, serde_json::to_vec(&list).unwrap_or_default()))
+}
+
+/// Gives the CRD at `key` the cleanup finalizer (unless it has it, or is being deleted
+/// already), so that deleting it marks it and its objects go first. A CRD that is gone or
+/// changes hands is left to the delete that follows to report.
+async fn hold_for_cleanup(st: &RestState, key: &str) -> Result<(), ApiError> {
+    for attempt in 1..=FINALIZER_ATTEMPTS {
+        let Some(bytes) = read_for_write(st, key, attempt).await? else { return Ok(()) };
+        let mut obj = object::parse_stored(&bytes)?;
+        let meta = object::meta_mut(&mut obj);
+        if meta.contains_key("deletionTimestamp") {
+            return Ok(());
+        }
+        let finalizers = meta.entry("finalizers").or_insert_with(|| Value::Array(Vec::new()));
+        if !finalizers.is_array() {
+            *finalizers = Value::Array(Vec::new());
+        }
+        let Value::Array(list) = finalizers else { unreachable!("made a list above") };
+        if list.iter().any(|f| f == crd::CLEANUP_FINALIZER) {
+            return Ok(());
+        }
+        list.push(Value::from(crd::CLEANUP_FINALIZER));
+        let rv = object::parse_rv(object::meta_str(&obj, "resourceVersion"))?;
+        let cmd = Command::Update {
+            key: key.to_string(),
+            object: object::to_vec(&obj).into(),
+            precondition: Precondition { resource_version: rv, uid: None },
+        };
+        match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
+            Err(WriteError::Conflict) => continue,
+            _ => return Ok(()),
+        }
+    }
+    Ok(())
 }
 
 /// The DeleteOptions of a request: its body, with the query's `dryRun`,

@@ -1,17 +1,34 @@
 //! Discovery and other fixed endpoints: `/api`, `/apis` (aggregated v2 when `Accept`
 //! asks for it, legacy otherwise), `/apis/{group}`, `/api/v1`, `/apis/{group}/{version}`,
 //! `/version`, and the health checks.
+//!
+//! The named groups are the built-in ones and this node's custom resources, read at the
+//! newest state: a read barrier first (given up after [`FRESH_WITHIN`], serving what the
+//! node has), so a CRD created through any node is listed by every node at once.
+
+use std::time::Duration;
 
 use axum::extract::rejection::PathRejection;
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use kuorum_api::discovery as docs;
-use kuorum_api::ApiError;
+use kuorum_api::{ApiError, ResourceDef};
 use serde_json::Value;
 
+use crate::consistency::try_most_recent;
 use crate::error::RestError;
 use crate::negotiate::{self, json_response, json_response_as};
+use crate::RestState;
+
+/// How long discovery waits for the newest state before serving the node's own.
+pub(crate) const FRESH_WITHIN: Duration = Duration::from_secs(2);
+
+/// The resources discovery lists, at the newest state this node can confirm.
+async fn served(st: &RestState) -> Vec<&'static ResourceDef> {
+    try_most_recent(st, FRESH_WITHIN).await;
+    st.custom.with_builtin(&st.cache)
+}
 
 fn json(v: &Value) -> Response {
     json_response(StatusCode::OK, serde_json::to_vec(v).unwrap_or_default())
@@ -78,26 +95,30 @@ pub(crate) async fn api(headers: HeaderMap) -> Response {
 }
 
 /// `GET /apis`.
-pub(crate) async fn apis(headers: HeaderMap) -> Response {
+pub(crate) async fn apis(State(st): State<RestState>, headers: HeaderMap) -> Response {
     if negotiate::wants_aggregated_discovery(&headers) {
-        let body = serde_json::to_vec(&docs::aggregated_groups(&kuorum_api::registry::builtin())).unwrap_or_default();
+        let body = serde_json::to_vec(&docs::aggregated_groups(&served(&st).await)).unwrap_or_default();
         return vary_accept(json_response_as(StatusCode::OK, docs::AGGREGATED_CONTENT_TYPE, body));
     }
     if let Err(e) = negotiate::check_accept(&headers) {
         return fail(e);
     }
-    vary_accept(json(&docs::api_group_list(&kuorum_api::registry::builtin())))
+    vary_accept(json(&docs::api_group_list(&served(&st).await)))
 }
 
 /// `GET /apis/{group}`.
-pub(crate) async fn group(group: Result<Path<String>, PathRejection>, headers: HeaderMap) -> Response {
+pub(crate) async fn group(
+    State(st): State<RestState>,
+    group: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> Response {
     let Ok(Path(group)) = group else {
         return fail(ApiError::path_not_found());
     };
     if let Err(e) = negotiate::check_accept(&headers) {
         return fail(e);
     }
-    match docs::api_group(&kuorum_api::registry::builtin(), &group) {
+    match docs::api_group(&served(&st).await, &group) {
         Some(doc) => json(&doc),
         None => fail(ApiError::path_not_found()),
     }
@@ -105,22 +126,28 @@ pub(crate) async fn group(group: Result<Path<String>, PathRejection>, headers: H
 
 /// `GET /api/v1`.
 pub(crate) async fn core_resources(headers: HeaderMap) -> Response {
-    resources("", "v1", &headers)
+    if let Err(e) = negotiate::check_accept(&headers) {
+        return fail(e);
+    }
+    match docs::api_resource_list(&kuorum_api::registry::builtin(), "", "v1") {
+        Some(doc) => json(&doc),
+        None => fail(ApiError::path_not_found()),
+    }
 }
 
 /// `GET /apis/{group}/{version}`.
-pub(crate) async fn group_resources(gv: Result<Path<(String, String)>, PathRejection>, headers: HeaderMap) -> Response {
-    match gv {
-        Ok(Path((group, version))) => resources(&group, &version, &headers),
-        Err(_) => fail(ApiError::path_not_found()),
-    }
-}
-
-fn resources(group: &str, version: &str, headers: &HeaderMap) -> Response {
-    if let Err(e) = negotiate::check_accept(headers) {
+pub(crate) async fn group_resources(
+    State(st): State<RestState>,
+    gv: Result<Path<(String, String)>, PathRejection>,
+    headers: HeaderMap,
+) -> Response {
+    let Ok(Path((group, version))) = gv else {
+        return fail(ApiError::path_not_found());
+    };
+    if let Err(e) = negotiate::check_accept(&headers) {
         return fail(e);
     }
-    match docs::api_resource_list(&kuorum_api::registry::builtin(), group, version) {
+    match docs::api_resource_list(&served(&st).await, &group, &version) {
         Some(doc) => json(&doc),
         None => fail(ApiError::path_not_found()),
     }

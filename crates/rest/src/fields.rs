@@ -1,7 +1,8 @@
 //! Owns what a write does with an object's fields before it is stored:
 //!
 //! - `fieldValidation` (`Ignore`, `Warn` — the default — or `Strict`): fields the kind's
-//!   schema does not know, and keys repeated in the body. They are dropped as
+//!   schema (a custom resource's: its version's `openAPIV3Schema`) does not know, and
+//!   keys repeated in the body. They are dropped as
 //!   kube-apiserver's typed decoding drops them; `Warn` answers one `Warning` header per
 //!   field, `Strict` answers 400 naming all of them.
 //! - the field manager: `fieldManager`, or the User-Agent's product name, as kube-apiserver
@@ -20,6 +21,7 @@ use serde_json::Value;
 
 use crate::object::Object;
 use crate::query::Query;
+use crate::route::Target;
 
 /// The longest field manager name kube-apiserver accepts.
 const MAX_MANAGER_LEN: usize = 128;
@@ -62,14 +64,15 @@ pub(crate) fn schema_of(def: &ResourceDef) -> Option<Schema<'static>> {
 /// it is the object itself) is also checked for repeated keys. Returns the warnings to
 /// send under `Warn`; under `Strict` any such field is a 400.
 pub(crate) fn check_fields(
-    def: &ResourceDef,
+    t: &Target,
     obj: &mut Object,
     body: Option<&[u8]>,
     mode: FieldValidation,
 ) -> Result<Vec<String>, ApiError> {
+    let def = t.def;
     let mut problems: Vec<String> =
         body.map(duplicate_fields).unwrap_or_default().iter().map(|f| format!("duplicate field {f:?}")).collect();
-    if let Some(schema) = schema_of(def) {
+    if let Some(schema) = t.schema() {
         let mut value = Value::Object(std::mem::take(obj));
         let unknown = prune_unknown_fields(schema, &mut value);
         if let Value::Object(o) = value {
@@ -121,14 +124,15 @@ pub(crate) fn manager(q: &Query, headers: &HeaderMap, options: &str, apply: bool
 /// Records an Update (create, PUT, or a non-apply PATCH) by `manager` in `new`'s
 /// managedFields. Kinds without a schema keep what they have.
 pub(crate) fn track_update(
-    def: &ResourceDef,
+    t: &Target,
     old: Option<&Object>,
     new: Object,
     manager: &str,
     subresource: &str,
     now: &str,
 ) -> Result<Object, ApiError> {
-    let Some(schema) = schema_of(def) else { return Ok(new) };
+    let def = t.def;
+    let Some(schema) = t.schema() else { return Ok(new) };
     let name = crate::object::meta_str(&new, "name").unwrap_or("").to_string();
     let name = name.as_str();
     let old = old.map(|o| Value::Object(o.clone()));
@@ -160,8 +164,9 @@ mod tests {
     use kuorum_api::registry;
     use serde_json::json;
 
-    fn cm() -> &'static ResourceDef {
-        registry::lookup("", "v1", "configmaps").unwrap()
+    fn cm() -> Target {
+        let def: &'static ResourceDef = registry::lookup("", "v1", "configmaps").unwrap();
+        Target { def, namespace: None, name: None, subresource: None, custom: None }
     }
 
     #[test]
@@ -170,15 +175,15 @@ mod tests {
         let obj = || serde_json::from_slice::<Value>(body).unwrap().as_object().unwrap().clone();
 
         let mut o = obj();
-        let warnings = check_fields(cm(), &mut o, Some(body), FieldValidation::Warn).unwrap();
+        let warnings = check_fields(&cm(), &mut o, Some(body), FieldValidation::Warn).unwrap();
         assert_eq!(warnings, vec![r#"duplicate field "data""#, r#"unknown field "dat""#]);
         assert_eq!(Value::Object(o), json!({"metadata": {"name": "x"}, "data": {"a": "2"}}));
 
         let mut o = obj();
-        assert!(check_fields(cm(), &mut o, Some(body), FieldValidation::Ignore).unwrap().is_empty());
+        assert!(check_fields(&cm(), &mut o, Some(body), FieldValidation::Ignore).unwrap().is_empty());
         assert!(o.get("dat").is_none(), "Ignore still drops unknown fields");
 
-        let e = check_fields(cm(), &mut obj(), Some(body), FieldValidation::Strict).unwrap_err();
+        let e = check_fields(&cm(), &mut obj(), Some(body), FieldValidation::Strict).unwrap_err();
         assert_eq!(e.code, 400);
         assert_eq!(
             e.message,

@@ -25,7 +25,12 @@ pub(crate) async fn get(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> 
     let body = match output {
         Output::Json => return Ok(json_response(StatusCode::OK, served_bytes(&obj.bytes, t.def)?)),
         Output::Table(version) => {
-            let view = TableView { def: t.def, version, include: IncludeObject::from_query(&ctx.query)? };
+            let view = TableView {
+                def: t.def,
+                version,
+                include: IncludeObject::from_query(&ctx.query)?,
+                custom: t.custom.clone(),
+            };
             let parsed = obj
                 .value()
                 .filter(|v| v.is_object())

@@ -9,6 +9,11 @@
 //! history for exact lists and continue tokens, after waiting as [`consistency`] decides.
 //! Every failure is a [`kuorum_api::ApiError`], turned into a `metav1.Status` response
 //! in one place ([`error`]).
+//!
+//! Custom resources go the same way: [`route`] finds them among the node's CRDs
+//! ([`custom`]), and the verbs apply their schema (pruning, defaults, validation, field
+//! ownership) where they apply a built-in kind's; [`strategy`] holds the rules particular
+//! to CRDs and custom resources.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +26,9 @@ use kuorum_watch::WatchCache;
 use tower_http::compression::{CompressionLayer, Predicate};
 
 mod consistency;
+mod crd_cleanup;
 mod create;
+mod custom;
 mod defaults;
 mod delete;
 mod discovery;
@@ -36,12 +43,15 @@ mod openapi;
 mod patch;
 pub mod query;
 mod route;
+mod strategy;
 mod subresource;
 mod table;
 mod token;
 mod update;
 mod watch;
 
+pub use crd_cleanup::finalize_deleted_crds;
+pub use custom::CustomResources;
 pub use error::RestError;
 
 /// How long a request may wait for replication by default (kube-apiserver's 60 s).
@@ -57,12 +67,21 @@ pub struct RestState {
     pub entropy: Arc<dyn Entropy>,
     /// The deadline of a write (and of a read barrier).
     pub request_timeout: Duration,
+    /// The custom resources this node serves, read from `cache`.
+    pub custom: Arc<CustomResources>,
 }
 
 impl RestState {
     /// A state with the default request timeout.
     pub fn new(cluster: Cluster, cache: Arc<WatchCache>, clock: Arc<dyn Clock>, entropy: Arc<dyn Entropy>) -> Self {
-        RestState { cluster, cache, clock, entropy, request_timeout: DEFAULT_REQUEST_TIMEOUT }
+        RestState {
+            cluster,
+            cache,
+            clock,
+            entropy,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            custom: Arc::new(CustomResources::default()),
+        }
     }
 }
 

@@ -102,7 +102,12 @@ pub(crate) async fn list(st: &RestState, ctx: Ctx) -> Result<Response, ApiError>
     let body = match output {
         Output::Json => return Ok(json_response(StatusCode::OK, encode_list(t.def, &filter.prefix, page)?)),
         Output::Table(version) => {
-            let view = TableView { def: t.def, version, include: IncludeObject::from_query(&ctx.query)? };
+            let view = TableView {
+                def: t.def,
+                version,
+                include: IncludeObject::from_query(&ctx.query)?,
+                custom: t.custom.clone(),
+            };
             view.list(&page_meta(&filter.prefix, &page), &page.items, st.clock.now_unix_seconds())?
         }
         Output::PartialObjectMetadataList(version) => {
@@ -157,15 +162,26 @@ fn continue_expired(prefix: &str, from_key: &str) -> Response {
     json_response(StatusCode::GONE, serde_json::to_vec(&status).unwrap_or_default())
 }
 
-/// Whether stored bytes already start with the type meta kube-apiserver puts first.
-pub(crate) fn has_type_meta(bytes: &[u8]) -> bool {
-    bytes.starts_with(b"{\"kind\":\"")
+/// Whether stored bytes already start with `def`'s type meta (`{"kind":"K","apiVersion":"V",`),
+/// as kube-apiserver puts it first. A custom resource stored at another version of its CRD
+/// does not: its `apiVersion` is the storage version's.
+pub(crate) fn has_type_meta(bytes: &[u8], def: &ResourceDef) -> bool {
+    let rest = bytes
+        .strip_prefix(b"{\"kind\":\"".as_slice())
+        .and_then(|r| r.strip_prefix(def.kind.as_bytes()))
+        .and_then(|r| r.strip_prefix(b"\",\"apiVersion\":\"".as_slice()));
+    let rest = match (rest, def.group.is_empty()) {
+        (None, _) => return false,
+        (Some(r), true) => Some(r),
+        (Some(r), false) => r.strip_prefix(def.group.as_bytes()).and_then(|r| r.strip_prefix(b"/".as_slice())),
+    };
+    rest.and_then(|r| r.strip_prefix(def.version.as_bytes())).is_some_and(|r| r.starts_with(b"\""))
 }
 
-/// An object's bytes as served: as stored, or (for bytes stored without type meta) with
-/// kind and apiVersion put first.
+/// An object's bytes as served: as stored, or (for bytes stored without `def`'s type meta)
+/// with kind and apiVersion put first.
 pub(crate) fn served_bytes(bytes: &Bytes, def: &ResourceDef) -> Result<Bytes, ApiError> {
-    if has_type_meta(bytes) {
+    if has_type_meta(bytes, def) {
         return Ok(bytes.clone());
     }
     let mut obj = parse_stored(bytes)?;
@@ -208,7 +224,7 @@ fn encode_list(def: &ResourceDef, prefix: &str, page: Page) -> Result<Bytes, Api
         if i > 0 {
             out.put_u8(b',');
         }
-        if has_type_meta(b) {
+        if has_type_meta(b, def) {
             out.put_slice(b);
         } else {
             out.put_slice(&served_bytes(b, def)?);
@@ -216,4 +232,25 @@ fn encode_list(def: &ResourceDef, prefix: &str, page: Page) -> Result<Bytes, Api
     }
     out.put_slice(b"]}");
     Ok(out.freeze())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_meta_is_recognized_per_version() {
+        let cm = kuorum_api::registry::lookup("", "v1", "configmaps").unwrap();
+        assert!(has_type_meta(br#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{}}"#, cm));
+        assert!(!has_type_meta(br#"{"metadata":{},"kind":"ConfigMap","apiVersion":"v1"}"#, cm));
+        let d = kuorum_api::registry::lookup("apps", "v1", "deployments").unwrap();
+        assert!(has_type_meta(br#"{"kind":"Deployment","apiVersion":"apps/v1","spec":{}}"#, d));
+        assert!(!has_type_meta(br#"{"kind":"Deployment","apiVersion":"apps/v1beta1","spec":{}}"#, d));
+        assert!(!has_type_meta(br#"{"kind":"Deployment","apiVersion":"apps/v10","spec":{}}"#, d));
+        let stored = Bytes::from_static(br#"{"kind":"Deployment","apiVersion":"apps/v1beta1","spec":{}}"#);
+        assert_eq!(
+            &served_bytes(&stored, d).unwrap()[..],
+            br#"{"kind":"Deployment","apiVersion":"apps/v1","spec":{}}"#
+        );
+    }
 }

@@ -11,35 +11,48 @@
 //!   `Cache-Control: public, immutable`, a stale one is redirected (301) to the current URL.
 //! - `If-None-Match` with the current `ETag` answers 304.
 //! - An unknown group-version is a 404 Status.
+//!
+//! The documents are the built-in ones and one per group-version of this node's custom
+//! resources ([`crate::custom::CustomResources::openapi`]); the index is read at the
+//! newest state, as discovery is.
 
 use std::sync::Arc;
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use kuorum_api::ApiError;
 use kuorum_schema::openapi::{self as docs, Document, OpenApiV3};
 
+use crate::consistency::try_most_recent;
+use crate::discovery::FRESH_WITHIN;
 use crate::error::RestError;
 use crate::negotiate::{MediaType, JSON};
 use crate::query::Query;
-
-/// The documents served: the built-in resources'.
-fn served() -> &'static OpenApiV3 {
-    OpenApiV3::builtin()
-}
+use crate::RestState;
 
 /// `GET /openapi/v3`.
-pub(crate) async fn index(headers: HeaderMap) -> Response {
-    respond(served().index(), &headers)
+pub(crate) async fn index(State(st): State<RestState>, headers: HeaderMap) -> Response {
+    try_most_recent(&st, FRESH_WITHIN).await;
+    index_of(&st.custom.openapi(&st.cache), &headers)
 }
 
 /// `GET /openapi/v3/{*gv}`: `api/v1`, `apis/apps/v1`, ...
-pub(crate) async fn group_version(req: Request) -> Response {
+pub(crate) async fn group_version(State(st): State<RestState>, req: Request) -> Response {
+    document_of(&st.custom.openapi(&st.cache), req)
+}
+
+/// The index of `served`.
+fn index_of(served: &OpenApiV3, headers: &HeaderMap) -> Response {
+    respond(served.index(), headers)
+}
+
+/// The group-version document a request names, from `served`.
+fn document_of(served: &OpenApiV3, req: Request) -> Response {
     let (parts, _) = req.into_parts();
     let path = parts.uri.path().strip_prefix(docs::INDEX_PATH).and_then(|p| p.strip_prefix('/')).unwrap_or("");
-    let Some(doc) = served().document(path) else {
+    let Some(doc) = served.document(path) else {
         return RestError(ApiError::path_not_found()).into_response();
     };
     if !accepts_json(&parts.headers) {
@@ -125,7 +138,9 @@ mod tests {
     use tower::ServiceExt;
 
     fn router() -> Router {
-        Router::new().route("/openapi/v3", get(index)).route("/openapi/v3/{*gv}", get(group_version))
+        Router::new()
+            .route("/openapi/v3", get(|h: HeaderMap| async move { index_of(OpenApiV3::builtin(), &h) }))
+            .route("/openapi/v3/{*gv}", get(|req: Request| async move { document_of(OpenApiV3::builtin(), req) }))
     }
 
     async fn call(uri: &str, headers: &[(&str, &str)]) -> (StatusCode, HeaderMap, Vec<u8>) {
@@ -168,7 +183,7 @@ mod tests {
         let (status, h, _) = call("/openapi/v3/apis/apps/v1", &[]).await;
         assert_eq!(status, StatusCode::OK);
         assert!(h.get(header::CACHE_CONTROL).is_none());
-        let current = served().url_of("apis/apps/v1").unwrap();
+        let current = OpenApiV3::builtin().url_of("apis/apps/v1").unwrap();
         let (status, h, _) = call("/openapi/v3/apis/apps/v1?hash=0123", &[]).await;
         assert_eq!(status, StatusCode::MOVED_PERMANENTLY);
         assert_eq!(h[header::LOCATION], current.as_str());

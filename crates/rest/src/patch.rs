@@ -5,7 +5,9 @@
 //! `application/merge-patch+json` (RFC 7386), `application/strategic-merge-patch+json`
 //! (merge keys and strategies from the kind's schema) or `application/apply-patch+yaml`
 //! (server-side apply, YAML or JSON, `fieldManager` required, conflicts 409 unless
-//! `force=true`, creates the object when it is absent).
+//! `force=true`, creates the object when it is absent). A custom resource has no patch
+//! strategies: a strategic merge patch of one is 415, as kube-apiserver answers, and its
+//! server-side apply follows its version's schema.
 //!
 //! Each attempt patches the object as read and stores the result on condition that the
 //! object still has the resourceVersion read. If it moved on, the patch is applied again
@@ -29,6 +31,7 @@ use crate::fields::{self, FieldValidation};
 use crate::negotiate::{self, json_response};
 use crate::object::{self, Object};
 use crate::route::{Ctx, Target};
+use crate::strategy;
 use crate::subresource;
 use crate::RestState;
 
@@ -42,6 +45,10 @@ const PATCH_TYPES: &[&str] = &[
     "application/strategic-merge-patch+json",
     "application/apply-patch+yaml",
 ];
+
+/// The patch media types of a custom resource (no strategic merge patch).
+const CUSTOM_PATCH_TYPES: &[&str] =
+    &["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
 
 /// What the body is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +141,14 @@ fn patch_kind(ctx: &Ctx) -> Result<Kind, ApiError> {
     if essence == "application/apply-patch+yaml" {
         return Ok(Kind::Apply);
     }
-    PatchType::from_content_type(&essence).map(Kind::Patch).ok_or_else(|| ApiError::unsupported_media_type(PATCH_TYPES))
+    match PatchType::from_content_type(&essence) {
+        Some(PatchType::Strategic) if ctx.target.custom.is_some() => {
+            Err(ApiError::unsupported_media_type(CUSTOM_PATCH_TYPES))
+        }
+        Some(pt) => Ok(Kind::Patch(pt)),
+        None if ctx.target.custom.is_some() => Err(ApiError::unsupported_media_type(CUSTOM_PATCH_TYPES)),
+        None => Err(ApiError::unsupported_media_type(PATCH_TYPES)),
+    }
 }
 
 /// Decodes and checks an apply configuration: YAML or JSON, an object of the URL's kind
@@ -172,7 +186,7 @@ fn decode_apply_config(
     }
     place_in_url_namespace(&mut config, t)?;
     let json_body = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-    warnings.extend(fields::check_fields(def, &mut config, json_body.then_some(body), validation)?);
+    warnings.extend(fields::check_fields(t, &mut config, json_body.then_some(body), validation)?);
     Ok(config)
 }
 
@@ -180,11 +194,13 @@ fn decode_apply_config(
 async fn update_by_patch(
     st: &RestState,
     req: &Request<'_>,
-    current: Object,
+    mut current: Object,
     warnings: &mut Vec<String>,
 ) -> Result<Attempt, ApiError> {
     let t = req.target;
     let def = t.def;
+    // A custom resource stored at another version reads as this one.
+    object::set_type_meta(&mut current, def);
     let current_rv = object::meta_str(&current, "resourceVersion").unwrap_or("").to_string();
     let now = st.clock.now_rfc3339();
     let api_version = def.api_version();
@@ -204,16 +220,16 @@ async fn update_by_patch(
                 }
                 object::meta_mut(&mut config).remove("resourceVersion");
             }
-            let mut applied = apply_config(def, Some(&current), &config, &writer, req.force)?;
-            defaults::apply(def, &mut applied);
+            let mut applied = apply_config(t, Some(&current), &config, &writer, req.force)?;
+            defaults::apply(t, &mut applied);
             subresource::shape_write(def, sub, &current, applied)
         }
         (Kind::Patch(pt), _) => {
             let mut patched = run_patch(pt, def, &current, req.body)?;
-            warnings.extend(fields::check_fields(def, &mut patched, body_if_object(pt, req.body), req.validation)?);
-            defaults::apply(def, &mut patched);
+            warnings.extend(fields::check_fields(t, &mut patched, body_if_object(pt, req.body), req.validation)?);
+            defaults::apply(t, &mut patched);
             let patched = subresource::shape_write(def, sub, &current, patched);
-            fields::track_update(def, Some(&current), patched, &req.manager, sub.unwrap_or(""), &now)?
+            fields::track_update(t, Some(&current), patched, &req.manager, sub.unwrap_or(""), &now)?
         }
         (Kind::Apply, None) => unreachable!("apply requests carry their configuration"),
     };
@@ -243,6 +259,7 @@ async fn update_by_patch(
     if def.kind == "Namespace" && def.group.is_empty() {
         crate::update::keep_namespace_active(&mut new);
     }
+    strategy::before_write(t, Some(&current), &mut new, &now)?;
     if req.dry_run {
         if let Some(rv) = client_rv {
             return Err(ApiError::rv_precondition_conflict(def.group_resource(), t.name(), &rv, &current_rv));
@@ -253,7 +270,7 @@ async fn update_by_patch(
     object::meta_mut(&mut new).remove("resourceVersion");
 
     // Store.
-    let cmd = Command::Update { key: t.key(), object: object::to_vec(&new).into(), precondition };
+    let cmd = Command::Update { key: t.key(), object: strategy::stored(t, &new).into(), precondition };
     match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
         // Encode.
         Ok(stored) => Ok(Attempt::Done(object::encode_stored(&stored, def)?)),
@@ -277,18 +294,20 @@ async fn create_by_apply(st: &RestState, req: &Request<'_>, _warnings: &mut Vec<
     if t.subresource.is_some() {
         return Err(ApiError::not_found(def.group_resource(), t.name()));
     }
-    let mut obj = apply_config(def, None, config, &writer, req.force)?;
-    defaults::apply(def, &mut obj);
+    let mut obj = apply_config(t, None, config, &writer, req.force)?;
+    defaults::apply(t, &mut obj);
     object::set_type_meta(&mut obj, def);
     crate::create::prepare_new_object(st, &mut obj, def, t.namespace.as_deref())?;
     let errs = validate_name(NameRule::for_kind(def.kind), Some(t.name()), None);
     if !errs.is_empty() {
         return Err(ApiError::invalid(def.group_kind(), t.name(), &errs));
     }
+    strategy::before_write(t, None, &mut obj, &now)?;
     if req.dry_run {
         return Ok(Attempt::Done(object::to_vec(&obj)));
     }
-    let cmd = Command::Create { key: t.key(), namespace: t.namespace.clone(), object: object::to_vec(&obj).into() };
+    let cmd =
+        Command::Create { key: t.key(), namespace: t.namespace.clone(), object: strategy::stored(t, &obj).into() };
     match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
         Ok(stored) => Ok(Attempt::Done(object::encode_stored(&stored, def)?)),
         Err(WriteError::AlreadyExists) => Ok(Attempt::Retry),
@@ -298,13 +317,14 @@ async fn create_by_apply(st: &RestState, req: &Request<'_>, _warnings: &mut Vec<
 
 /// Runs server-side apply; conflicts become kube-apiserver's 409.
 fn apply_config(
-    def: &ResourceDef,
+    t: &Target,
     live: Option<&Object>,
     config: &Object,
     w: &Writer<'_>,
     force: bool,
 ) -> Result<Object, ApiError> {
-    let Some(schema) = fields::schema_of(def) else {
+    let def = t.def;
+    let Some(schema) = t.schema() else {
         return Err(ApiError::internal(format!("no schema for {}", def.group_kind())));
     };
     let live = live.map(|o| Value::Object(o.clone()));

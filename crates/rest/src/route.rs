@@ -1,5 +1,11 @@
 //! From a resource path to a [`Target`], and from the HTTP method to the verb handler.
 //!
+//! A path names a built-in resource of the registry or, failing that, a served version of
+//! one of the node's CustomResourceDefinitions ([`crate::custom`]). A path under a group
+//! with a dot in its name that names neither is looked up once more after a Most Recent
+//! read barrier before it is answered 404: a client that just created a CRD through
+//! another node can use its resource through this one at once.
+//!
 //! Paths under `/api/v1/` and `/apis/{group}/{version}/`:
 //!
 //! ```text
@@ -17,7 +23,10 @@ use axum::response::{IntoResponse, Response};
 use kuorum_api::registry::{self, ResourceDef};
 use kuorum_api::validation::is_valid_path_segment_name;
 use kuorum_api::{ApiError, GroupResource};
+use kuorum_schema::{Schema, Schemas};
 
+use crate::consistency::{wait_fresh, Freshness};
+use crate::custom::CustomRef;
 use crate::error::RestError;
 use crate::query::{decode_component, Query};
 use crate::{create, delete, get, list, negotiate, patch, subresource, update, watch, RestState};
@@ -32,6 +41,8 @@ pub(crate) struct Target {
     /// The object name; `None` for a collection.
     pub name: Option<String>,
     pub subresource: Option<String>,
+    /// The CRD and version, for a custom resource.
+    pub custom: Option<CustomRef>,
 }
 
 impl Target {
@@ -44,6 +55,35 @@ impl Target {
     pub fn key(&self) -> String {
         crate::object::key(self.def, self.namespace.as_deref(), self.name())
     }
+
+    /// The schema of the resource's objects: the built-in kind's, or the custom resource
+    /// version's.
+    pub fn schema(&self) -> Option<Schema<'_>> {
+        match &self.custom {
+            Some(c) => Some(c.schema()),
+            None => Schemas::builtin().kind(self.def.group, self.def.version, self.def.kind),
+        }
+    }
+
+    /// The version objects are stored at: the resource's own, or the CRD's storage version.
+    pub fn storage_def(&self) -> &'static ResourceDef {
+        self.custom.as_ref().and_then(CustomRef::storage_def).unwrap_or(self.def)
+    }
+}
+
+/// How a path's group, version and resource are found: the built-in registry first, then
+/// the node's custom resources.
+pub(crate) type Resolve<'a> = &'a dyn Fn(&str, &str, &str) -> Option<(&'static ResourceDef, Option<CustomRef>)>;
+
+/// The built-in resources only.
+pub(crate) fn builtin(group: &str, version: &str, plural: &str) -> Option<(&'static ResourceDef, Option<CustomRef>)> {
+    registry::lookup(group, version, plural).map(|d| (d, None))
+}
+
+/// Whether a path may name a custom resource: one under a group with a dot in its name,
+/// as every CRD's group has.
+fn may_be_custom(path: &str) -> bool {
+    path.strip_prefix("/apis/").and_then(|rest| rest.split('/').next()).is_some_and(|g| g.contains('.'))
 }
 
 /// A request on its way to a verb handler.
@@ -54,8 +94,8 @@ pub(crate) struct Ctx {
     pub body: Body,
 }
 
-/// Parses a resource path (404 NotFound when it names nothing kuorum serves).
-pub(crate) fn parse_path(path: &str) -> Result<Target, ApiError> {
+/// Parses a resource path (404 NotFound when it names nothing `resolve` finds).
+pub(crate) fn parse_path(path: &str, resolve: Resolve<'_>) -> Result<Target, ApiError> {
     let (group, version, rest) = if let Some(rest) = path.strip_prefix("/api/v1/") {
         (String::new(), "v1".to_string(), rest)
     } else if let Some(rest) = path.strip_prefix("/apis/") {
@@ -76,18 +116,18 @@ pub(crate) fn parse_path(path: &str) -> Result<Target, ApiError> {
     }
     let seg = |i: usize| segs.get(i).map(String::as_str);
 
-    let (def, namespace, rest) =
+    let ((def, custom), namespace, rest) =
         if seg(0) == Some("namespaces") && segs.len() >= 3 && !matches!(seg(2), Some("status" | "finalize")) {
-            let def = registry::lookup(&group, &version, &segs[2])
-                .filter(|d| d.namespaced())
+            let found = resolve(&group, &version, &segs[2])
+                .filter(|(d, _)| d.namespaced())
                 .ok_or_else(ApiError::path_not_found)?;
-            (def, Some(segs[1].clone()), &segs[3..])
+            (found, Some(segs[1].clone()), &segs[3..])
         } else {
-            let def = registry::lookup(&group, &version, &segs[0]).ok_or_else(ApiError::path_not_found)?;
-            if def.namespaced() && segs.len() > 1 {
+            let found = resolve(&group, &version, &segs[0]).ok_or_else(ApiError::path_not_found)?;
+            if found.0.namespaced() && segs.len() > 1 {
                 return Err(ApiError::path_not_found());
             }
-            (def, None, &segs[1..])
+            (found, None, &segs[1..])
         };
     let (name, subresource) = match rest {
         [] => (None, None),
@@ -101,7 +141,7 @@ pub(crate) fn parse_path(path: &str) -> Result<Target, ApiError> {
             return Err(ApiError::bad_request(format!("invalid resource name {segment:?}: [{}]", problems.join(", "))));
         }
     }
-    Ok(Target { def, namespace, name, subresource })
+    Ok(Target { def, namespace, name, subresource, custom })
 }
 
 /// The handler of every resource path.
@@ -114,7 +154,20 @@ pub(crate) async fn dispatch(State(st): State<RestState>, req: Request) -> Respo
 
 async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
     let (parts, body) = req.into_parts();
-    let target = parse_path(parts.uri.path())?;
+    let path = parts.uri.path();
+    let resolve = |group: &str, version: &str, plural: &str| {
+        builtin(group, version, plural)
+            .or_else(|| st.custom.resolve(&st.cache, group, version, plural).map(|(d, c)| (d, Some(c))))
+    };
+    let target = match parse_path(path, &resolve) {
+        // A CRD created through another node may not have reached this one yet: look
+        // again at the newest state before answering that nothing is there.
+        Err(e) if e.code == 404 && may_be_custom(path) => {
+            wait_fresh(st, Freshness::MostRecent).await?;
+            parse_path(path, &resolve)?
+        }
+        found => found?,
+    };
     let query = Query::parse(parts.uri.query());
     negotiate::check_accept(&parts.headers)?;
     let gr = target.def.group_resource();
@@ -169,7 +222,7 @@ mod tests {
     use super::*;
 
     fn t(path: &str) -> Target {
-        parse_path(path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        parse_path(path, &builtin).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
     #[test]
@@ -214,10 +267,12 @@ mod tests {
             "/api/v1/namespaces//configmaps",
             "/api/v2/pods",
         ] {
-            let e = parse_path(p).unwrap_err();
+            let e = parse_path(p, &builtin).unwrap_err();
             assert_eq!((e.code, e.message.as_str()), (404, "the server could not find the requested resource"), "{p}");
         }
-        assert_eq!(parse_path("/api/v1/namespaces/default/configmaps/%2E%2E").unwrap_err().code, 400);
-        assert_eq!(parse_path("/api/v1/namespaces/default/configmaps/a%2Fb").unwrap_err().code, 400);
+        assert_eq!(parse_path("/api/v1/namespaces/default/configmaps/%2E%2E", &builtin).unwrap_err().code, 400);
+        assert_eq!(parse_path("/api/v1/namespaces/default/configmaps/a%2Fb", &builtin).unwrap_err().code, 400);
+        assert!(may_be_custom("/apis/stable.example.com/v1/crontabs"));
+        assert!(!may_be_custom("/apis/apps/v1/foos") && !may_be_custom("/api/v1/foos"));
     }
 }

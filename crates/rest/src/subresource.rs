@@ -1,5 +1,7 @@
-//! Owns what the `status` subresource means for writes, and the `scale` subresource of
-//! Deployments: an `autoscaling/v1` Scale read from and written into the Deployment.
+//! Owns what the `status` subresource means for writes, and the `scale` subresource: an
+//! `autoscaling/v1` Scale read from and written into a Deployment, or a custom resource
+//! whose CRD says where its replicas and selector are (`specReplicasPath`,
+//! `statusReplicasPath`, `labelSelectorPath`).
 //!
 //! For a kind with a status subresource, a write to the object keeps the stored status
 //! and a write to `/status` changes only the status: spec and status have separate
@@ -25,6 +27,7 @@ use crate::fields;
 use crate::negotiate::{self, json_response};
 use crate::object::{self, BodyFormat, Object};
 use crate::route::{Ctx, Target};
+use crate::strategy;
 use crate::RestState;
 
 /// How often a scale write is redone after the object changed underneath it.
@@ -58,18 +61,75 @@ pub(crate) fn shape_write(def: &ResourceDef, subresource: Option<&str>, old: &Ob
     }
 }
 
-/// The Scale of a Deployment.
-fn scale_of(deployment: &Object) -> Object {
-    let meta = object::meta(deployment).cloned().unwrap_or_default();
+/// The segments of a simple JSONPath (`.spec.replicas` -> `spec`, `replicas`).
+fn segments(path: &str) -> impl Iterator<Item = &str> {
+    path.split('.').filter(|s| !s.is_empty())
+}
+
+/// The value at a simple JSONPath.
+fn at_path<'a>(obj: &'a Object, path: &str) -> Option<&'a Value> {
+    let mut segs = segments(path);
+    let mut v = obj.get(segs.next()?)?;
+    for seg in segs {
+        v = v.get(seg)?;
+    }
+    Some(v)
+}
+
+/// Sets the value at a simple JSONPath, making the objects on the way.
+fn set_path(obj: &mut Object, path: &str, value: Value) {
+    let segs: Vec<&str> = segments(path).collect();
+    let Some((last, parents)) = segs.split_last() else { return };
+    let mut m = obj;
+    for seg in parents {
+        let entry = m.entry(seg.to_string()).or_insert_with(|| json!({}));
+        if !entry.is_object() {
+            *entry = json!({});
+        }
+        m = match entry {
+            Value::Object(o) => o,
+            _ => unreachable!("made an object above"),
+        };
+    }
+    m.insert(last.to_string(), value);
+}
+
+/// Where an object of `t` keeps its desired replicas.
+fn spec_replicas_path(t: &Target) -> &str {
+    match t.custom.as_ref().and_then(|c| c.scale()) {
+        Some(s) => &s.spec_replicas_path,
+        None => ".spec.replicas",
+    }
+}
+
+/// The Scale of an object of `t`: a Deployment, or a custom resource with a scale
+/// subresource (absent counts read as 0, as kube-apiserver reads them).
+fn scale_of(t: &Target, obj: &Object) -> Object {
+    let meta = object::meta(obj).cloned().unwrap_or_default();
     let mut m = Map::new();
     for field in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
         if let Some(v) = meta.get(field) {
             m.insert(field.into(), v.clone());
         }
     }
-    let replicas = deployment.get("spec").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(1));
-    let status_replicas = deployment.get("status").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(0));
-    let selector = deployment.get("spec").and_then(|s| s.get("selector")).map(selector_string).unwrap_or_default();
+    let (replicas, status_replicas, selector) = match t.custom.as_ref().and_then(|c| c.scale()) {
+        Some(paths) => (
+            at_path(obj, &paths.spec_replicas_path).filter(|v| v.is_i64()).cloned().unwrap_or(json!(0)),
+            at_path(obj, &paths.status_replicas_path).filter(|v| v.is_i64()).cloned().unwrap_or(json!(0)),
+            paths
+                .label_selector_path
+                .as_deref()
+                .and_then(|p| at_path(obj, p))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        ),
+        None => (
+            obj.get("spec").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(1)),
+            obj.get("status").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(0)),
+            obj.get("spec").and_then(|s| s.get("selector")).map(selector_string).unwrap_or_default(),
+        ),
+    };
     let v = json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -114,12 +174,12 @@ pub(crate) async fn get_scale(st: &RestState, ctx: Ctx) -> Result<Response, ApiE
     let Some(obj) = found else {
         return Err(ApiError::not_found(t.def.group_resource(), t.name()));
     };
-    let deployment = object::parse_stored(&obj.bytes)?;
-    Ok(json_response(StatusCode::OK, object::to_vec(&scale_of(&deployment))))
+    let parent = object::parse_stored(&obj.bytes)?;
+    Ok(json_response(StatusCode::OK, object::to_vec(&scale_of(t, &parent))))
 }
 
 /// PUT (a Scale body) or PATCH (merge, JSON or strategic, applied to the Scale) of
-/// `/scale`: the Deployment's `spec.replicas` becomes the Scale's.
+/// `/scale`: the object's desired replicas become the Scale's.
 pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result<Response, ApiError> {
     // Parse.
     let t = &ctx.target;
@@ -148,8 +208,9 @@ pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result
         let Some(stored) = read_for_write(st, &t.key(), attempt).await? else {
             return Err(ApiError::not_found(t.def.group_resource(), t.name()));
         };
-        let old = object::parse_stored(&stored)?;
-        let scale = scale_of(&old);
+        let mut old = object::parse_stored(&stored)?;
+        object::set_type_meta(&mut old, t.def);
+        let scale = scale_of(t, &old);
         let new_scale = match patch_type {
             Some(pt) => patch_scale(pt, &scale, &body)?,
             None => object::decode_as(format, &body)?,
@@ -168,17 +229,15 @@ pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result
             )));
         }
         let mut new = old.clone();
-        if let Some(Value::Object(spec)) = new.get_mut("spec") {
-            spec.insert("replicas".into(), Value::from(replicas));
-        } else {
-            new.insert("spec".into(), json!({"replicas": replicas}));
-        }
-        let new = fields::track_update(t.def, Some(&old), new, &manager, "scale", &st.clock.now_rfc3339())?;
+        set_path(&mut new, spec_replicas_path(t), Value::from(replicas));
+        let now = st.clock.now_rfc3339();
+        let mut new = fields::track_update(t, Some(&old), new, &manager, "scale", &now)?;
+        strategy::before_write(t, Some(&old), &mut new, &now)?;
         if dry_run {
             if let Some(rv) = client_rv {
                 return Err(ApiError::rv_precondition_conflict(t.def.group_resource(), t.name(), &rv, &current_rv));
             }
-            return Ok(json_response(StatusCode::OK, object::to_vec(&scale_of(&new))));
+            return Ok(json_response(StatusCode::OK, object::to_vec(&scale_of(t, &new))));
         }
         let mut new = new;
         object::meta_mut(&mut new).remove("resourceVersion");
@@ -188,12 +247,12 @@ pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result
         };
 
         // Store.
-        let cmd = Command::Update { key: t.key(), object: object::to_vec(&new).into(), precondition };
+        let cmd = Command::Update { key: t.key(), object: strategy::stored(t, &new).into(), precondition };
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
             // Encode.
             Ok(stored) => {
-                let deployment = object::parse_stored(&stored)?;
-                return Ok(json_response(StatusCode::OK, object::to_vec(&scale_of(&deployment))));
+                let parent = object::parse_stored(&stored)?;
+                return Ok(json_response(StatusCode::OK, object::to_vec(&scale_of(t, &parent))));
             }
             Err(WriteError::Conflict) if client_rv.is_none() => continue,
             Err(e) => return Err(write_error(e, t.def, t.name())),
@@ -274,6 +333,16 @@ mod tests {
     }
 
     #[test]
+    fn simple_paths_read_and_write() {
+        let mut o = obj(json!({"spec": {"replicas": 2}, "status": "x"}));
+        assert_eq!(at_path(&o, ".spec.replicas"), Some(&json!(2)));
+        assert_eq!(at_path(&o, ".spec.nope"), None);
+        set_path(&mut o, ".status.scale.replicas", json!(3));
+        set_path(&mut o, ".spec.replicas", json!(4));
+        assert_eq!(Value::Object(o), json!({"spec": {"replicas": 4}, "status": {"scale": {"replicas": 3}}}));
+    }
+
+    #[test]
     fn a_deployment_reads_as_a_scale() {
         let d = obj(
             json!({"metadata": {"name": "web", "namespace": "ns", "uid": "u", "resourceVersion": "7", "labels": {"x": "y"}},
@@ -281,8 +350,10 @@ mod tests {
                 "matchExpressions": [{"key": "env", "operator": "In", "values": ["a", "b"]}]}},
             "status": {"replicas": 2}}),
         );
+        let deploy = registry::lookup("apps", "v1", "deployments").unwrap();
+        let t = Target { def: deploy, namespace: None, name: None, subresource: None, custom: None };
         assert_eq!(
-            Value::Object(scale_of(&d)),
+            Value::Object(scale_of(&t, &d)),
             json!({"kind": "Scale", "apiVersion": "autoscaling/v1",
                    "metadata": {"name": "web", "namespace": "ns", "uid": "u", "resourceVersion": "7"},
                    "spec": {"replicas": 3}, "status": {"replicas": 2, "selector": "app=web,tier=fe,env in (a,b)"}})

@@ -5,7 +5,10 @@
 //! Columns and cells follow kube-apiserver's printers (`pkg/printers/internalversion/
 //! printers.go`), which the server always runs with `Wide: true`: every column, including
 //! the `priority: 1` ones that kubectl shows only with `-o wide`. Kinds without a printer
-//! get the default convertor's `Name` / `Created At` columns. Ages are
+//! get the default convertor's `Name` / `Created At` columns. A custom resource gets `Name`
+//! and its version's `additionalPrinterColumns` (`Age` when it has none), each cell read
+//! at the column's simple JSONPath (`.spec.replicas`, `.status.items[0].name`) and typed as
+//! the column says, as the apiextensions server's table convertor does. Ages are
 //! [`human_duration`]s from the node's clock.
 //!
 //! A Table carries `metadata.resourceVersion` (the list's, or the object's), `continue`
@@ -20,6 +23,7 @@ use bytes::Bytes;
 use kuorum_api::{ApiError, Reason, ResourceDef};
 use serde_json::{json, Map, Value};
 
+use crate::custom::CustomRef;
 use crate::negotiate::MetaVersion;
 use crate::object::{parse_stored, set_type_meta};
 use crate::query::Query;
@@ -815,6 +819,76 @@ fn event_cells(e: &Value, now: i64) -> Vec<Value> {
     ]
 }
 
+// ---- Custom resources --------------------------------------------------------------------
+
+/// The column definitions of a custom resource's Tables: `Name`, then its version's
+/// printer columns, or the `Age` column kube-apiserver serves when there are none.
+fn custom_columns(c: &CustomRef) -> Vec<Value> {
+    let mut out = vec![column_json(&NAME)];
+    if c.columns().is_empty() {
+        out.push(json!({"name": "Age", "type": "date", "format": "", "description": CREATED_DOC, "priority": 0}));
+    }
+    for col in c.columns() {
+        out.push(json!({"name": col.name, "type": col.column_type, "format": col.format,
+                        "description": col.description, "priority": col.priority}));
+    }
+    out
+}
+
+/// The cells of a custom resource's row.
+fn custom_cells(c: &CustomRef, obj: &Value, now: i64) -> Vec<Value> {
+    let mut cells = vec![Value::from(name(obj))];
+    if c.columns().is_empty() {
+        cells.push(cell("date", json_path(obj, ".metadata.creationTimestamp"), now));
+    }
+    for col in c.columns() {
+        cells.push(cell(&col.column_type, json_path(obj, &col.json_path), now));
+    }
+    cells
+}
+
+/// The value at a simple JSONPath: `.a.b`, with list indexes (`.a[0].b`); braces, as in
+/// `{.a.b}`, are allowed.
+pub(crate) fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    let path = path.trim();
+    let path = path.strip_prefix('{').and_then(|p| p.strip_suffix('}')).unwrap_or(path);
+    let mut v = obj;
+    for seg in path.split('.').filter(|s| !s.is_empty()) {
+        let (field, indexes) = match seg.find('[') {
+            Some(i) => (&seg[..i], &seg[i..]),
+            None => (seg, ""),
+        };
+        if !field.is_empty() {
+            v = v.get(field)?;
+        }
+        for index in indexes.split('[').filter(|s| !s.is_empty()) {
+            v = v.get(index.strip_suffix(']')?.parse::<usize>().ok()?)?;
+        }
+    }
+    Some(v)
+}
+
+/// One cell of a custom resource's column of `column_type` (the apiextensions table
+/// convertor's `cellForJSONValue`): `null` when the value is missing or not of the type; a
+/// `string` column prints any value; a `date` column is the age of the timestamp.
+fn cell(column_type: &str, v: Option<&Value>, now: i64) -> Value {
+    let Some(v) = v.filter(|v| !v.is_null()) else { return Value::Null };
+    match (column_type, v) {
+        ("string", Value::String(_)) => v.clone(),
+        ("string", _) => Value::from(v.to_string()),
+        ("integer", Value::Number(n)) => {
+            n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)).map_or(Value::Null, Value::from)
+        }
+        ("number", Value::Number(n)) => n.as_f64().map_or(Value::Null, Value::from),
+        ("boolean", Value::Bool(_)) => v.clone(),
+        ("date", Value::String(ts)) => match parse_time(ts) {
+            Some(t) => Value::from(human_duration(now - t)),
+            None => Value::from("<invalid>"),
+        },
+        _ => Value::Null,
+    }
+}
+
 // ---- Time ------------------------------------------------------------------------------
 
 /// How long ago `timestamp` (RFC 3339) was at `now`, as [`human_duration`]; `<unknown>`
@@ -980,11 +1054,13 @@ impl ListMeta {
 // ---- Tables and partial metadata -------------------------------------------------------
 
 /// How a read turns objects of one resource into Tables.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct TableView {
     pub def: &'static ResourceDef,
     pub version: MetaVersion,
     pub include: IncludeObject,
+    /// The CRD version of a custom resource, whose printer columns the Tables have.
+    pub custom: Option<CustomRef>,
 }
 
 impl TableView {
@@ -1003,12 +1079,18 @@ impl TableView {
     }
 
     fn encode(&self, meta: Value, objs: &[&Value], headers: bool, now: i64) -> Vec<u8> {
-        let columns =
-            if headers { Value::Array(columns(self.def).iter().map(column_json).collect()) } else { Value::Null };
+        let columns = match (&self.custom, headers) {
+            (_, false) => Value::Null,
+            (Some(c), true) => Value::Array(custom_columns(c)),
+            (None, true) => Value::Array(columns(self.def).iter().map(column_json).collect()),
+        };
         let rows: Vec<Value> = objs
             .iter()
             .map(|obj| {
-                let r = row(self.def, obj, now);
+                let r = match &self.custom {
+                    Some(c) => Row { cells: custom_cells(c, obj, now), conditions: None },
+                    None => row(self.def, obj, now),
+                };
                 let mut out = Map::new();
                 out.insert("cells".into(), Value::Array(r.cells));
                 if let Some(c) = r.conditions {
@@ -1475,6 +1557,26 @@ mod tests {
     }
 
     #[test]
+    fn simple_json_paths_and_typed_cells() {
+        let o = json!({"spec": {"replicas": 3, "ratio": 0.5, "on": true, "name": "x", "items": [{"n": "a"}, {"n": "b"}]},
+                       "metadata": {"creationTimestamp": "2026-11-21T23:40:28Z"}});
+        assert_eq!(json_path(&o, ".spec.replicas"), Some(&json!(3)));
+        assert_eq!(json_path(&o, "{.spec.items[1].n}"), Some(&json!("b")));
+        assert_eq!(json_path(&o, ".spec.items[2].n"), None);
+        assert_eq!(json_path(&o, ".spec.nope"), None);
+        assert_eq!(cell("integer", json_path(&o, ".spec.replicas"), NOW), json!(3));
+        assert_eq!(cell("integer", json_path(&o, ".spec.ratio"), NOW), json!(0));
+        assert_eq!(cell("number", json_path(&o, ".spec.replicas"), NOW), json!(3.0));
+        assert_eq!(cell("string", json_path(&o, ".spec.replicas"), NOW), json!("3"));
+        assert_eq!(cell("string", json_path(&o, ".spec.name"), NOW), json!("x"));
+        assert_eq!(cell("boolean", json_path(&o, ".spec.on"), NOW), json!(true));
+        assert_eq!(cell("boolean", json_path(&o, ".spec.name"), NOW), Value::Null);
+        assert_eq!(cell("date", json_path(&o, ".metadata.creationTimestamp"), NOW), json!("5m"));
+        assert_eq!(cell("date", json_path(&o, ".spec.name"), NOW), json!("<invalid>"));
+        assert_eq!(cell("string", None, NOW), Value::Null);
+    }
+
+    #[test]
     fn default_columns_for_other_kinds() {
         let mut other = *def("", "configmaps");
         other.kind = "Widget";
@@ -1494,7 +1596,7 @@ mod tests {
             br#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"default","resourceVersion":"7","creationTimestamp":"2026-11-21T23:45:00Z","labels":{"app":"x"}},"data":{"k":"v"}}"#,
         );
         let meta = ListMeta { resource_version: "9".into(), continue_token: Some("tok".into()), remaining: Some(4) };
-        let view = TableView { def: cm, version: MetaVersion::V1, include: IncludeObject::Metadata };
+        let view = TableView { def: cm, version: MetaVersion::V1, include: IncludeObject::Metadata, custom: None };
         let t: Value = serde_json::from_slice(&view.list(&meta, std::slice::from_ref(&stored), NOW).unwrap()).unwrap();
         assert_eq!(t["kind"], "Table");
         assert_eq!(t["apiVersion"], "meta.k8s.io/v1");
@@ -1511,7 +1613,7 @@ mod tests {
         let keys: Vec<&String> = t.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["kind", "apiVersion", "metadata", "columnDefinitions", "rows"]);
 
-        let view = TableView { def: cm, version: MetaVersion::V1beta1, include: IncludeObject::None };
+        let view = TableView { def: cm, version: MetaVersion::V1beta1, include: IncludeObject::None, custom: None };
         let t: Value = serde_json::from_slice(&view.list(&ListMeta::default(), &[], NOW).unwrap()).unwrap();
         assert_eq!(
             (t["apiVersion"].clone(), t["metadata"].clone(), t["rows"].clone()),
@@ -1520,7 +1622,7 @@ mod tests {
 
         let obj: Value =
             serde_json::from_slice(br#"{"metadata":{"name":"b","resourceVersion":"3"},"data":{}}"#).unwrap();
-        let view = TableView { def: cm, version: MetaVersion::V1, include: IncludeObject::Object };
+        let view = TableView { def: cm, version: MetaVersion::V1, include: IncludeObject::Object, custom: None };
         let t: Value = serde_json::from_slice(&view.object(&obj, false, NOW)).unwrap();
         assert_eq!(t["metadata"], json!({"resourceVersion": "3"}));
         assert_eq!(t["columnDefinitions"], Value::Null);
@@ -1528,7 +1630,7 @@ mod tests {
             t["rows"][0]["object"],
             json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "b", "resourceVersion": "3"}, "data": {}})
         );
-        let view = TableView { def: cm, version: MetaVersion::V1, include: IncludeObject::None };
+        let view = TableView { def: cm, version: MetaVersion::V1, include: IncludeObject::None, custom: None };
         let t: Value = serde_json::from_slice(&view.object(&obj, true, NOW)).unwrap();
         assert_eq!(t["rows"][0]["object"], Value::Null);
     }
@@ -1585,7 +1687,12 @@ mod tests {
                 NOW
             }
         }
-        let view = TableView { def: def("", "configmaps"), version: MetaVersion::V1, include: IncludeObject::Metadata };
+        let view = TableView {
+            def: def("", "configmaps"),
+            version: MetaVersion::V1,
+            include: IncludeObject::Metadata,
+            custom: None,
+        };
         let mut w = WatchView::Table { view, clock: std::sync::Arc::new(Fixed), headers_sent: false };
         let obj = json!({"metadata": {"name": "a", "resourceVersion": "12"}, "data": {"x": "y"}});
         let first: Value = serde_json::from_slice(&w.encode(&obj)).unwrap();

@@ -20,6 +20,7 @@ use crate::fields::{self, FieldValidation};
 use crate::negotiate::{self, json_response};
 use crate::object::{self, BodyFormat, Object};
 use crate::route::{Ctx, Target};
+use crate::strategy;
 use crate::subresource;
 use crate::RestState;
 
@@ -38,10 +39,10 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     let mut obj = object::decode_as(format, &body)?;
     object::check_type_meta(&mut obj, def)?;
     let json_body = (format == BodyFormat::Json).then_some(&body[..]);
-    let warnings = fields::check_fields(def, &mut obj, json_body, validation)?;
+    let warnings = fields::check_fields(t, &mut obj, json_body, validation)?;
 
     // Default/validate.
-    defaults::apply(def, &mut obj);
+    defaults::apply(t, &mut obj);
     let body_name = object::meta_str(&obj, "name").unwrap_or("");
     if body_name != name {
         return Err(ApiError::bad_request(format!(
@@ -78,10 +79,14 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         let Some(old) = read_for_write(st, &t.key(), attempt).await? else {
             return Err(ApiError::not_found(def.group_resource(), &name));
         };
-        let old = object::parse_stored(&old)?;
+        let mut old = object::parse_stored(&old)?;
+        // A custom resource stored at another version reads as this one.
+        object::set_type_meta(&mut old, def);
         let sub = t.subresource.as_deref();
+        let now = st.clock.now_rfc3339();
         let new = subresource::shape_write(def, sub, &old, obj.clone());
-        let new = fields::track_update(def, Some(&old), new, &manager, sub.unwrap_or(""), &st.clock.now_rfc3339())?;
+        let mut new = fields::track_update(t, Some(&old), new, &manager, sub.unwrap_or(""), &now)?;
+        strategy::before_write(t, Some(&old), &mut new, &now)?;
         if dry_run {
             let resp = dry_run_update(t, &old, new, &precondition)?;
             return Ok(fields::with_warnings(resp, &warnings));
@@ -91,7 +96,7 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
             Precondition { resource_version: precondition.resource_version.or(read_rv), uid: precondition.uid.clone() };
 
         // Store.
-        let cmd = Command::Update { key: t.key(), object: object::to_vec(&new).into(), precondition: p };
+        let cmd = Command::Update { key: t.key(), object: strategy::stored(t, &new).into(), precondition: p };
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
             // Encode.
             Ok(stored) => {

@@ -66,7 +66,12 @@ pub(crate) async fn watch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
     let mut view = match negotiate_output(&ctx.headers)? {
         Output::Json => None,
         Output::Table(version) => Some(WatchView::Table {
-            view: TableView { def: t.def, version, include: IncludeObject::from_query(&ctx.query)? },
+            view: TableView {
+                def: t.def,
+                version,
+                include: IncludeObject::from_query(&ctx.query)?,
+                custom: t.custom.clone(),
+            },
             clock: st.clock.clone(),
             headers_sent: false,
         }),
@@ -230,7 +235,7 @@ impl EventStream {
             };
         }
         match item {
-            WatchItem::Event(t, event) if has_type_meta(&event.object.bytes) => event.line(t),
+            WatchItem::Event(t, event) if has_type_meta(&event.object.bytes, self.def) => event.line(t),
             WatchItem::Event(t, event) => match served_bytes(&event.object.bytes, self.def) {
                 Ok(bytes) => event_line(t.as_str(), &bytes),
                 Err(e) => {

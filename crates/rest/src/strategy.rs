@@ -1,0 +1,60 @@
+//! Owns the rules of a write that belong to CustomResourceDefinitions and custom resources,
+//! as kube-apiserver's per-resource strategies hold them. They run last, after defaults and
+//! field tracking, just before an object is stored (or answered, for a dry run):
+//!
+//! - a CustomResourceDefinition gets the status kuorum's instant naming and establishing
+//!   give it (names accepted, `Established`, the storage version in `storedVersions`; a
+//!   write to `/status` keeps the status it is given), then kube-apiserver's validation
+//!   (422 Invalid);
+//! - a custom resource is validated against its version's schema (422 Invalid), and is
+//!   not created while its CRD is being deleted (405, as kube-apiserver answers);
+//!
+//! and [`stored`] gives the bytes to store: a custom resource at its CRD's storage
+//! version.
+
+use kuorum_api::{crd, ApiError, GroupResource};
+use serde_json::Value;
+
+use crate::object::{self, Object};
+use crate::route::Target;
+
+/// Whether `t` is the CustomResourceDefinition resource itself.
+pub(crate) fn is_crd(t: &Target) -> bool {
+    t.custom.is_none() && t.def.group == crd::GROUP && t.def.plural == crd::PLURAL
+}
+
+/// The last step of every write of `obj` (over `old`, none for a create) through `t`.
+pub(crate) fn before_write(t: &Target, old: Option<&Object>, obj: &mut Object, now: &str) -> Result<(), ApiError> {
+    if let Some(c) = &t.custom {
+        if old.is_none() && c.terminating() {
+            let gr = GroupResource { group: t.def.group, resource: t.def.plural };
+            let mut e = ApiError::method_not_supported(gr, "create");
+            e.message = "create not allowed while custom resource definition is terminating".into();
+            return Err(e);
+        }
+        return crate::custom::validate(t.def, c, obj);
+    }
+    if is_crd(t) {
+        if t.subresource.as_deref() != Some("status") {
+            crd::set_status(obj, old.and_then(|o| o.get("status")), now);
+        }
+        let old = old.map(|o| Value::Object(o.clone()));
+        let errs = crd::validate(&Value::Object(obj.clone()), old.as_ref());
+        if !errs.is_empty() {
+            let name = object::meta_str(obj, "name").unwrap_or("");
+            return Err(ApiError::invalid(t.def.group_kind(), name, &errs));
+        }
+    }
+    Ok(())
+}
+
+/// The bytes of `obj` as stored: at the storage version of a custom resource's CRD.
+pub(crate) fn stored(t: &Target, obj: &Object) -> Vec<u8> {
+    let storage = t.storage_def();
+    if std::ptr::eq(storage, t.def) {
+        return object::to_vec(obj);
+    }
+    let mut obj = obj.clone();
+    object::set_type_meta(&mut obj, storage);
+    object::to_vec(&obj)
+}
