@@ -6,10 +6,12 @@
 //! [`start_node`] wires replication (kuorum-raft) under the REST router (kuorum-rest),
 //! serves both, creates the namespaces every cluster has (`default`, `kube-system`,
 //! `kube-public`) once a leader exists, and, on the leader, empties and removes namespaces
-//! that are being deleted, and proposes compaction of history older than the window.
+//! and CustomResourceDefinitions that are being deleted, and proposes compaction of history
+//! older than the window.
 
 mod bootstrap;
 mod compaction;
+mod crd_controller;
 mod debug;
 mod namespace_controller;
 
@@ -177,7 +179,8 @@ where
     }));
 
     tasks.push(tokio::spawn(bootstrap::ensure_system_namespaces(cluster.clone(), seams.clock.clone(), seams.entropy)));
-    tasks.push(tokio::spawn(namespace_controller::run(cluster.clone(), seams.clock)));
+    tasks.push(tokio::spawn(namespace_controller::run(cluster.clone(), seams.clock.clone())));
+    tasks.push(tokio::spawn(crd_controller::run(cluster.clone(), seams.clock)));
     tasks.push(tokio::spawn(compaction::run(cluster.clone(), cfg.compaction_window)));
     let ticking = cache.clone();
     tasks.push(tokio::spawn(async move {

@@ -1,11 +1,13 @@
 //! The namespace lifecycle, which kube-controller-manager runs beside kube-apiserver and
 //! kuorum runs inside the leader: a namespace marked for deletion (Terminating) has every
-//! object in it deleted, one log entry each, and then its `kubernetes` finalizer removed,
-//! at which point apply removes the namespace itself.
+//! object in it deleted (of the built-in kinds and of every namespaced custom resource),
+//! one log entry each, and then its `kubernetes` finalizer removed, at which point apply
+//! removes the namespace itself.
 
 use std::time::Duration;
 
 use bytes::Bytes;
+use kuorum_api::crd::{self, CustomResourceDefinition};
 use kuorum_api::registry::RESOURCES;
 use kuorum_api::seams::Clock;
 use kuorum_raft::Cluster;
@@ -39,12 +41,31 @@ pub async fn run(cluster: Cluster, clock: Arc<dyn Clock>) {
     }
 }
 
+/// The (group, resource) of every namespaced collection: the built-in ones and those of
+/// the CustomResourceDefinitions this node has.
+fn namespaced_collections(cluster: &Cluster) -> Result<Vec<(String, String)>, String> {
+    let mut out: Vec<(String, String)> =
+        RESOURCES.iter().filter(|d| d.namespaced()).map(|d| (d.group.to_string(), d.plural.to_string())).collect();
+    let crds =
+        cluster.scan(&collection_prefix(crd::GROUP, crd::PLURAL, None), None, usize::MAX).map_err(|e| e.to_string())?;
+    for (_, bytes) in crds {
+        let Some(c) = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| CustomResourceDefinition::parse(&v))
+        else {
+            continue;
+        };
+        if c.scope == kuorum_api::Scope::Namespaced {
+            out.push((c.group, c.names.plural));
+        }
+    }
+    Ok(out)
+}
+
 /// One pass over a terminating namespace: delete what is in it; once it is empty, drop
 /// its `kubernetes` finalizer.
 async fn finalize(cluster: &Cluster, clock: &dyn Clock, key: &str, name: &str, mut ns: Value) -> Result<(), String> {
     let mut remaining = 0;
-    for def in RESOURCES.iter().filter(|d| d.namespaced()) {
-        let prefix = collection_prefix(def.group, def.plural, Some(name));
+    for (group, plural) in namespaced_collections(cluster)? {
+        let prefix = collection_prefix(&group, &plural, Some(name));
         let objects = cluster.scan(&prefix, None, usize::MAX).map_err(|e| e.to_string())?;
         for (okey, obj) in objects {
             remaining += 1;
