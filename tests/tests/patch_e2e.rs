@@ -262,4 +262,14 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
     for want in ["configmaps", "deployments", "leases", "namespaces"] {
         assert!(res.stdout.lines().any(|l| l.starts_with(want)), "{want}: {}", res.stdout);
     }
+
+    // --- delete the namespace: kubectl waits until it and everything in it are gone --------
+    let out = c.kubectl(d, &["delete", "namespace", "p", "--timeout=50s"]).unwrap().ok("delete namespace");
+    assert!(out.stdout.contains("namespace \"p\" deleted"), "{}", out.stdout);
+    for id in c.ids() {
+        let gone = c.kubectl(id, &["get", "namespace", "p"]).unwrap();
+        assert!(!gone.success() && gone.stderr.contains("NotFound"), "node {id}: {gone:?}");
+        let left = c.http().get(&format!("{}/api/v1/namespaces/p/configmaps", c.url(id))).unwrap();
+        assert_eq!(left.body["items"], serde_json::json!([]), "node {id}: {}", left.text);
+    }
 }
