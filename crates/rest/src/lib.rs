@@ -41,6 +41,7 @@ pub mod negotiate;
 mod object;
 mod openapi;
 mod patch;
+mod protobuf;
 pub mod query;
 mod route;
 mod strategy;
@@ -110,6 +111,7 @@ pub fn router(state: RestState) -> Router {
         .method_not_allowed_fallback(error::method_not_allowed)
         .fallback(error::path_not_found)
         .with_state(state)
+        .layer(axum::middleware::from_fn(protobuf::answer_in_protobuf))
         .layer(CompressionLayer::new().gzip(true).no_br().no_deflate().no_zstd().compress_when(LargeBodies))
 }
 

@@ -159,8 +159,22 @@ pub fn negotiate_output(headers: &HeaderMap) -> Result<Output, ApiError> {
     clauses.iter().find_map(output_for).ok_or_else(|| ApiError::not_acceptable(&[JSON]))
 }
 
-/// The output one `Accept` entry asks for, if kuorum can produce it.
+/// Whether the most preferred entry of `Accept` that kuorum can produce is protobuf
+/// (`application/vnd.kubernetes.protobuf`, as client-go's typed clients and kubectl's
+/// create commands send it first). The body is then made as JSON ([`Output::Json`]) and
+/// re-encoded on the way out (`crate::protobuf`).
+pub fn prefers_protobuf(headers: &HeaderMap) -> bool {
+    let mut clauses = accepted(headers);
+    clauses.sort_by(|a, b| b.quality().total_cmp(&a.quality()));
+    clauses.iter().find(|m| output_for(m).is_some()).is_some_and(|m| m.essence == kuorum_protobuf::MEDIA_TYPE)
+}
+
+/// The output one `Accept` entry asks for, if kuorum can produce it. Protobuf without
+/// `as` is the resource itself: JSON re-encoded at the end (see [`prefers_protobuf`]).
 fn output_for(m: &MediaType) -> Option<Output> {
+    if m.essence == kuorum_protobuf::MEDIA_TYPE {
+        return (m.param("as").is_none() && m.param("g").is_none()).then_some(Output::Json);
+    }
     if !matches!(m.essence.as_str(), "application/json" | "application/*" | "*/*") {
         return None;
     }
@@ -258,8 +272,15 @@ mod tests {
                            g=meta.k8s.io,application/json";
         assert!(check_accept(&headers(&[("accept", kubectl_get)])).is_ok());
         assert!(check_accept(&headers(&[("accept", "application/vnd.kubernetes.protobuf,application/json")])).is_ok());
-        let e = check_accept(&headers(&[("accept", "application/vnd.kubernetes.protobuf")])).unwrap_err();
-        assert_eq!(e.code, 406);
+        // Protobuf alone is served (re-encoded from JSON on the way out, `crate::protobuf`).
+        assert!(check_accept(&headers(&[("accept", "application/vnd.kubernetes.protobuf")])).is_ok());
+        assert!(prefers_protobuf(&headers(&[("accept", "application/vnd.kubernetes.protobuf,application/json")])));
+        assert!(!prefers_protobuf(&headers(&[("accept", "application/json,application/vnd.kubernetes.protobuf")])));
+        assert!(check_accept(&headers(&[(
+            "accept",
+            "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io"
+        )]))
+        .is_err());
         assert!(check_accept(&headers(&[("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")])).is_ok());
         assert!(check_accept(&headers(&[("accept", "application/json;as=Table")])).is_err());
         assert!(check_accept(&headers(&[("accept", "application/json;q=0")])).is_err());
