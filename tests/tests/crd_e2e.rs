@@ -1,8 +1,9 @@
 //! CustomResourceDefinitions end to end against a 3-node cluster, with kubectl v1.37 and
 //! kube-rs: a CRD applied through one node is established and its resource used through
 //! another at once (apply with validation, printer columns, explain, merge patch, scale,
-//! a refused invalid object, api-resources), kube-rs's dynamic API reads and writes it, and
-//! deleting the CRD removes its objects and then its resource on every node.
+//! a refused invalid object, api-resources), kube-rs's dynamic API reads and writes it, a
+//! deleted namespace takes its custom resources along, and deleting the CRD removes its
+//! objects and then its resource on every node.
 
 use std::fs;
 use std::time::{Duration, Instant};
@@ -218,6 +219,14 @@ fn kubectl_and_kube_rs_use_a_crd_through_every_node() {
             api.list(&Default::default()).await.unwrap().items.into_iter().filter_map(|o| o.metadata.name).collect();
         assert_eq!(names, ["from-kube-rs", "my-cron"]);
     });
+
+    // --- a namespace being deleted takes its custom resources with it ------------------------
+    c.kubectl(a, &["create", "namespace", "team"]).unwrap().ok("create namespace");
+    let team = write(&c, "team.yaml", &CR.replace("namespace: default", "namespace: team"));
+    c.kubectl(b, &["apply", "-f", &team]).unwrap().ok("apply cr in team");
+    c.kubectl(d, &["delete", "namespace", "team", "--timeout=60s"]).unwrap().ok("delete namespace");
+    let r = c.http().get(&format!("{}/apis/stable.example.com/v1/namespaces/team/crontabs", c.url(a))).unwrap();
+    assert_eq!(r.body["items"], json!([]), "{}", r.text);
 
     // --- deleting the CRD removes its objects, then its resource, on every node -------------
     let out =
