@@ -326,6 +326,16 @@ impl Cluster {
         unreachable!()
     }
 
+    /// [`Cluster::start_or_skip`] for a test that drives kubectl: `None` (with a SKIP note)
+    /// also when there is no kubectl.
+    pub fn start_for_kubectl(n: usize) -> Option<Cluster> {
+        if kubectl_bin().is_none() {
+            eprintln!("SKIP: no kubectl (run scripts/setup.sh or set KUBECTL)");
+            return None;
+        }
+        Cluster::start_or_skip(n)
+    }
+
     /// Starts the nodes, then waits for `/readyz` on all and for an agreed leader.
     pub fn start_with(bin: PathBuf, opts: ClusterOptions) -> Result<Cluster> {
         let dir = match &opts.parent_dir {
@@ -425,6 +435,22 @@ impl Cluster {
     /// The temp dir holding data dirs, logs and kubeconfigs.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Writes `text` to the file `name` in the cluster's directory; answers its path.
+    pub fn write_file(&self, name: &str, text: &str) -> String {
+        let path = self.root.join(name);
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        path.to_str().expect("utf-8 temp path").to_string()
+    }
+
+    /// `kubectl get ARGS -o json --show-managed-fields` through node `id`, parsed (panics
+    /// if kubectl fails).
+    pub fn get_json(&self, id: u64, args: &[&str]) -> Value {
+        let mut full = vec!["get"];
+        full.extend_from_slice(args);
+        full.extend_from_slice(&["-o", "json", "--show-managed-fields"]);
+        self.kubectl(id, &full).unwrap().ok("kubectl get -o json").json().unwrap()
     }
     pub fn http(&self) -> &Http {
         &self.http

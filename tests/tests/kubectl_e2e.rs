@@ -2,16 +2,12 @@
 
 use std::fs;
 
-use kuorum_e2e::{kubectl_bin, Cluster, WAIT};
+use kuorum_e2e::{Cluster, WAIT};
 use serde_json::Value;
 
 #[test]
 fn kubectl_create_get_delete_across_nodes() {
-    let Some(mut c) = Cluster::start_or_skip(3) else { return };
-    if kubectl_bin().is_none() {
-        eprintln!("SKIP: no kubectl (run scripts/setup.sh or set KUBECTL)");
-        return;
-    }
+    let Some(mut c) = Cluster::start_for_kubectl(3) else { return };
     let leader = c.leader().unwrap();
     let followers = c.followers().unwrap();
     assert_eq!(followers.len(), 2, "3 nodes: one leader, two followers");

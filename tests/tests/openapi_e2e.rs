@@ -5,16 +5,12 @@
 
 use std::fs;
 
-use kuorum_e2e::{kubectl_bin, Cluster};
+use kuorum_e2e::Cluster;
 use serde_json::Value;
 
 #[test]
 fn openapi_v3_serves_kubectl_explain_create_and_apply() {
-    let Some(c) = Cluster::start_or_skip(3) else { return };
-    if kubectl_bin().is_none() {
-        eprintln!("SKIP: no kubectl (run scripts/setup.sh or set KUBECTL)");
-        return;
-    }
+    let Some(c) = Cluster::start_for_kubectl(3) else { return };
     let ids = c.ids();
 
     // --- the index and the documents, identical on every node ---------------------------

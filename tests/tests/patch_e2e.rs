@@ -9,21 +9,8 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use kuorum_e2e::{kubectl_bin, Cluster};
+use kuorum_e2e::Cluster;
 use serde_json::Value;
-
-fn write(c: &Cluster, name: &str, text: &str) -> String {
-    let path = c.root().join(name);
-    fs::write(&path, text).unwrap();
-    path.to_str().unwrap().to_string()
-}
-
-fn get_json(c: &Cluster, node: u64, args: &[&str]) -> Value {
-    let mut full = vec!["get"];
-    full.extend_from_slice(args);
-    full.extend_from_slice(&["-o", "json", "--show-managed-fields"]);
-    c.kubectl(node, &full).unwrap().ok("get -o json").json().unwrap()
-}
 
 /// The managers and operations in an object's managedFields.
 fn managers(obj: &Value) -> Vec<(String, String)> {
@@ -41,32 +28,28 @@ fn managers(obj: &Value) -> Vec<(String, String)> {
 
 #[test]
 fn kubectl_apply_patch_edit_scale_and_finalizers() {
-    let Some(c) = Cluster::start_or_skip(3) else { return };
-    if kubectl_bin().is_none() {
-        eprintln!("SKIP: no kubectl (run scripts/setup.sh or set KUBECTL)");
-        return;
-    }
+    let Some(c) = Cluster::start_for_kubectl(3) else { return };
     let ids = c.ids();
     let (a, b, d) = (ids[0], ids[1], ids[2]);
 
     // --- client-side apply: create, change, remove a key ---------------------------------
-    let ns = write(&c, "ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: p\n");
+    let ns = c.write_file("ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: p\n");
     let out = c.kubectl(a, &["apply", "-f", &ns]).unwrap().ok("apply ns");
     assert!(out.stdout.contains("namespace/p created"), "{}", out.stdout);
 
     let cm =
         |data: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: p\ndata:\n{data}");
-    let f = write(&c, "cfg.yaml", &cm("  a: \"1\"\n"));
+    let f = c.write_file("cfg.yaml", &cm("  a: \"1\"\n"));
     let out = c.kubectl(a, &["apply", "-f", &f]).unwrap().ok("apply create");
     assert!(out.stdout.contains("configmap/cfg created"), "{}", out.stdout);
-    let f = write(&c, "cfg.yaml", &cm("  a: \"2\"\n  b: \"3\"\n"));
+    let f = c.write_file("cfg.yaml", &cm("  a: \"2\"\n  b: \"3\"\n"));
     let out = c.kubectl(b, &["apply", "-f", &f]).unwrap().ok("apply change");
     assert!(out.stdout.contains("configmap/cfg configured"), "{}", out.stdout);
-    let got = get_json(&c, d, &["cm", "cfg", "-n", "p"]);
+    let got = c.get_json(d, &["cm", "cfg", "-n", "p"]);
     assert_eq!(got["data"], serde_json::json!({"a": "2", "b": "3"}), "{got}");
-    let f = write(&c, "cfg.yaml", &cm("  b: \"3\"\n"));
+    let f = c.write_file("cfg.yaml", &cm("  b: \"3\"\n"));
     c.kubectl(d, &["apply", "-f", &f]).unwrap().ok("apply removal");
-    let got = get_json(&c, a, &["cm", "cfg", "-n", "p"]);
+    let got = c.get_json(a, &["cm", "cfg", "-n", "p"]);
     assert_eq!(got["data"], serde_json::json!({"b": "3"}), "a key dropped from the file is deleted: {got}");
     let last =
         got["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].as_str().unwrap_or("");
@@ -78,8 +61,7 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
     );
 
     // A manifest with an unknown field is refused (kubectl sends fieldValidation=Strict).
-    let bad = write(
-        &c,
+    let bad = c.write_file(
         "bad.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\n  namespace: p\ndatta:\n  x: y\n",
     );
@@ -95,12 +77,12 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
              spec:\n      containers:\n      - name: c\n        image: {image}\n        ports:\n        - containerPort: 80\n"
         )
     };
-    let f = write(&c, "web.yaml", &deploy("img:1"));
+    let f = c.write_file("web.yaml", &deploy("img:1"));
     c.kubectl(a, &["apply", "-f", &f]).unwrap().ok("apply deployment");
-    let f = write(&c, "web.yaml", &deploy("img:2"));
+    let f = c.write_file("web.yaml", &deploy("img:2"));
     let out = c.kubectl(b, &["apply", "-f", &f]).unwrap().ok("apply deployment change");
     assert!(out.stdout.contains("deployment.apps/web configured"), "{}", out.stdout);
-    let got = get_json(&c, d, &["deploy", "web", "-n", "p"]);
+    let got = c.get_json(d, &["deploy", "web", "-n", "p"]);
     let containers = got["spec"]["template"]["spec"]["containers"].as_array().unwrap();
     assert_eq!(containers.len(), 1, "{got}");
     assert_eq!(containers[0]["image"], "img:2");
@@ -110,7 +92,7 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
     let p =
         r#"{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"img:3"},{"name":"side","image":"s:1"}]}}}}"#;
     c.kubectl(d, &["patch", "deploy", "web", "-n", "p", "-p", p]).unwrap().ok("strategic patch");
-    let got = get_json(&c, a, &["deploy", "web", "-n", "p"]);
+    let got = c.get_json(a, &["deploy", "web", "-n", "p"]);
     let names: Vec<&str> = got["spec"]["template"]["spec"]["containers"]
         .as_array()
         .unwrap()
@@ -123,7 +105,7 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
 
     let out = c.kubectl(b, &["scale", "deploy", "web", "-n", "p", "--replicas=3"]).unwrap().ok("scale");
     assert!(out.stdout.contains("deployment.apps/web scaled"), "{}", out.stdout);
-    let got = get_json(&c, d, &["deploy", "web", "-n", "p"]);
+    let got = c.get_json(d, &["deploy", "web", "-n", "p"]);
     assert_eq!(got["spec"]["replicas"], 3, "{got}");
     let scale = c.http().get(&format!("{}/apis/apps/v1/namespaces/p/deployments/web/scale", c.url(a))).unwrap();
     assert_eq!(
@@ -172,7 +154,7 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
     assert!(!failed.success(), "a failing JSON Patch test op must fail: {failed:?}");
     c.kubectl(d, &["label", "cm", "cfg", "-n", "p", "team=blue"]).unwrap().ok("label");
     c.kubectl(a, &["annotate", "cm", "cfg", "-n", "p", "note=hi"]).unwrap().ok("annotate");
-    let got = get_json(&c, b, &["cm", "cfg", "-n", "p"]);
+    let got = c.get_json(b, &["cm", "cfg", "-n", "p"]);
     assert_eq!(got["data"], serde_json::json!({"m": "merge", "j": "json"}), "{got}");
     assert_eq!(got["metadata"]["labels"]["team"], "blue");
     assert_eq!(got["metadata"]["annotations"]["note"], "hi");
@@ -190,25 +172,25 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
         .unwrap()
         .ok("edit");
     assert!(out.stdout.contains("configmap/cfg edited"), "{}", out.stdout);
-    assert_eq!(get_json(&c, a, &["cm", "cfg", "-n", "p"])["data"]["m"], "edited");
+    assert_eq!(c.get_json(a, &["cm", "cfg", "-n", "p"])["data"]["m"], "edited");
 
     // --- server-side apply: two managers, a conflict, force --------------------------------
     let ssa = |v: &str| {
         format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n  namespace: p\ndata:\n  k: {v}\n")
     };
-    let f = write(&c, "alice.yaml", &ssa("alice"));
+    let f = c.write_file("alice.yaml", &ssa("alice"));
     let out = c.kubectl(a, &["apply", "--server-side", "--field-manager=alice", "-f", &f]).unwrap().ok("ssa create");
     assert!(out.stdout.contains("configmap/shared serverside-applied"), "{}", out.stdout);
-    let f = write(&c, "bob.yaml", &ssa("bob"));
+    let f = c.write_file("bob.yaml", &ssa("bob"));
     let out = c.kubectl(b, &["apply", "--server-side", "--field-manager=bob", "-f", &f]).unwrap();
     assert!(!out.success(), "bob must conflict with alice: {out:?}");
     assert!(out.stderr.contains("conflict with \"alice\""), "{}", out.stderr);
     assert!(out.stderr.contains(".data.k"), "{}", out.stderr);
-    assert_eq!(get_json(&c, d, &["cm", "shared", "-n", "p"])["data"]["k"], "alice", "a conflict changes nothing");
+    assert_eq!(c.get_json(d, &["cm", "shared", "-n", "p"])["data"]["k"], "alice", "a conflict changes nothing");
     c.kubectl(b, &["apply", "--server-side", "--field-manager=bob", "--force-conflicts", "-f", &f])
         .unwrap()
         .ok("ssa force");
-    let got = get_json(&c, d, &["cm", "shared", "-n", "p"]);
+    let got = c.get_json(d, &["cm", "shared", "-n", "p"]);
     assert_eq!(got["data"]["k"], "bob", "{got}");
     let entries = got["metadata"]["managedFields"].as_array().unwrap();
     let owner = |m: &str| entries.iter().find(|e| e["manager"] == m).map(|e| e["fieldsV1"].clone());
@@ -216,9 +198,7 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
     assert!(owner("alice").is_none(), "alice lost her only field: {got}");
 
     // --- delete held by a finalizer: kubectl waits until it is removed --------------------
-    let held = write(
-        &c,
-        "held.yaml",
+    let held = c.write_file("held.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  namespace: p\n  finalizers:\n  - example.com/hold\n",
     );
     c.kubectl(a, &["apply", "-f", &held]).unwrap().ok("apply held");
@@ -227,7 +207,7 @@ fn kubectl_apply_patch_edit_scale_and_finalizers() {
         // The object stays, marked, until its finalizer goes.
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         loop {
-            let got = get_json(&c, d, &["cm", "held", "-n", "p"]);
+            let got = c.get_json(d, &["cm", "held", "-n", "p"]);
             if got["metadata"]["deletionTimestamp"].is_string() {
                 break;
             }

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use kuorum_e2e::{configmap, eventually, kubectl_bin, Cluster, StreamChild, WAIT};
+use kuorum_e2e::{configmap, eventually, Cluster, StreamChild, WAIT};
 use serde_json::{json, Value};
 
 /// The whitespace-separated fields of each line of kubectl's table output.
@@ -38,11 +38,7 @@ fn post(c: &Cluster, node: u64, path: &str, body: &Value) {
 
 #[test]
 fn kubectl_get_prints_server_side_columns() {
-    let Some(mut c) = Cluster::start_or_skip(3) else { return };
-    if kubectl_bin().is_none() {
-        eprintln!("SKIP: no kubectl (run scripts/setup.sh or set KUBECTL)");
-        return;
-    }
+    let Some(mut c) = Cluster::start_for_kubectl(3) else { return };
     c.wait_leader(WAIT).unwrap();
     let writer = c.followers().unwrap()[0];
     let ns = "tables";
@@ -146,11 +142,7 @@ fn kubectl_get_prints_server_side_columns() {
 
 #[test]
 fn kubectl_get_watch_prints_rows_for_new_objects() {
-    let Some(mut c) = Cluster::start_or_skip(3) else { return };
-    if kubectl_bin().is_none() {
-        eprintln!("SKIP: no kubectl (run scripts/setup.sh or set KUBECTL)");
-        return;
-    }
+    let Some(mut c) = Cluster::start_for_kubectl(3) else { return };
     c.wait_leader(WAIT).unwrap();
     let ids = c.ids();
     let (watched, writer) = (ids[0], ids[1]);
