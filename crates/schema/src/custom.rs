@@ -9,8 +9,8 @@
 //!   allow one is defaulted, or dropped when there is no default.
 //! - [`validate`]: the OpenAPI checks kube-openapi makes (type, nullable,
 //!   int-or-string, enum, required, minimum/maximum, multipleOf, minLength/maxLength,
-//!   pattern, minItems/maxItems, min/maxProperties, basic string formats), each a field
-//!   error with kube's path and message:
+//!   pattern, minItems/maxItems, min/maxProperties, basic string formats), and an embedded
+//!   resource's `apiVersion` and `kind`, each a field error with kube's path and message:
 //!
 //! ```text
 //! {"spec": {"replicas": "3"}}   schema spec.replicas: {type: integer}
@@ -54,17 +54,39 @@ fn meta_description(field: &str) -> Value {
 }
 
 /// `schema` as objects are checked against it: `apiVersion` and `kind` declared strings and
-/// `metadata` the built-in ObjectMeta at the root and in every embedded resource. A missing
-/// schema is an object that keeps whatever it is given.
+/// `metadata` the built-in ObjectMeta at the root and in every embedded resource, and an
+/// object that declares neither properties nor additional properties (nor preserves
+/// unknown fields) declared empty, so that everything in it is pruned, as kube-apiserver
+/// prunes it. A missing schema is an object that keeps whatever it is given.
 pub fn resource_schema(schema: &Value) -> Value {
     let mut root = if schema.is_object() {
         schema.clone()
     } else {
         json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
     };
+    close_empty_objects(&mut root);
     let meta = Schemas::builtin().inlined(OBJECT_META).unwrap_or_else(|| json!({"type": "object"}));
     declare_resource_meta(&mut root, &meta);
     root
+}
+
+/// Gives `properties: {}` to every object node that says nothing of its fields.
+fn close_empty_objects(node: &mut Value) {
+    let Value::Object(m) = node else { return };
+    let says_nothing = m.get("type").and_then(Value::as_str) == Some("object")
+        && !m.contains_key("properties")
+        && !m.contains_key("additionalProperties")
+        && m.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) != Some(true);
+    if says_nothing {
+        m.insert("properties".into(), json!({}));
+    }
+    for (key, child) in m.iter_mut() {
+        match (key.as_str(), child) {
+            ("properties", Value::Object(props)) => props.values_mut().for_each(close_empty_objects),
+            ("items" | "additionalProperties", child) => close_empty_objects(child),
+            _ => {}
+        }
+    }
 }
 
 fn declare_resource_meta(node: &mut Value, meta: &Value) {
@@ -438,6 +460,23 @@ fn object(s: &Value, m: &Map<String, Value>, path: &str, resource: bool, errs: &
         }
     }
     let skip = |key: &str| resource && RESOURCE_META.contains(&key);
+    // An embedded resource says what it is.
+    if resource && !path.is_empty() {
+        for key in ["apiVersion", "kind"] {
+            match m.get(key) {
+                None => errs.push(FieldError::required(&child_path(path, key), "must not be empty")),
+                Some(Value::String(v)) if v.is_empty() => {
+                    errs.push(FieldError::invalid(&child_path(path, key), v, "must not be empty"))
+                }
+                Some(Value::String(_)) => {}
+                Some(v) => errs.push(FieldError::invalid_value(
+                    &child_path(path, key),
+                    BadValue::of_json(v),
+                    "must be a string",
+                )),
+            }
+        }
+    }
     for key in s.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
         if !m.contains_key(key) && !skip(key) {
             errs.push(FieldError::required(&child_path(path, key), ""));
@@ -560,6 +599,12 @@ mod tests {
         let pruned = prune_unknown_fields(Schema::standalone(&s), &mut obj);
         assert_eq!(pruned, ["metadata.bogus", "spec.extra", "spec.template.metadata.x", "spec.template.y", "unknown"]);
         assert_eq!(obj["spec"]["free"], json!({"any": {"thing": 1}}));
+        // An object schema that says nothing of its fields keeps none of them.
+        let closed = resource_schema(&json!({"type": "object", "properties": {"spec": {"type": "object"},
+            "list": {"type": "array", "items": {"type": "object"}}}}));
+        let mut obj = json!({"spec": {"a": 1}, "list": [{"b": 2}], "c": 3});
+        assert_eq!(prune_unknown_fields(Schema::standalone(&closed), &mut obj), ["spec.a", "list[0].b", "c"]);
+        assert_eq!(obj, json!({"spec": {}, "list": [{}]}));
         // A CRD without a schema keeps everything but unknown metadata.
         let any = resource_schema(&Value::Null);
         let mut obj = json!({"spec": {"a": 1}, "metadata": {"name": "x", "nope": 1}});
@@ -613,6 +658,14 @@ mod tests {
                 "spec.tags[2]: Invalid value: \"integer\": spec.tags[2] in body must be of type string: \"integer\"",
                 "spec.tags: Too many: 3: must have at most 2 items",
                 "spec.image: Too long: may not be more than 5 bytes",
+            ]
+        );
+        let embedded = json!({"spec": {"cronSpec": "* * * * *", "template": {"kind": "", "spec": {}}}});
+        assert_eq!(
+            messages(&validate(&s, &embedded)),
+            [
+                "spec.template.apiVersion: Required value: must not be empty",
+                "spec.template.kind: Invalid value: \"\": must not be empty",
             ]
         );
         let null = json!({"spec": {"cronSpec": "* * * * *", "tags": [null]}});
