@@ -183,6 +183,10 @@ impl CustomResources {
         version: &str,
         plural: &str,
     ) -> Option<(&'static ResourceDef, CustomRef)> {
+        if registry::serves_group_version(group, version) {
+            // A built-in group-version is not extended (nor listed, see `served`).
+            return None;
+        }
         let name = format!("{plural}.{group}");
         let Some(obj) = cache.get(&crd_key(&name)).1 else {
             // Gone: forget it.
