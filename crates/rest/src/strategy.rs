@@ -5,7 +5,7 @@
 //! - a CustomResourceDefinition gets the status kuorum's instant naming and establishing
 //!   give it (names accepted, `Established`, the storage version in `storedVersions`; a
 //!   write to `/status` keeps the status it is given), then kube-apiserver's validation
-//!   (422 Invalid);
+//!   (422 Invalid), its schemas' `pattern`s included;
 //! - a custom resource is validated against its version's schema (422 Invalid), and is
 //!   not created while its CRD is being deleted (405, as kube-apiserver answers);
 //!
@@ -39,7 +39,14 @@ pub(crate) fn before_write(t: &Target, old: Option<&Object>, obj: &mut Object, n
             crd::set_status(obj, old.and_then(|o| o.get("status")), now);
         }
         let old = old.map(|o| Value::Object(o.clone()));
-        let errs = crd::validate(&Value::Object(obj.clone()), old.as_ref());
+        let new = Value::Object(obj.clone());
+        let mut errs = crd::validate(&new, old.as_ref());
+        for (i, v) in new.pointer("/spec/versions").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            if let Some(schema) = v.pointer("/schema/openAPIV3Schema") {
+                let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
+                errs.extend(kuorum_schema::custom::invalid_patterns(schema, &path));
+            }
+        }
         if !errs.is_empty() {
             let name = object::meta_str(obj, "name").unwrap_or("");
             return Err(ApiError::invalid(t.def.group_kind(), name, &errs));

@@ -176,6 +176,10 @@ async fn invalid_crds_are_refused_with_kubes_messages() {
             Box::new(|c| c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["x"] = json!({})),
             "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[x].type: Required value: must not be empty for specified object fields",
         ),
+        (
+            Box::new(|c| c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["image"]["pattern"] = json!("^[a-z")),
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[image].pattern: Invalid value: \"^[a-z\": must be a valid regular expression, but isn't: ",
+        ),
     ];
     for (change, want) in cases {
         let mut crd = crontab_crd();

@@ -287,6 +287,35 @@ fn string(s: &Value, x: &str, path: &str, errs: &mut Vec<FieldError>) {
     }
 }
 
+/// The `pattern`s of a CRD version's schema (at `path`) that are not valid regular
+/// expressions, as kube-apiserver refuses them when the CRD is written.
+pub fn invalid_patterns(schema: &Value, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let mut todo = vec![(schema, path.to_string())];
+    while let Some((node, path)) = todo.pop() {
+        if let Some(p) = node.get("pattern").and_then(Value::as_str) {
+            if let Err(e) = regex::Regex::new(p) {
+                let why = e.to_string().lines().last().unwrap_or("").trim().to_string();
+                errs.push(FieldError::invalid(
+                    &format!("{path}.pattern"),
+                    p,
+                    format!("must be a valid regular expression, but isn't: {why}"),
+                ));
+            }
+        }
+        for (key, child) in node.get("properties").and_then(Value::as_object).into_iter().flatten() {
+            todo.push((child, format!("{path}.properties[{key}]")));
+        }
+        for key in ["items", "additionalProperties"] {
+            if let Some(child) = node.get(key).filter(|c| c.is_object()) {
+                todo.push((child, format!("{path}.{key}")));
+            }
+        }
+    }
+    errs.sort_by(|a, b| a.field.cmp(&b.field));
+    errs
+}
+
 /// Whether `x` matches `pattern` (unanchored, as Go's `regexp.MatchString`); `None` when
 /// the pattern does not compile (which CRD validation would have refused). Compiled
 /// patterns are kept: every write of a kind checks the same few.
@@ -673,6 +702,17 @@ mod tests {
             messages(&validate(&s, &null)),
             ["spec.tags[0]: Invalid value: \"null\": spec.tags[0] in body must be of type string: \"null\""]
         );
+    }
+
+    #[test]
+    fn patterns_must_compile() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "^[a-z"},
+            "b": {"type": "array", "items": {"type": "string", "pattern": "^ok$"}}}});
+        let errs = invalid_patterns(&schema, "spec.versions[0].schema.openAPIV3Schema");
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].field, "spec.versions[0].schema.openAPIV3Schema.properties[a].pattern");
+        assert!(errs[0].detail.starts_with("must be a valid regular expression, but isn't: "), "{}", errs[0].detail);
+        assert!(invalid_patterns(&crontab(), "x").is_empty());
     }
 
     #[test]
