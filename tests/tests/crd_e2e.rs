@@ -5,13 +5,12 @@
 //! deleted namespace takes its custom resources along, and deleting the CRD removes its
 //! objects and then its resource on every node.
 
-use std::fs;
 use std::time::{Duration, Instant};
 
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use kuorum_e2e::{kubectl_bin, Cluster};
-use serde_json::{json, Value};
+use kuorum_e2e::Cluster;
+use serde_json::json;
 
 const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -81,31 +80,14 @@ spec:
   replicas: 3
 "#;
 
-fn write(c: &Cluster, name: &str, text: &str) -> String {
-    let path = c.root().join(name);
-    fs::write(&path, text).unwrap();
-    path.to_str().unwrap().to_string()
-}
-
-fn get_json(c: &Cluster, node: u64, args: &[&str]) -> Value {
-    let mut full = vec!["get"];
-    full.extend_from_slice(args);
-    full.extend_from_slice(&["-o", "json"]);
-    c.kubectl(node, &full).unwrap().ok("get -o json").json().unwrap()
-}
-
 #[test]
 fn kubectl_and_kube_rs_use_a_crd_through_every_node() {
-    let Some(c) = Cluster::start_or_skip(3) else { return };
-    if kubectl_bin().is_none() {
-        eprintln!("SKIP: no kubectl (run scripts/setup.sh or set KUBECTL)");
-        return;
-    }
+    let Some(c) = Cluster::start_for_kubectl(3) else { return };
     let ids = c.ids();
     let (a, b, d) = (ids[0], ids[1], ids[2]);
 
     // --- the CRD, through node A ---------------------------------------------------------
-    let crd = write(&c, "crd.yaml", CRD);
+    let crd = c.write_file("crd.yaml", CRD);
     let out = c.kubectl(a, &["apply", "-f", &crd]).unwrap().ok("apply crd");
     assert!(
         out.stdout.contains("customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com created"),
@@ -119,7 +101,7 @@ fn kubectl_and_kube_rs_use_a_crd_through_every_node() {
     assert!(out.stdout.contains("condition met"), "{}", out.stdout);
 
     // --- an object of it, through node B at once (client-side validation on) ---------------
-    let cr = write(&c, "cr.yaml", CR);
+    let cr = c.write_file("cr.yaml", CR);
     let out = c.kubectl(b, &["apply", "-f", &cr]).unwrap().ok("apply cr");
     assert!(out.stdout.contains("crontab.stable.example.com/my-cron created"), "{}", out.stdout);
 
@@ -151,7 +133,7 @@ fn kubectl_and_kube_rs_use_a_crd_through_every_node() {
     c.kubectl(d, &["patch", "crontab", "my-cron", "--type=merge", "-p", r#"{"spec":{"image":"patched"}}"#])
         .unwrap()
         .ok("patch --type=merge");
-    let got = get_json(&c, a, &["crontab", "my-cron"]);
+    let got = c.get_json(a, &["crontab", "my-cron"]);
     assert_eq!(got["spec"]["image"], "patched", "{got}");
     assert_eq!(got["metadata"]["generation"], 2, "a spec change bumps generation: {got}");
     // kubectl's default patch type (strategic) is refused for a custom resource.
@@ -170,11 +152,11 @@ fn kubectl_and_kube_rs_use_a_crd_through_every_node() {
     // The scale subresource.
     let out = c.kubectl(a, &["scale", "crontab", "my-cron", "--replicas=5"]).unwrap().ok("scale");
     assert!(out.stdout.contains("crontab.stable.example.com/my-cron scaled"), "{}", out.stdout);
-    let got = get_json(&c, b, &["crontab", "my-cron"]);
+    let got = c.get_json(b, &["crontab", "my-cron"]);
     assert_eq!(got["spec"]["replicas"], 5, "{got}");
 
     // An invalid object is refused with the schema's message; so is an unknown field.
-    let bad = write(&c, "bad.yaml", &CR.replace("my-cron", "bad-cron").replace("replicas: 3", "replicas: 30"));
+    let bad = c.write_file("bad.yaml", &CR.replace("my-cron", "bad-cron").replace("replicas: 3", "replicas: 30"));
     let out = c.kubectl(b, &["apply", "-f", &bad]).unwrap();
     assert!(!out.success(), "{out:?}");
     assert!(
@@ -185,7 +167,7 @@ fn kubectl_and_kube_rs_use_a_crd_through_every_node() {
         "{}",
         out.stderr
     );
-    let unknown = write(&c, "unknown.yaml", &CR.replace("my-cron", "odd-cron").replace("  image:", "  imagee:"));
+    let unknown = c.write_file("unknown.yaml", &CR.replace("my-cron", "odd-cron").replace("  image:", "  imagee:"));
     let out = c.kubectl(d, &["apply", "-f", &unknown]).unwrap();
     assert!(!out.success() && out.stderr.contains("unknown field \"spec.imagee\""), "{out:?}");
 
@@ -222,7 +204,7 @@ fn kubectl_and_kube_rs_use_a_crd_through_every_node() {
 
     // --- a namespace being deleted takes its custom resources with it ------------------------
     c.kubectl(a, &["create", "namespace", "team"]).unwrap().ok("create namespace");
-    let team = write(&c, "team.yaml", &CR.replace("namespace: default", "namespace: team"));
+    let team = c.write_file("team.yaml", &CR.replace("namespace: default", "namespace: team"));
     c.kubectl(b, &["apply", "-f", &team]).unwrap().ok("apply cr in team");
     c.kubectl(d, &["delete", "namespace", "team", "--timeout=60s"]).unwrap().ok("delete namespace");
     let r = c.http().get(&format!("{}/apis/stable.example.com/v1/namespaces/team/crontabs", c.url(a))).unwrap();
@@ -272,6 +254,6 @@ fn kubectl_and_kube_rs_use_a_crd_through_every_node() {
     c.kubectl(a, &["wait", "--for", "condition=established", "--timeout=30s", "crd/crontabs.stable.example.com"])
         .unwrap()
         .ok("wait established again");
-    let list = get_json(&c, d, &["crontabs", "-A"]);
+    let list = c.get_json(d, &["crontabs", "-A"]);
     assert_eq!(list["items"], json!([]), "{list}");
 }
