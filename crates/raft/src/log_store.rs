@@ -136,7 +136,7 @@ impl<E: LogEngine> RaftLogStorage<TypeConfig> for LogStore<E> {
             // simulator (seed 2452: a follower that installed a snapshot at 239 with
             // entries up to 237 came back with a log openraft called corrupted).
             Some((i, b)) if Some(i) > purged_index => Some(Self::decode_entry(&b)?.log_id()),
-            _ => last_purged_log_id.clone(),
+            _ => last_purged_log_id,
         };
         Ok(LogState { last_purged_log_id, last_log_id })
     }
@@ -220,7 +220,7 @@ mod tests {
         engine.put_meta(META_PURGED, Bytes::from(encode(&purged))).await.unwrap();
         engine.crash();
         let state = store.get_log_state().await.unwrap();
-        assert_eq!(state.last_purged_log_id, Some(purged.clone()));
+        assert_eq!(state.last_purged_log_id, Some(purged));
         assert_eq!(state.last_log_id, Some(purged), "not entry 3, which openraft would call a corrupted log");
     }
 }

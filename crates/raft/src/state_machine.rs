@@ -184,7 +184,7 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
                     outcome.result
                 }
                 EntryPayload::Membership(m) => {
-                    membership = Some(StoredMembership::new(Some(log_id.clone()), m.clone()));
+                    membership = Some(StoredMembership::new(Some(log_id), m.clone()));
                     Ok(Bytes::new())
                 }
                 EntryPayload::Blank => Ok(Bytes::new()),

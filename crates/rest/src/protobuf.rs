@@ -28,7 +28,7 @@ pub(crate) async fn answer_in_protobuf(req: Request, next: Next) -> Response {
     let json_ok = accepts_json(req.headers());
     let resp = next.run(req).await;
     let size = axum::body::HttpBody::size_hint(resp.body()).exact();
-    if !wanted || !is_plain_json(&resp) || !size.is_some_and(|n| n <= MAX_REENCODE_BYTES as u64) {
+    if !wanted || !is_plain_json(&resp) || size.is_none_or(|n| n > MAX_REENCODE_BYTES as u64) {
         return resp;
     }
     let (mut parts, body) = resp.into_parts();
