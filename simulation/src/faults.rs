@@ -81,7 +81,7 @@ pub struct Faults {
 
 impl Faults {
     pub fn new(opts: &SimOptions) -> Faults {
-        let rng = SplitMix64::new(opts.seed ^ 0xFA_17_5EED);
+        let rng = SplitMix64::new(opts.seed ^ 0xFA17_5EED);
         Faults {
             next_at: Duration::from_secs(3),
             rng,

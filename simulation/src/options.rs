@@ -72,7 +72,7 @@ fn ms(x: u64) -> Duration {
 impl SimOptions {
     /// The options seed `seed` stands for.
     pub fn from_seed(seed: u64) -> SimOptions {
-        let r = SplitMix64::new(seed ^ 0x5EED_0F_0F71_0235);
+        let r = SplitMix64::new(seed ^ 0x005E_ED0F_0F71_0235);
         let pick = |n: u64| r.next_u64() % n;
         let nodes = if pick(4) == 0 { 5 } else { 3 };
         let min_latency = ms(1 + pick(3));

@@ -261,7 +261,7 @@ impl Traffic {
         loop {
             let start = match resume {
                 Some((rv, _)) => WatchStart::After(rv),
-                None if rng.next_u64() % 4 == 0 => WatchStart::InitialEvents,
+                None if rng.next_u64().is_multiple_of(4) => WatchStart::InitialEvents,
                 None => {
                     let list = OpKind::List { prefix: prefix.clone(), mode: ReadMode::MostRecent };
                     match self.run_op(1000 + watcher, node, list).await {

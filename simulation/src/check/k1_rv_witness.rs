@@ -75,13 +75,10 @@ pub fn check(ops: &[Op], replay: &Replay) -> Vec<Violation> {
         }
         if let Some(p) = pos(b) {
             let ok = if b.kind.is_write() { p > max_pos } else { p >= max_pos };
-            if !ok && max_from.is_some() {
+            if let (false, Some(from)) = (ok, max_from) {
                 v.push(Violation::new(
                     "K1",
-                    format!(
-                        "real-time order broken: {b:?} is at RV {p} but {:?} returned before it was called",
-                        max_from.unwrap()
-                    ),
+                    format!("real-time order broken: {b:?} is at RV {p} but {from:?} returned before it was called"),
                 ));
             }
         }
@@ -219,13 +216,11 @@ fn check_k3(ops: &[Op], replay: &Replay) -> Vec<Violation> {
                     ));
                 }
             }
-            (_, Outcome::Gone) => {
-                if floor >= replay.compacted() {
-                    v.push(Violation::new(
-                        "K3",
-                        format!("410 for RV {floor}, but nothing at or above it was compacted: {op:?}"),
-                    ));
-                }
+            (_, Outcome::Gone) if floor >= replay.compacted() => {
+                v.push(Violation::new(
+                    "K3",
+                    format!("410 for RV {floor}, but nothing at or above it was compacted: {op:?}"),
+                ));
             }
             _ => {}
         }
