@@ -11,7 +11,7 @@ use crate::consistency::{get_freshness, wait_fresh};
 use crate::list::served_bytes;
 use crate::negotiate::{json_response, json_response_as, negotiate_output, Output};
 use crate::route::Ctx;
-use crate::table::{self, IncludeObject, TableView};
+use crate::table::{self, TableView};
 use crate::RestState;
 
 pub(crate) async fn get(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
@@ -25,12 +25,7 @@ pub(crate) async fn get(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> 
     let body = match output {
         Output::Json => return Ok(json_response(StatusCode::OK, served_bytes(&obj.bytes, t.def)?)),
         Output::Table(version) => {
-            let view = TableView {
-                def: t.def,
-                version,
-                include: IncludeObject::from_query(&ctx.query)?,
-                custom: t.custom.clone(),
-            };
+            let view = TableView::for_request(t, version, &ctx.query)?;
             let parsed = obj
                 .value()
                 .filter(|v| v.is_object())

@@ -29,7 +29,7 @@ use crate::negotiate::{json_response, json_response_as, negotiate_output, Output
 use crate::object::{parse_stored, set_type_meta, to_vec};
 use crate::query::Query;
 use crate::route::{Ctx, Target};
-use crate::table::{self, IncludeObject, ListMeta, TableView};
+use crate::table::{self, ListMeta, TableView};
 use crate::token;
 use crate::RestState;
 
@@ -102,12 +102,7 @@ pub(crate) async fn list(st: &RestState, ctx: Ctx) -> Result<Response, ApiError>
     let body = match output {
         Output::Json => return Ok(json_response(StatusCode::OK, encode_list(t.def, &filter.prefix, page)?)),
         Output::Table(version) => {
-            let view = TableView {
-                def: t.def,
-                version,
-                include: IncludeObject::from_query(&ctx.query)?,
-                custom: t.custom.clone(),
-            };
+            let view = TableView::for_request(t, version, &ctx.query)?;
             view.list(&page_meta(&filter.prefix, &page), &page.items, st.clock.now_unix_seconds())?
         }
         Output::PartialObjectMetadataList(version) => {

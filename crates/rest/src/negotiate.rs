@@ -53,8 +53,9 @@ impl MediaType {
     }
 }
 
-/// Every media type listed in the request's `Accept` headers.
-fn accepted(headers: &HeaderMap) -> Vec<MediaType> {
+/// Every media type listed in the request's `Accept` headers, refused ones (`q=0`)
+/// included.
+fn accepted_all(headers: &HeaderMap) -> Vec<MediaType> {
     headers
         .get_all(header::ACCEPT)
         .iter()
@@ -62,8 +63,24 @@ fn accepted(headers: &HeaderMap) -> Vec<MediaType> {
         .flat_map(|v| v.split(','))
         .filter(|s| !s.trim().is_empty())
         .map(MediaType::parse)
-        .filter(|m| !m.refused())
         .collect()
+}
+
+/// Every media type the request's `Accept` headers accept (`q` above 0).
+fn accepted(headers: &HeaderMap) -> Vec<MediaType> {
+    accepted_all(headers).into_iter().filter(|m| !m.refused()).collect()
+}
+
+/// Whether a plain JSON answer satisfies `Accept`: none (or empty) means anything; else
+/// `application/json` without an `as=` view, or a wildcard, not refused with `q=0`.
+pub fn accepts_json(headers: &HeaderMap) -> bool {
+    let listed = accepted_all(headers);
+    listed.is_empty()
+        || listed.iter().any(|m| {
+            !m.refused()
+                && matches!(m.essence.as_str(), "application/json" | "application/*" | "*/*")
+                && m.param("as").is_none()
+        })
 }
 
 /// Succeeds when `Accept` can be satisfied by JSON or by one of the `meta.k8s.io` views

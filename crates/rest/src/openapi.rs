@@ -28,7 +28,7 @@ use kuorum_schema::openapi::{self as docs, Document, OpenApiV3};
 use crate::consistency::try_most_recent;
 use crate::discovery::FRESH_WITHIN;
 use crate::error::RestError;
-use crate::negotiate::{MediaType, JSON};
+use crate::negotiate::{self, JSON};
 use crate::query::Query;
 use crate::RestState;
 
@@ -60,7 +60,7 @@ fn document_of(served: &OpenApiV3, req: Request) -> Response {
     let Some(doc) = served.document(path) else {
         return RestError(ApiError::path_not_found()).into_response();
     };
-    if !accepts_json(&parts.headers) {
+    if !negotiate::accepts_json(&parts.headers) {
         return RestError(ApiError::not_acceptable(&[JSON])).into_response();
     }
     let query = Query::parse(parts.uri.query());
@@ -113,23 +113,6 @@ fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
         let t = t.trim();
         t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag
     })
-}
-
-/// Whether a JSON answer satisfies `Accept` (none, or empty, means anything).
-fn accepts_json(headers: &HeaderMap) -> bool {
-    let listed: Vec<MediaType> = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter(|s| !s.trim().is_empty())
-        .map(MediaType::parse)
-        .collect();
-    listed.is_empty()
-        || listed.iter().any(|m| {
-            let refused = m.param("q").and_then(|q| q.parse::<f32>().ok()).is_some_and(|q| q <= 0.0);
-            !refused && matches!(m.essence.as_str(), "application/json" | "application/*" | "*/*")
-        })
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{header, HeaderMap, HeaderValue};
+use axum::http::{header, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use kuorum_api::ApiError;
@@ -25,7 +25,7 @@ const MAX_REENCODE_BYTES: usize = 64 * 1024 * 1024;
 /// The middleware: see the module docs.
 pub(crate) async fn answer_in_protobuf(req: Request, next: Next) -> Response {
     let wanted = negotiate::prefers_protobuf(req.headers());
-    let json_ok = accepts_json(req.headers());
+    let json_ok = negotiate::accepts_json(req.headers());
     let resp = next.run(req).await;
     let size = axum::body::HttpBody::size_hint(resp.body()).exact();
     if !wanted || !is_plain_json(&resp) || size.is_none_or(|n| n > MAX_REENCODE_BYTES as u64) {
@@ -46,17 +46,6 @@ pub(crate) async fn answer_in_protobuf(req: Request, next: Next) -> Response {
         None if !json_ok => RestError(ApiError::not_acceptable(&[negotiate::JSON])).into_response(),
         None => Response::from_parts(parts, Body::from(bytes)),
     }
-}
-
-/// Whether `Accept` lists plain JSON (or a wildcard) as well.
-fn accepts_json(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(negotiate::MediaType::parse)
-        .any(|m| matches!(m.essence.as_str(), "application/json" | "application/*" | "*/*") && m.param("as").is_none())
 }
 
 /// `application/json` with no `as=` view (not a Table, not discovery).

@@ -27,6 +27,7 @@ use crate::custom::CustomRef;
 use crate::negotiate::MetaVersion;
 use crate::object::{parse_stored, set_type_meta};
 use crate::query::Query;
+use crate::route::Target;
 
 // ---- Column definitions ---------------------------------------------------------------
 
@@ -1064,6 +1065,12 @@ pub(crate) struct TableView {
 }
 
 impl TableView {
+    /// The view a request on `t` asks for: `version` of meta.k8s.io, its `includeObject`
+    /// (400 if invalid), the target's printer columns.
+    pub(crate) fn for_request(t: &Target, version: MetaVersion, q: &Query) -> Result<TableView, ApiError> {
+        Ok(TableView { def: t.def, version, include: IncludeObject::from_query(q)?, custom: t.custom.clone() })
+    }
+
     /// The Table of a page of a list (stored bytes of each item).
     pub(crate) fn list(&self, meta: &ListMeta, items: &[Bytes], now: i64) -> Result<Vec<u8>, ApiError> {
         let objs = items.iter().map(|b| parse_stored(b).map(Value::Object)).collect::<Result<Vec<_>, _>>()?;

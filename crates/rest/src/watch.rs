@@ -50,7 +50,7 @@ use crate::consistency::{wait_fresh, ListOptions, WatchPlan};
 use crate::list::{filter_of, has_type_meta, served_bytes};
 use crate::negotiate::{negotiate_output, Output, JSON};
 use crate::route::Ctx;
-use crate::table::{IncludeObject, TableView, WatchView};
+use crate::table::{TableView, WatchView};
 use crate::RestState;
 
 /// kube-apiserver's `--min-request-timeout`: a watch without `timeoutSeconds` lasts
@@ -66,12 +66,7 @@ pub(crate) async fn watch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
     let mut view = match negotiate_output(&ctx.headers)? {
         Output::Json => None,
         Output::Table(version) => Some(WatchView::Table {
-            view: TableView {
-                def: t.def,
-                version,
-                include: IncludeObject::from_query(&ctx.query)?,
-                custom: t.custom.clone(),
-            },
+            view: TableView::for_request(t, version, &ctx.query)?,
             clock: st.clock.clone(),
             headers_sent: false,
         }),
