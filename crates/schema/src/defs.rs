@@ -12,6 +12,7 @@
 //! (the resolved type, where the properties are). Metadata is looked up on the site first,
 //! then on the type (a type may itself be `x-kubernetes-map-type: atomic`).
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
@@ -24,6 +25,9 @@ pub struct Schemas {
     defs: Map<String, Value>,
     /// The Kubernetes version the definitions come from.
     pub kubernetes_version: String,
+    /// Definition name by `(group, version, kind)`, from each definition's
+    /// `x-kubernetes-group-version-kind`: every write looks its kind up here.
+    by_kind: HashMap<(String, String, String), String>,
 }
 
 impl Schemas {
@@ -38,7 +42,16 @@ impl Schemas {
                 _ => panic!("k8s/definitions.json has no schemas"),
             };
             let kubernetes_version = doc.get("kubernetesVersion").and_then(Value::as_str).unwrap_or("").to_string();
-            Schemas { defs, kubernetes_version }
+            let mut by_kind = HashMap::new();
+            for (name, def) in &defs {
+                let gvks = def.get("x-kubernetes-group-version-kind").and_then(Value::as_array);
+                for g in gvks.into_iter().flatten() {
+                    let field = |f: &str| g.get(f).and_then(Value::as_str).unwrap_or("").to_string();
+                    // The first definition naming a kind keeps it, as a scan in order would.
+                    by_kind.entry((field("group"), field("version"), field("kind"))).or_insert_with(|| name.clone());
+                }
+            }
+            Schemas { defs, kubernetes_version, by_kind }
         })
     }
 
@@ -55,16 +68,7 @@ impl Schemas {
     /// The definition name of the kind `group/version/kind`, as its
     /// `x-kubernetes-group-version-kind` says.
     pub fn name_of(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
-        self.defs.iter().find_map(|(name, def)| {
-            let gvks = def.get("x-kubernetes-group-version-kind")?.as_array()?;
-            gvks.iter()
-                .any(|g| {
-                    g.get("group").and_then(Value::as_str) == Some(group)
-                        && g.get("version").and_then(Value::as_str) == Some(version)
-                        && g.get("kind").and_then(Value::as_str) == Some(kind)
-                })
-                .then_some(name.as_str())
-        })
+        self.by_kind.get(&(group.to_string(), version.to_string(), kind.to_string())).map(String::as_str)
     }
 
     /// The schema of the kind `group/version/kind`.
