@@ -217,6 +217,30 @@ pub(crate) fn meta_str<'a>(obj: &'a Object, field: &str) -> Option<&'a str> {
     meta(obj).and_then(|m| m.get(field)).and_then(Value::as_str).filter(|s| !s.is_empty())
 }
 
+/// An object written to an object's URL: its name must be the URL's, and it lives in the
+/// URL's namespace (a different one is 400; cluster-scoped objects have none).
+pub(crate) fn place_at_url(obj: &mut Object, name: &str, namespace: Option<&str>) -> Result<(), ApiError> {
+    let body_name = meta_str(obj, "name").unwrap_or("");
+    if body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    match (namespace, meta_str(obj, "namespace")) {
+        (Some(url), Some(ns)) if ns != url => Err(ApiError::bad_request(format!(
+            "the namespace of the object ({ns}) does not match the namespace on the URL ({url})"
+        ))),
+        (Some(url), _) => {
+            meta_mut(obj).insert("namespace".into(), Value::from(url));
+            Ok(())
+        }
+        (None, _) => {
+            meta_mut(obj).remove("namespace");
+            Ok(())
+        }
+    }
+}
+
 /// The storage key of one object.
 pub(crate) fn key(def: &ResourceDef, namespace: Option<&str>, name: &str) -> String {
     ObjectKey { group: def.group, resource: def.plural, namespace, name }.encode()

@@ -110,9 +110,7 @@ pub(crate) async fn patch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
         };
         let mut attempt_warnings = warnings.clone();
         let (status, outcome) = match current {
-            None if kind == Kind::Apply => {
-                (StatusCode::CREATED, create_by_apply(st, &req, &mut attempt_warnings).await?)
-            }
+            None if kind == Kind::Apply => (StatusCode::CREATED, create_by_apply(st, &req).await?),
             None => return Err(ApiError::not_found(t.def.group_resource(), t.name())),
             Some(current) => (StatusCode::OK, update_by_patch(st, &req, current, &mut attempt_warnings).await?),
         };
@@ -177,14 +175,7 @@ fn decode_apply_config(
         Some(Value::Object(_)) | None => {}
         Some(_) => return Err(ApiError::bad_request("metadata must be an object")),
     }
-    let name = object::meta_str(&config, "name").unwrap_or("");
-    if name != t.name() {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({name}) does not match the name on the URL ({})",
-            t.name()
-        )));
-    }
-    place_in_url_namespace(&mut config, t)?;
+    object::place_at_url(&mut config, t.name(), t.namespace.as_deref())?;
     let json_body = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     warnings.extend(fields::check_fields(t, &mut config, json_body.then_some(body), validation)?);
     Ok(config)
@@ -236,14 +227,7 @@ async fn update_by_patch(
 
     // Validate: the patch may not move the object; a resourceVersion or uid it sets is a
     // precondition.
-    let new_name = object::meta_str(&new, "name").unwrap_or("").to_string();
-    if new_name != t.name() {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({new_name}) does not match the name on the URL ({})",
-            t.name()
-        )));
-    }
-    place_in_url_namespace(&mut new, t)?;
+    object::place_at_url(&mut new, t.name(), t.namespace.as_deref())?;
     object::set_type_meta(&mut new, def);
     let patched_rv = object::meta_str(&new, "resourceVersion").unwrap_or("").to_string();
     let client_rv = (!patched_rv.is_empty() && patched_rv != current_rv).then_some(patched_rv);
@@ -280,7 +264,7 @@ async fn update_by_patch(
 }
 
 /// Server-side apply to an absent object: the configuration becomes the new object.
-async fn create_by_apply(st: &RestState, req: &Request<'_>, _warnings: &mut Vec<String>) -> Result<Attempt, ApiError> {
+async fn create_by_apply(st: &RestState, req: &Request<'_>) -> Result<Attempt, ApiError> {
     let t = req.target;
     let def = t.def;
     let Some(config) = &req.config else { unreachable!("apply requests carry their configuration") };
@@ -332,13 +316,11 @@ fn apply_config(
     match kuorum_fieldmanager::apply(schema, live.as_ref(), &config, w, force) {
         Ok(Value::Object(o)) => Ok(o),
         Ok(_) => Err(ApiError::internal("server-side apply returned a non-object")),
-        Err(e @ ApplyError::Conflicts(_)) => Err(apply_conflict(def, w_name(&config), &e)),
+        Err(e @ ApplyError::Conflicts(_)) => {
+            Err(apply_conflict(def, config.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(""), &e))
+        }
         Err(ApplyError::Invalid(msg)) => Err(ApiError::new(kuorum_api::Reason::Invalid, msg)),
     }
-}
-
-fn w_name(config: &Value) -> &str {
-    config.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
 }
 
 /// 409 Conflict with one `FieldManagerConflict` cause per conflicting field.
@@ -375,22 +357,4 @@ fn run_patch(pt: PatchType, def: &ResourceDef, current: &Object, body: &[u8]) ->
 /// the duplicate-field check.
 fn body_if_object(pt: PatchType, body: &[u8]) -> Option<&[u8]> {
     (pt != PatchType::Json).then_some(body)
-}
-
-/// Namespaced objects stay in the URL's namespace (a different one is 400); cluster-scoped
-/// ones have none.
-fn place_in_url_namespace(obj: &mut Object, t: &Target) -> Result<(), ApiError> {
-    match (&t.namespace, object::meta_str(obj, "namespace")) {
-        (Some(url), Some(ns)) if ns != url => Err(ApiError::bad_request(format!(
-            "the namespace of the object ({ns}) does not match the namespace on the URL ({url})"
-        ))),
-        (Some(url), _) => {
-            object::meta_mut(obj).insert("namespace".into(), Value::from(url.as_str()));
-            Ok(())
-        }
-        (None, _) => {
-            object::meta_mut(obj).remove("namespace");
-            Ok(())
-        }
-    }
 }

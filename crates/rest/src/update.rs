@@ -43,26 +43,7 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
 
     // Default/validate.
     defaults::apply(t, &mut obj);
-    let body_name = object::meta_str(&obj, "name").unwrap_or("");
-    if body_name != name {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({body_name}) does not match the name on the URL ({name})"
-        )));
-    }
-    if let Some(ns) = &t.namespace {
-        match object::meta_str(&obj, "namespace") {
-            Some(body_ns) if body_ns != ns => {
-                return Err(ApiError::bad_request(format!(
-                    "the namespace of the object ({body_ns}) does not match the namespace on the URL ({ns})"
-                )))
-            }
-            _ => {
-                object::meta_mut(&mut obj).insert("namespace".into(), Value::from(ns.as_str()));
-            }
-        }
-    } else {
-        object::meta_mut(&mut obj).remove("namespace");
-    }
+    object::place_at_url(&mut obj, &name, t.namespace.as_deref())?;
     let precondition = Precondition {
         resource_version: object::parse_rv(object::meta_str(&obj, "resourceVersion"))?,
         uid: object::meta_str(&obj, "uid").map(str::to_string),
