@@ -25,7 +25,8 @@ const MAX_REENCODE_BYTES: usize = 64 * 1024 * 1024;
 /// The middleware: see the module docs.
 pub(crate) async fn answer_in_protobuf(req: Request, next: Next) -> Response {
     let wanted = negotiate::prefers_protobuf(req.headers());
-    let json_ok = negotiate::accepts_json(req.headers());
+    // Only needed when protobuf is wanted: most requests skip the second parse of Accept.
+    let json_ok = !wanted || negotiate::accepts_json(req.headers());
     let resp = next.run(req).await;
     let size = axum::body::HttpBody::size_hint(resp.body()).exact();
     if !wanted || !is_plain_json(&resp) || size.is_none_or(|n| n > MAX_REENCODE_BYTES as u64) {
