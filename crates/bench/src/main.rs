@@ -1,16 +1,15 @@
-//! kuorum-bench: create throughput and latency of kuorum beside etcd 3.4 on one machine.
+//! kuorum-bench: kuorum beside etcd 3.4 on one machine, scenario by scenario.
 //!
-//! - kuorum: `POST /api/v1/namespaces/default/configmaps` of ConfigMaps carrying a
-//!   `--value-size` (1 KiB) data value, each client on its own keep-alive HTTP/1.1
-//!   connection, clients spread round-robin over all nodes (followers forward to the leader).
-//! - etcd: `Put` of `--value-size` values under fresh keys, each client on its own gRPC
-//!   connection, clients spread round-robin over all members (fsync on, the default).
-//!
-//! Each system gets a fresh 3-node cluster started here (or `--kuorum URLS` / `--etcd
-//! ENDPOINTS`), one system at a time so they never share the CPU. Each concurrency level
-//! runs `--warmup` seconds unrecorded, then `--duration` seconds recorded. Results go to a
-//! JSON file (`--out`); `--markdown` also prints the table rows used in
-//! docs/benchmarks.md, and `--from-json FILE --markdown` re-prints them from a result file.
+//! Each scenario (`--scenarios`, all by default: creates, updates, reads, list, watch,
+//! reconnect, failover; see `scenarios/` for what each measures and how) runs against a
+//! fresh local 3-node kuorum and then a fresh local 3-member etcd 3.4 (or `--kuorum URLS` /
+//! `--etcd ENDPOINTS`), one system at a time so they never share the CPU, both with fsync
+//! on and the same concurrency and payload sizes. Progress goes to stderr as it runs; the
+//! results to a JSON file (`--out`, rewritten after every scenario), PNG charts beside it
+//! (`--charts DIR`; creates latency against throughput, watch delivery p99 against
+//! watcher count), and with `--markdown` the tables used in docs/benchmarks.md.
+//! `--from-json FILE --markdown [--charts DIR]` re-prints the tables and redraws the
+//! charts from a result file.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -19,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+mod charts;
 mod cpucap;
 mod scenarios;
 
@@ -54,24 +54,28 @@ fn etcd_roles(rt: &tokio::runtime::Runtime, endpoints: &[String]) -> Vec<Option<
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
-use kuorum_e2e::{free_ports, Cluster, ClusterOptions};
+use kuorum_e2e::free_ports;
 use serde::{Deserialize, Serialize};
 
 #[derive(Parser, Debug, Clone)]
-#[command(name = "kuorum-bench", about = "Creates/s and latency: kuorum ConfigMaps vs etcd 3.4 puts")]
+#[command(
+    name = "kuorum-bench",
+    about = "kuorum beside etcd 3.4: creates, updates, reads, LIST, watch, reconnect, failover"
+)]
 struct Args {
     /// Recorded seconds per run.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 8.0)]
     duration: f64,
     /// Unrecorded seconds before each run's window.
     #[arg(long, default_value_t = 2.0)]
     warmup: f64,
     /// Concurrency levels (comma separated).
-    #[arg(long, value_delimiter = ',', default_value = "1,64")]
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64,256")]
     clients: Vec<usize>,
-    /// Bytes of payload per object (ConfigMap data value / etcd value).
-    #[arg(long, default_value_t = 1024)]
-    value_size: usize,
+    /// creates: bytes of payload per object (ConfigMap data value / etcd value); every
+    /// client level runs at each size.
+    #[arg(long, alias = "value-size", value_delimiter = ',', default_value = "1024,8192")]
+    value_sizes: Vec<usize>,
     /// Systems to run, in order (comma separated): kuorum, etcd.
     #[arg(long, value_delimiter = ',', default_value = "kuorum,etcd")]
     systems: Vec<String>,
@@ -100,42 +104,60 @@ struct Args {
     /// Also print the Markdown table rows.
     #[arg(long)]
     markdown: bool,
-    /// Print the Markdown table of an existing result file and exit (with --markdown).
+    /// Read this result file instead of running: print its tables (--markdown) and redraw
+    /// its charts (--charts DIR).
     #[arg(long)]
     from_json: Option<PathBuf>,
-    /// Scenarios to run, in order (comma separated): creates, watch, list, reads. Each
-    /// scenario gets fresh clusters (one system at a time).
-    #[arg(long, value_delimiter = ',', default_value = "creates,watch,list,reads")]
+    /// Directory for the PNG charts (bench-creates.png, bench-watch.png); default: the
+    /// --out file's directory. "none" skips them.
+    #[arg(long)]
+    charts: Option<PathBuf>,
+    /// Scenarios to run, in order (comma separated): creates, updates, reads, list, watch,
+    /// reconnect, failover. Each scenario gets fresh clusters (one system at a time).
+    #[arg(long, value_delimiter = ',', default_value = "creates,updates,reads,list,watch,reconnect,failover")]
     scenarios: Vec<String>,
     /// watch: watcher counts, one level each (0 = the writes alone, the CPU/RSS baseline).
-    #[arg(long, value_delimiter = ',', default_value = "0,1,100,1000")]
+    #[arg(long, value_delimiter = ',', default_value = "0,1,100,1000,10000")]
     watchers: Vec<usize>,
     /// watch: paced writes per second (open loop, to the leader); every watcher level runs
-    /// at each rate.
-    #[arg(long, value_delimiter = ',', default_value = "500,100")]
+    /// at each rate (up to --watch-max-events).
+    #[arg(long, value_delimiter = ',', default_value = "100,10")]
     watch_rates: Vec<f64>,
+    /// watch: skip levels whose watchers × rate exceeds this many events/s (10,000 watchers
+    /// × 100 writes/s is 1M events/s, beyond what two shared vCPUs can parse).
+    #[arg(long, default_value_t = 300_000.0)]
+    watch_max_events: f64,
     /// watch: recorded seconds per level (after --watch-warmup seconds of writes).
     #[arg(long, default_value_t = 6.0)]
     watch_duration: f64,
     #[arg(long, default_value_t = 1.0)]
     watch_warmup: f64,
-    /// list: objects to create before listing, and bytes of payload per object.
-    #[arg(long, default_value_t = 10_000)]
-    list_objects: usize,
+    /// list: object counts, one level each (the objects of a level stay for the next);
+    /// and bytes of payload per object.
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+    list_objects: Vec<usize>,
     #[arg(long, default_value_t = 2048)]
     list_value_size: usize,
-    /// list: recorded lists per target (leader, then a follower), after one unrecorded.
+    /// list: recorded lists per (target, whole/paged) at 10,000 objects, after one
+    /// unrecorded; scaled down with the object count (at least 3).
     #[arg(long, default_value_t = 20)]
     list_reps: usize,
+    /// list: page size of the paged lists (limit + continue); 0 = whole lists only.
+    #[arg(long, default_value_t = 500)]
+    list_page_size: usize,
     /// reads: concurrent readers (each its own connection), spread over 1, 2, 3 nodes.
     #[arg(long, default_value_t = 32)]
     read_clients: usize,
     /// reads: objects read at random (1 KiB payload each).
     #[arg(long, default_value_t = 100)]
     read_objects: usize,
-    /// reads: recorded seconds per spread (after 1 s unrecorded).
-    #[arg(long, default_value_t = 5.0)]
+    /// reads: recorded seconds per run (after 1 s unrecorded).
+    #[arg(long, default_value_t = 4.0)]
     read_duration: f64,
+    /// reads: consistent (no resourceVersion / linearizable range) and RV=0 (serializable
+    /// range) GETs, each on the leader and on a follower.
+    #[arg(long, value_delimiter = ',', default_value = "consistent,rv0")]
+    read_modes: Vec<String>,
     /// reads: node counts to spread the readers over.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     read_spread: Vec<usize>,
@@ -144,6 +166,26 @@ struct Args {
     /// (see cpucap.rs); needs root and the cgroup cpu controller.
     #[arg(long, value_delimiter = ',', default_value = "0,0.15")]
     read_node_cores: Vec<f64>,
+    /// updates: hot objects, clients (each GET then PUT with the resourceVersion as
+    /// precondition, retried on conflict), recorded seconds (after --warmup).
+    #[arg(long, default_value_t = 100)]
+    update_objects: usize,
+    #[arg(long, default_value_t = 64)]
+    update_clients: usize,
+    #[arg(long, default_value_t = 8.0)]
+    update_duration: f64,
+    /// reconnect: watchers that start at once from a resourceVersion this many writes old.
+    #[arg(long, default_value_t = 1000)]
+    reconnect_watchers: usize,
+    #[arg(long, default_value_t = 1000)]
+    reconnect_behind: usize,
+    /// failover: creating clients, seconds before the leader is killed, seconds after.
+    #[arg(long, default_value_t = 64)]
+    failover_clients: usize,
+    #[arg(long, default_value_t = 4.0)]
+    failover_before: f64,
+    #[arg(long, default_value_t = 8.0)]
+    failover_after: f64,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -186,6 +228,17 @@ struct RunResult {
     /// reads: seconds the capped servers were throttled during the run (the cap bound).
     #[serde(default)]
     throttled_s: Option<f64>,
+    /// reads: "consistent" or "rv0" for the leader-vs-follower runs (None: the spreads).
+    #[serde(default)]
+    read_mode: Option<String>,
+    /// updates: conflicts (HTTP 409 / failed txn compare) met by the recorded updates;
+    /// attempts = ops + conflicts.
+    #[serde(default)]
+    conflicts: Option<u64>,
+    /// Each server process's peak RSS (VmHWM, reset before the run) in MB; leader first
+    /// where the scenario knows the roles.
+    #[serde(default)]
+    peak_rss_mb: Vec<f64>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -202,6 +255,15 @@ struct Report {
     lists: Vec<scenarios::ListResult>,
     #[serde(default)]
     reads: Vec<RunResult>,
+    #[serde(default)]
+    updates: Vec<RunResult>,
+    #[serde(default)]
+    reconnect: Vec<scenarios::ReconnectResult>,
+    #[serde(default)]
+    failover: Vec<scenarios::FailoverResult>,
+    /// Wall-clock seconds of the whole run.
+    #[serde(default)]
+    total_s: Option<f64>,
     failures: Vec<String>,
 }
 
@@ -235,8 +297,25 @@ fn main() -> Result<()> {
     let args = Args::parse();
     if let Some(path) = &args.from_json {
         let report: Report = serde_json::from_slice(&fs::read(path)?).with_context(|| path.display().to_string())?;
-        print_markdown(&report);
+        if args.markdown {
+            print_markdown(&report);
+        }
+        if let Some(dir) = &args.charts {
+            charts::draw_all(&report, dir)?;
+        } else if !args.markdown {
+            print_markdown(&report);
+        }
         return Ok(());
+    }
+    for s in &args.scenarios {
+        if !scenarios::ALL.contains(&s.as_str()) {
+            bail!("unknown scenario {s:?} (one of {:?})", scenarios::ALL);
+        }
+    }
+    for s in &args.systems {
+        if s != "kuorum" && s != "etcd" {
+            bail!("unknown system {s:?} (kuorum, etcd)");
+        }
     }
     if args.duration <= 0.0 || args.duration > 600.0 || args.warmup < 0.0 || args.warmup > 120.0 {
         bail!("--duration must be in (0, 600] and --warmup in [0, 120]");
@@ -256,8 +335,13 @@ fn main() -> Result<()> {
         watch: vec![],
         lists: vec![],
         reads: vec![],
+        updates: vec![],
+        reconnect: vec![],
+        failover: vec![],
+        total_s: None,
         failures: vec![],
     };
+    let run_t0 = Instant::now();
     raise_fd_limit();
     eprintln!(
         "machine: {} x{} ({}), kernel {}, loadavg {}; etcd {}; fdatasync {}",
@@ -279,17 +363,12 @@ fn main() -> Result<()> {
     for scenario in &args.scenarios {
         for system in &args.systems {
             let t0 = Instant::now();
-            let outcome = match (scenario.as_str(), system.as_str()) {
-                ("creates", "kuorum") => bench_kuorum(&args, &rt, &mut report),
-                ("creates", "etcd") => bench_etcd(&args, &rt, &mut report),
-                ("watch" | "list" | "reads", "kuorum" | "etcd") => {
-                    scenarios::run(scenario, system, &args, &rt, &mut report)
-                }
-                (sc, sy) => {
-                    Err(anyhow!("unknown scenario/system {sc:?}/{sy:?} (creates|watch|list|reads, kuorum|etcd)"))
-                }
-            };
-            eprintln!("-- {scenario}/{system} took {:.1} s", t0.elapsed().as_secs_f64());
+            let outcome = scenarios::run(scenario, system, &args, &rt, &mut report);
+            eprintln!(
+                "-- {scenario}/{system} took {:.1} s ({:.1} min into the run)",
+                t0.elapsed().as_secs_f64(),
+                run_t0.elapsed().as_secs_f64() / 60.0
+            );
             if let Err(e) = outcome {
                 eprintln!("!! {scenario}/{system}: {e:#}");
                 report.failures.push(format!("{scenario}/{system}: {e:#}"));
@@ -298,8 +377,18 @@ fn main() -> Result<()> {
         }
     }
 
+    report.total_s = Some(run_t0.elapsed().as_secs_f64());
     write_report(&args.out, &report)?;
-    eprintln!("\nwrote {}", args.out.display());
+    eprintln!("\nwrote {} (the run took {:.1} min)", args.out.display(), run_t0.elapsed().as_secs_f64() / 60.0);
+    let chart_dir = args.charts.clone().unwrap_or_else(|| match args.out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    });
+    if chart_dir.as_os_str() != "none" {
+        if let Err(e) = charts::draw_all(&report, &chart_dir) {
+            eprintln!("!! charts: {e:#}");
+        }
+    }
     print_summary(&report);
     if args.markdown {
         print_markdown(&report);
@@ -312,74 +401,6 @@ fn main() -> Result<()> {
 
 fn write_report(path: &Path, report: &Report) -> Result<()> {
     fs::write(path, serde_json::to_vec_pretty(report)?).with_context(|| path.display().to_string())
-}
-
-// ---------------------------------------------------------------------------------------
-// kuorum
-// ---------------------------------------------------------------------------------------
-
-fn bench_kuorum(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) -> Result<()> {
-    let mut cluster = None;
-    let urls: Vec<String> = match &args.kuorum {
-        Some(list) => list.split(',').map(|u| u.trim().trim_end_matches('/').to_string()).collect(),
-        None => {
-            let bin = match &args.kuorum_bin {
-                Some(b) => b.clone(),
-                None => kuorum_e2e::kuorum_bin().ok_or_else(|| {
-                    anyhow!("no kuorum binary: build it (cargo build --release -p kuorum) or pass --kuorum-bin")
-                })?,
-            };
-            eprintln!("starting a 3-node kuorum cluster ({})", bin.display());
-            let c = Cluster::start_with(
-                bin,
-                ClusterOptions {
-                    nodes: 3,
-                    parent_dir: args.dir.clone(),
-                    rust_log: Some("warn".into()),
-                    ..Default::default()
-                },
-            )?;
-            let urls = c.urls();
-            cluster = Some(c);
-            urls
-        }
-    };
-    let pids: Option<Vec<u32>> = cluster.as_ref().map(|c| c.nodes.iter().filter_map(|n| n.pid()).collect());
-    if let Some(c) = cluster.as_mut() {
-        let leader = c.leader()?;
-        eprintln!("kuorum nodes {urls:?}, leader node {leader}");
-    }
-    let roles = kuorum_roles(&urls)?;
-    let (urls, client0_target) = put_first(urls, roles, &args.first)?;
-    report.kuorum_urls = Some(urls.clone());
-    let idle_cores = pids.as_deref().map(idle_cpu_cores);
-    if let Some(i) = idle_cores {
-        eprintln!("idle kuorum cluster uses {i:.3} cores");
-    }
-    let ctx = Ctx { pids: pids.as_deref(), idle_cores, client0_target };
-    let tag = report.started_unix;
-    for &clients in &args.clients {
-        let mut workers = Vec::new();
-        for t in 0..clients {
-            let url = urls[t % urls.len()].clone();
-            workers.push(Worker::kuorum(url, format!("bench-{tag}-c{clients}-t{t}"), args.value_size)?);
-        }
-        let r = rt.block_on(drive(
-            "kuorum",
-            "create ConfigMap (REST)",
-            workers,
-            args.warmup,
-            args.duration,
-            args.value_size,
-            &ctx,
-        ))?;
-        report.results.push(r);
-        if let Some(c) = cluster.as_mut() {
-            c.check_alive()?;
-        }
-    }
-    drop(cluster); // kills the nodes before the next system runs
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -491,45 +512,6 @@ impl Drop for EtcdCluster {
     }
 }
 
-fn bench_etcd(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) -> Result<()> {
-    let mut cluster = None;
-    let endpoints: Vec<String> = match &args.etcd {
-        Some(list) => list.split(',').map(|u| u.trim().to_string()).collect(),
-        None => {
-            eprintln!("starting a 3-member etcd cluster ({})", args.etcd_bin);
-            let c = EtcdCluster::start(&args.etcd_bin, args.dir.as_deref())?;
-            let e = c.endpoints.clone();
-            cluster = Some(c);
-            e
-        }
-    };
-    let pids = cluster.as_ref().map(EtcdCluster::pids);
-    let roles = etcd_roles(&rt, &endpoints);
-    let (endpoints, client0_target) = put_first(endpoints, roles, &args.first)?;
-    eprintln!("etcd endpoints {endpoints:?}");
-    report.etcd_endpoints = Some(endpoints.clone());
-    let idle_cores = pids.as_deref().map(idle_cpu_cores);
-    if let Some(i) = idle_cores {
-        eprintln!("idle etcd cluster uses {i:.3} cores");
-    }
-    let ctx = Ctx { pids: pids.as_deref(), idle_cores, client0_target };
-    let tag = report.started_unix;
-    for &clients in &args.clients {
-        let workers = rt.block_on(async {
-            let mut workers = Vec::new();
-            for t in 0..clients {
-                let ep = endpoints[t % endpoints.len()].clone();
-                workers.push(Worker::etcd(ep, format!("/bench/{tag}/c{clients}/t{t}/"), args.value_size).await?);
-            }
-            anyhow::Ok(workers)
-        })?;
-        let r = rt.block_on(drive("etcd", "put (gRPC)", workers, args.warmup, args.duration, args.value_size, &ctx))?;
-        report.results.push(r);
-    }
-    drop(cluster);
-    Ok(())
-}
-
 // ---------------------------------------------------------------------------------------
 // The load loop
 // ---------------------------------------------------------------------------------------
@@ -546,20 +528,41 @@ enum Worker {
         prefix: String,
         payload: Vec<u8>,
     },
-    /// GET `{url}/{prefix}{k}?resourceVersion=0` for a pseudo-random k < n.
+    /// GET `{url}/{prefix}{k}` for a pseudo-random k < n: with `?resourceVersion=0` (served
+    /// from the node's cache), or without (consistent: a read barrier first).
     KuorumRead {
         http: reqwest::Client,
         url: String,
         prefix: String,
         n: u64,
         rng: u64,
+        consistent: bool,
     },
-    /// Serializable (member-local) Get of `{prefix}{k}`.
+    /// Get of `{prefix}{k}`: linearizable, or serializable (member-local).
     EtcdRead {
         client: etcd_client::Client,
         prefix: String,
         n: u64,
         rng: u64,
+        consistent: bool,
+    },
+    /// Read-modify-write of a pseudo-random hot object `{url}/{prefix}{k}`: GET, then PUT
+    /// with its metadata.resourceVersion; on 409 Conflict, again from the GET.
+    KuorumUpdate {
+        http: reqwest::Client,
+        url: String,
+        prefix: String,
+        n: u64,
+        rng: u64,
+        payload: String,
+    },
+    /// The same on etcd: Get, then a Txn putting the key if its mod_revision is unchanged.
+    EtcdUpdate {
+        client: etcd_client::Client,
+        prefix: String,
+        n: u64,
+        rng: u64,
+        payload: Vec<u8>,
     },
 }
 
@@ -588,7 +591,8 @@ impl Worker {
         Ok(Worker::Etcd { client, prefix, payload: vec![b'x'; size] })
     }
 
-    async fn op(&mut self, i: u64) -> Result<()> {
+    /// One operation; answers the conflicts it met and retried (updates only).
+    async fn op(&mut self, i: u64) -> Result<u64> {
         match self {
             Worker::Kuorum { http, url, prefix, payload } => {
                 let body = format!(
@@ -606,35 +610,80 @@ impl Worker {
                 if status.as_u16() != 201 {
                     bail!("HTTP {status}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(300)]));
                 }
-                Ok(())
+                Ok(0)
             }
             Worker::Etcd { client, prefix, payload } => {
                 client.put(format!("{prefix}{i}"), payload.clone(), None).await?;
-                Ok(())
+                Ok(0)
             }
-            Worker::KuorumRead { http, url, prefix, n, rng } => {
+            Worker::KuorumRead { http, url, prefix, n, rng, consistent } => {
                 let k = scenarios::xorshift(rng) % *n;
-                let resp = http
-                    .get(format!("{url}/{prefix}{k}?resourceVersion=0"))
-                    .header("Accept", "application/json")
-                    .send()
-                    .await?;
+                let q = if *consistent { "" } else { "?resourceVersion=0" };
+                let resp =
+                    http.get(format!("{url}/{prefix}{k}{q}")).header("Accept", "application/json").send().await?;
                 let status = resp.status();
                 let bytes = resp.bytes().await?;
                 if status.as_u16() != 200 {
                     bail!("HTTP {status}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(300)]));
                 }
-                Ok(())
+                Ok(0)
             }
-            Worker::EtcdRead { client, prefix, n, rng } => {
+            Worker::EtcdRead { client, prefix, n, rng, consistent } => {
                 let k = scenarios::xorshift(rng) % *n;
-                let r = client
-                    .get(format!("{prefix}{k}"), Some(etcd_client::GetOptions::new().with_serializable()))
-                    .await?;
+                let opts = (!*consistent).then(|| etcd_client::GetOptions::new().with_serializable());
+                let r = client.get(format!("{prefix}{k}"), opts).await?;
                 if r.kvs().is_empty() {
                     bail!("etcd key {prefix}{k} missing");
                 }
-                Ok(())
+                Ok(0)
+            }
+            Worker::KuorumUpdate { http, url, prefix, n, rng, payload } => {
+                let k = scenarios::xorshift(rng) % *n;
+                let obj_url = format!("{url}/{prefix}{k}");
+                for conflicts in 0..1000u64 {
+                    let resp = http.get(&obj_url).header("Accept", "application/json").send().await?;
+                    let status = resp.status();
+                    let bytes = resp.bytes().await?;
+                    if status.as_u16() != 200 {
+                        bail!("GET: HTTP {status}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(300)]));
+                    }
+                    let v: serde_json::Value = serde_json::from_slice(&bytes)?;
+                    let rv = v["metadata"]["resourceVersion"].as_str().ok_or_else(|| anyhow!("no resourceVersion"))?;
+                    let body = format!(
+                        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{prefix}{k}","resourceVersion":"{rv}"}},"data":{{"v":"{payload}","i":"{i}"}}}}"#
+                    );
+                    let resp = http
+                        .put(&obj_url)
+                        .header("Content-Type", "application/json")
+                        .header("Accept", "application/json")
+                        .body(body)
+                        .send()
+                        .await?;
+                    let status = resp.status();
+                    let bytes = resp.bytes().await?;
+                    match status.as_u16() {
+                        200 => return Ok(conflicts),
+                        409 => continue,
+                        _ => bail!("PUT: HTTP {status}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(300)])),
+                    }
+                }
+                bail!("{obj_url}: 1000 conflicts in a row")
+            }
+            Worker::EtcdUpdate { client, prefix, n, rng, payload } => {
+                use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+                let k = scenarios::xorshift(rng) % *n;
+                let key = format!("{prefix}{k}");
+                for conflicts in 0..1000u64 {
+                    let r = client.get(key.as_str(), None).await?;
+                    let rev = r.kvs().first().ok_or_else(|| anyhow!("etcd key {key} missing"))?.mod_revision();
+                    let txn = Txn::new()
+                        .when([Compare::mod_revision(key.as_str(), CompareOp::Equal, rev)])
+                        .and_then([TxnOp::put(key.as_str(), payload.clone(), None)]);
+                    if client.txn(txn).await?.succeeded() {
+                        return Ok(conflicts);
+                    }
+                }
+                bail!("{key}: 1000 conflicts in a row")
             }
         }
     }
@@ -642,6 +691,8 @@ impl Worker {
 
 struct TaskOutcome {
     latencies_us: Vec<u32>,
+    /// Conflicts met by the recorded operations.
+    conflicts: u64,
     errors: u64,
     first_error: Option<String>,
 }
@@ -665,6 +716,9 @@ async fn drive(
     let clients = workers.len();
     let warmup = Duration::from_secs_f64(warmup_s);
     let window = Duration::from_secs_f64(duration_s);
+    if let Some(p) = pids {
+        scenarios::hwm_reset(p);
+    }
     let start = Instant::now();
     let measure_from = start + warmup;
     let end = measure_from + window;
@@ -675,7 +729,8 @@ async fn drive(
     for mut w in workers {
         let done = done.clone();
         handles.push(tokio::spawn(async move {
-            let mut out = TaskOutcome { latencies_us: Vec::with_capacity(4096), errors: 0, first_error: None };
+            let mut out =
+                TaskOutcome { latencies_us: Vec::with_capacity(4096), conflicts: 0, errors: 0, first_error: None };
             let mut i: u64 = 0;
             loop {
                 let t0 = Instant::now();
@@ -686,10 +741,11 @@ async fn drive(
                 let t1 = Instant::now();
                 i += 1;
                 match r {
-                    Ok(Ok(())) => {
+                    Ok(Ok(conflicts)) => {
                         done.fetch_add(1, Ordering::Relaxed);
                         if t0 >= measure_from && t1 <= end {
                             out.latencies_us.push((t1 - t0).as_micros().min(u32::MAX as u128) as u32);
+                            out.conflicts += conflicts;
                         }
                     }
                     Ok(Err(e)) => {
@@ -736,12 +792,15 @@ async fn drive(
         }
     }
 
+    let peak_rss_mb = pids.map(scenarios::hwm_mb).unwrap_or_default();
     let mut lat: Vec<u32> = Vec::new();
     let mut errors = 0;
+    let mut conflicts = 0;
     let mut first_error = None;
     for h in handles {
         let o = h.await?;
         lat.extend(o.latencies_us);
+        conflicts += o.conflicts;
         errors += o.errors;
         if first_error.is_none() {
             first_error = o.first_error;
@@ -787,15 +846,21 @@ async fn drive(
         nodes: None,
         node_cores_cap: None,
         throttled_s: None,
+        read_mode: None,
+        conflicts: Some(conflicts).filter(|_| workload.contains("precondition") || workload.contains("txn")),
+        peak_rss_mb,
     };
     eprintln!(
-        "  => {:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms, {} errors{}",
+        "  => {:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms, {} errors{}{}; server CPU {} s/1k ops; peak RSS {} MB",
         r.ops_per_sec,
         r.p50_ms,
         r.p99_ms,
         r.max_ms,
         r.errors,
-        first_error.map(|e| format!(" (first: {e})")).unwrap_or_default()
+        r.conflicts.map(|c| format!(", {c} conflicts")).unwrap_or_default(),
+        first_error.map(|e| format!(" (first: {e})")).unwrap_or_default(),
+        r.server_cpu_ms_per_op.map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into()),
+        scenarios::mb_list(&r.peak_rss_mb)
     );
     if ops == 0 {
         bail!("{system} with {clients} clients completed no operation");
@@ -809,13 +874,14 @@ async fn drive(
 
 fn print_summary(report: &Report) {
     println!(
-        "{:<8} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>12}",
-        "system", "clients", "ops/s", "p50 ms", "p99 ms", "p99.9", "max ms", "errors", "srv CPU ms/op"
+        "{:<8} {:>6} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>12}",
+        "system", "size", "clients", "ops/s", "p50 ms", "p99 ms", "p99.9", "max ms", "errors", "srv CPU ms/op"
     );
     for r in &report.results {
         println!(
-            "{:<8} {:>7} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>7} {:>12}",
+            "{:<8} {:>6} {:>7} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>7} {:>12}",
             r.system,
+            r.value_size,
             r.clients,
             r.ops_per_sec,
             r.p50_ms,
@@ -829,67 +895,9 @@ fn print_summary(report: &Report) {
 }
 
 fn print_markdown(report: &Report) {
-    print_creates_markdown(report);
     scenarios::print_markdown(report);
 }
 
-fn print_creates_markdown(report: &Report) {
-    let m = &report.machine;
-    println!();
-    println!(
-        "{} x{}, {} RAM, kernel {}, etcd {}, kuorum {}; loadavg at start {}; fdatasync of 2300 B {}.",
-        m.cpu_model,
-        m.cpus,
-        m.mem_total,
-        m.kernel,
-        m.etcd_version.as_deref().unwrap_or("?"),
-        m.kuorum_git.as_deref().unwrap_or("?"),
-        m.loadavg.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
-        m.fdatasync_ms
-            .as_ref()
-            .map(|p| format!("p50 {:.2} ms, p99 {:.2} ms", p.p50, p.p99))
-            .unwrap_or_else(|| "not measured".into())
-    );
-    if report.results.is_empty() {
-        return;
-    }
-    println!();
-    println!(
-        "| system | workload | clients | creates/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | server CPU ms/op |"
-    );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for r in &report.results {
-        println!(
-            "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.1} | {} | {} |",
-            r.system,
-            r.workload,
-            r.clients,
-            r.ops_per_sec,
-            r.p50_ms,
-            r.p99_ms,
-            r.p999_ms,
-            r.max_ms,
-            r.errors,
-            r.server_cpu_ms_per_op.map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into())
-        );
-    }
-    println!();
-    let mut seen = Vec::new();
-    for r in &report.results {
-        if seen.contains(&r.system) {
-            continue;
-        }
-        seen.push(r.system.clone());
-        println!(
-            "- {}: idle cluster CPU {} cores; the 1-client run talked to the {}.",
-            r.system,
-            r.server_idle_cpu_cores.map(|c| format!("{c:.3}")).unwrap_or_else(|| "?".into()),
-            r.client0_target.as_deref().unwrap_or("(unknown)")
-        );
-    }
-}
-
-/// Rotates the member list so that client 0 talks to the wanted role; returns the list
 /// and the role client 0 got. `roles[i]` is Some(is_leader) when known.
 fn put_first(mut members: Vec<String>, roles: Vec<Option<bool>>, want: &str) -> Result<(Vec<String>, Option<String>)> {
     let want_leader = match want {

@@ -1,0 +1,211 @@
+//! PNG charts drawn from a result ([`Report`]) with plotters' bitmap backend:
+//!
+//! - `bench-creates.png`: creates, latency (p50 and p99, log scale) against throughput,
+//!   one line per system and value size, a point per client level.
+//! - `bench-watch.png`: watch delivery p99 (log scale) against watcher count (log scale),
+//!   one line per system and write rate.
+//!
+//! Text is drawn with ab_glyph (pure Rust) from DejaVu Sans, loaded at run time from
+//! Debian's fonts-dejavu-core (scripts/setup.sh installs it; `$KUORUM_BENCH_FONT`
+//! overrides the path).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use plotters::prelude::*;
+
+use super::Report;
+
+const FONT_PATHS: &[&str] = &[
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+];
+
+fn load_font() -> Result<()> {
+    let mut paths: Vec<PathBuf> = std::env::var_os("KUORUM_BENCH_FONT").map(PathBuf::from).into_iter().collect();
+    paths.extend(FONT_PATHS.iter().map(PathBuf::from));
+    for p in &paths {
+        if let Ok(bytes) = std::fs::read(p) {
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+                .map_err(|_| anyhow!("{} is not a usable font", p.display()))?;
+            return Ok(());
+        }
+    }
+    bail!("no font found (install fonts-dejavu-core or set KUORUM_BENCH_FONT); tried {paths:?}")
+}
+
+/// Draws every chart the report has data for into `dir`; prints the paths.
+pub(crate) fn draw_all(report: &Report, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    load_font()?;
+    if !report.results.is_empty() {
+        let p = dir.join("bench-creates.png");
+        creates_chart(report, &p).with_context(|| p.display().to_string())?;
+        eprintln!("chart: {}", p.display());
+    }
+    if report.watch.iter().any(|w| w.watchers > 0) {
+        let p = dir.join("bench-watch.png");
+        watch_chart(report, &p).with_context(|| p.display().to_string())?;
+        eprintln!("chart: {}", p.display());
+    }
+    Ok(())
+}
+
+fn color(i: usize) -> RGBColor {
+    const C: &[RGBColor] = &[
+        RGBColor(31, 119, 180),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(255, 127, 14),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+    ];
+    C[i % C.len()]
+}
+
+/// (label, points) series, drawn on a linear-x or log-x, log-y chart.
+struct Series {
+    label: String,
+    color: RGBColor,
+    dashed: bool,
+    points: Vec<(f64, f64, String)>,
+}
+
+fn y_range(series: &[Series]) -> (f64, f64) {
+    let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|y| *y > 0.0);
+    let (lo, hi) = ys.fold((f64::MAX, 0.0f64), |(lo, hi), y| (lo.min(y), hi.max(y)));
+    if hi <= 0.0 {
+        return (0.1, 10.0);
+    }
+    (lo / 1.5, hi * 1.5)
+}
+
+fn creates_chart(report: &Report, path: &Path) -> Result<()> {
+    let mut keys: Vec<(String, usize)> = Vec::new();
+    for r in &report.results {
+        let k = (r.system.clone(), r.value_size);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let mut series = Vec::new();
+    for (i, (sys, size)) in keys.iter().enumerate() {
+        let mut rows: Vec<_> = report.results.iter().filter(|r| &r.system == sys && r.value_size == *size).collect();
+        rows.sort_by_key(|r| r.clients);
+        let size_label = if size % 1024 == 0 { format!("{} KiB", size / 1024) } else { format!("{size} B") };
+        for (pct, dashed) in [("p99", false), ("p50", true)] {
+            series.push(Series {
+                label: format!("{sys} {size_label} {pct}"),
+                color: color(i),
+                dashed,
+                points: rows
+                    .iter()
+                    .map(|r| (r.ops_per_sec, if dashed { r.p50_ms } else { r.p99_ms }, format!("{}", r.clients)))
+                    .collect(),
+            });
+        }
+    }
+    let x_max = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(0.0f64, f64::max) * 1.1 + 1.0;
+    let (y_lo, y_hi) = y_range(&series);
+    let root = BitMapBackend::new(path, (1100, 700)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Creates: latency against throughput (points: clients)", ("sans-serif", 24))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(65)
+        .build_cartesian_2d(0.0..x_max, (y_lo..y_hi).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc("creates/s")
+        .y_desc("latency ms (log)")
+        .y_label_formatter(&|y| format!("{y:.1}"))
+        .label_style(("sans-serif", 15))
+        .draw()?;
+    draw_series(&mut chart, &series)?;
+    root.present()?;
+    Ok(())
+}
+
+fn watch_chart(report: &Report, path: &Path) -> Result<()> {
+    let mut keys: Vec<(String, u64)> = Vec::new();
+    for r in report.watch.iter().filter(|r| r.watchers > 0) {
+        let k = (r.system.clone(), r.write_rate.round() as u64);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let mut series = Vec::new();
+    for (i, (sys, rate)) in keys.iter().enumerate() {
+        let mut rows: Vec<_> = report
+            .watch
+            .iter()
+            .filter(|r| r.watchers > 0 && &r.system == sys && r.write_rate.round() as u64 == *rate && r.p99_ms > 0.0)
+            .collect();
+        rows.sort_by_key(|r| r.watchers);
+        series.push(Series {
+            label: format!("{sys} {rate} writes/s"),
+            color: color(if sys == "kuorum" { 0 } else { 2 } + i % 2),
+            dashed: i % 2 == 1,
+            points: rows.iter().map(|r| (r.watchers as f64, r.p99_ms, String::new())).collect(),
+        });
+    }
+    let x_max = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(1.0f64, f64::max) * 2.0;
+    let (y_lo, y_hi) = y_range(&series);
+    let root = BitMapBackend::new(path, (1100, 700)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Watch: delivery p99 against watcher count", ("sans-serif", 24))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(65)
+        .build_cartesian_2d((0.7..x_max).log_scale(), (y_lo..y_hi).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc("watchers (log)")
+        .y_desc("delivery p99 ms (log; write sent -> event received)")
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.1}"))
+        .label_style(("sans-serif", 15))
+        .draw()?;
+    draw_series(&mut chart, &series)?;
+    root.present()?;
+    Ok(())
+}
+
+fn draw_series<'a, X, Y>(
+    chart: &mut ChartContext<'a, BitMapBackend<'a>, Cartesian2d<X, Y>>,
+    series: &[Series],
+) -> Result<()>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    for s in series {
+        let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.0, p.1)).collect();
+        let style =
+            ShapeStyle { color: s.color.to_rgba(), filled: !s.dashed, stroke_width: if s.dashed { 1 } else { 2 } };
+        let c = s.color;
+        let filled = !s.dashed;
+        chart.draw_series(LineSeries::new(pts.clone(), style))?.label(s.label.clone()).legend(move |(x, y)| {
+            PathElement::new(vec![(x, y), (x + 20, y)], ShapeStyle { color: c.to_rgba(), filled, stroke_width: 2 })
+        });
+        chart.draw_series(pts.iter().map(|&(x, y)| Circle::new((x, y), 4, style)))?;
+        chart.draw_series(
+            s.points
+                .iter()
+                .filter(|p| !p.2.is_empty() && !s.dashed)
+                .map(|p| Text::new(p.2.clone(), (p.0, p.1), ("sans-serif", 13).into_font().color(&c))),
+        )?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font(("sans-serif", 14))
+        .draw()?;
+    Ok(())
+}
