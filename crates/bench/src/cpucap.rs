@@ -28,7 +28,7 @@ pub struct CpuCap {
 impl CpuCap {
     /// Puts each pid (the whole process, all threads) in its own group capped at `cores`.
     pub fn apply(pids: &[u32], cores: f64) -> Result<CpuCap> {
-        if !(cores > 0.0) {
+        if cores.is_nan() || cores <= 0.0 {
             return Err(anyhow!("cpu cap must be > 0 cores"));
         }
         let quota = ((cores * PERIOD_US as f64) as u64).max(1000);

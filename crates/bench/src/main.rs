@@ -898,6 +898,7 @@ fn print_markdown(report: &Report) {
     scenarios::print_markdown(report);
 }
 
+/// Rotates the member list so that client 0 talks to the wanted role; returns the list
 /// and the role client 0 got. `roles[i]` is Some(is_leader) when known.
 fn put_first(mut members: Vec<String>, roles: Vec<Option<bool>>, want: &str) -> Result<(Vec<String>, Option<String>)> {
     let want_leader = match want {

@@ -88,7 +88,7 @@ pub(crate) fn bench_etcd(args: &Args, rt: &tokio::runtime::Runtime, report: &mut
         }
     };
     let pids = cluster.as_ref().map(EtcdCluster::pids);
-    let roles = etcd_roles(&rt, &endpoints);
+    let roles = etcd_roles(rt, &endpoints);
     let (endpoints, client0_target) = put_first(endpoints, roles, &args.first)?;
     eprintln!("etcd endpoints {endpoints:?}");
     report.etcd_endpoints = Some(endpoints.clone());
@@ -171,8 +171,6 @@ pub(crate) fn markdown(report: &Report) {
         );
     }
 }
-
-/// Rotates the member list so that client 0 talks to the wanted role; returns the list
 
 /// (value size, clients) pairs in run order: every client level at each size.
 fn levels(args: &Args) -> impl Iterator<Item = (&usize, &usize)> {

@@ -301,7 +301,7 @@ async fn fill_range(t: &Target, prefix: &str, from: usize, n: usize, size: usize
 }
 
 fn fill_progress(i: usize, from: usize, t0: Instant) {
-    if i > from && i % 10_000 == 0 {
+    if i > from && i.is_multiple_of(10_000) {
         let s = t0.elapsed().as_secs_f64();
         eprintln!("  filled {i} ({:.0}/s)", (i - from) as f64 / s);
     }
@@ -357,7 +357,6 @@ impl PeakRss {
     }
 }
 
-/// One consistent list: (bytes, items counted when `verify`).
 // ---------------------------------------------------------------------------------------
 // Reporting
 // ---------------------------------------------------------------------------------------
