@@ -64,16 +64,13 @@ impl LogEngine for RocksLogEngine {
         if entries.is_empty() {
             return Ok(());
         }
-        let shared = Arc::clone(&self.shared);
-        blocking(move || {
-            let cf = shared.cf(CF_LOG)?;
-            let mut batch = WriteBatch::default();
-            for (index, entry) in &entries {
-                batch.put_cf(cf, index_key(*index), entry);
-            }
-            shared.write(batch)
-        })
-        .await
+        // Unsynced, so written in place (see `Shared::write`); `sync` makes it durable.
+        let cf = self.shared.cf(CF_LOG)?;
+        let mut batch = WriteBatch::default();
+        for (index, entry) in &entries {
+            batch.put_cf(cf, index_key(*index), entry);
+        }
+        self.shared.write(batch)
     }
 
     async fn sync(&self) -> StoreResult<()> {

@@ -162,26 +162,24 @@ impl ObjectEngine for RocksObjectEngine {
         if batch.is_empty() {
             return Ok(());
         }
-        let shared = Arc::clone(&self.shared);
-        blocking(move || {
-            let objects = shared.cf(CF_OBJECTS)?;
-            let meta = shared.cf(CF_OBJECT_META)?;
-            let history = shared.cf(CF_HISTORY)?;
-            let mut wb = WriteBatch::default();
-            // Applied in order, so a later write of the same key in the batch wins.
-            for w in &batch.objects {
-                match &w.value {
-                    Some(v) => wb.put_cf(objects, w.key.as_bytes(), v),
-                    None => wb.delete_cf(objects, w.key.as_bytes()),
-                }
-                wb.put_cf(history, history_key(&w.key, w.rv), history_value(&w.value));
+        // Unsynced, so written in place (see `Shared::write`).
+        let shared = &self.shared;
+        let objects = shared.cf(CF_OBJECTS)?;
+        let meta = shared.cf(CF_OBJECT_META)?;
+        let history = shared.cf(CF_HISTORY)?;
+        let mut wb = WriteBatch::default();
+        // Applied in order, so a later write of the same key in the batch wins.
+        for w in &batch.objects {
+            match &w.value {
+                Some(v) => wb.put_cf(objects, w.key.as_bytes(), v),
+                None => wb.delete_cf(objects, w.key.as_bytes()),
             }
-            for (key, value) in &batch.meta {
-                wb.put_cf(meta, key.as_bytes(), value);
-            }
-            shared.write(wb)
-        })
-        .await
+            wb.put_cf(history, history_key(&w.key, w.rv), history_value(&w.value));
+        }
+        for (key, value) in &batch.meta {
+            wb.put_cf(meta, key.as_bytes(), value);
+        }
+        shared.write(wb)
     }
 
     async fn sync(&self) -> StoreResult<()> {
