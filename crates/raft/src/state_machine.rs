@@ -134,6 +134,16 @@ impl<E: ObjectEngine> StateMachine<E> {
     }
 }
 
+/// Runs blocking work so the rest of the runtime keeps going: on a multi-threaded runtime
+/// the worker hands its other tasks to another thread first. On a current-thread runtime
+/// (the simulator's) it simply runs, which keeps simulated runs deterministic.
+fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
 impl<E: ObjectEngine> RaftSnapshotBuilder<TypeConfig> for StateMachine<E> {
     type SnapshotData = SnapshotData;
 
@@ -141,13 +151,17 @@ impl<E: ObjectEngine> RaftSnapshotBuilder<TypeConfig> for StateMachine<E> {
         // Everything in the snapshot must be durable before openraft may purge the log
         // entries it covers.
         self.shared.engine.sync().await?;
-        let dump = self.shared.engine.dump()?;
-        let find = |k: &str| dump.meta.iter().find(|(mk, _)| mk == k).map(|(_, v)| v.clone());
-        let last_log_id: Option<LogId> = find(META_APPLIED).map(|b| decode(&b)).transpose()?;
-        let last_membership: StoredMembership =
-            find(META_MEMBERSHIP).map(|b| decode(&b)).transpose()?.unwrap_or_default();
-        let meta = SnapshotMeta { last_log_id, last_membership };
-        let data = encode(&SnapshotBody::from(dump));
+        // Dumping and encoding every object and the history window takes a while (about
+        // a second per few hundred MB); openraft runs this in a task of its own, and on a
+        // runtime worker it would stall every other task scheduled there.
+        let (meta, data) = off_the_runtime(|| -> io::Result<_> {
+            let dump = self.shared.engine.dump()?;
+            let find = |k: &str| dump.meta.iter().find(|(mk, _)| mk == k).map(|(_, v)| v.clone());
+            let last_log_id: Option<LogId> = find(META_APPLIED).map(|b| decode(&b)).transpose()?;
+            let last_membership: StoredMembership =
+                find(META_MEMBERSHIP).map(|b| decode(&b)).transpose()?.unwrap_or_default();
+            Ok((SnapshotMeta { last_log_id, last_membership }, encode(&SnapshotBody::from(dump))))
+        })?;
         *self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((meta.clone(), Arc::new(data.clone())));
         Ok(Snapshot { meta, snapshot: data })
