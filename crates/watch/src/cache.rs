@@ -16,6 +16,7 @@
 use kuorum_api::mutation::{self, Mutation};
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 // tokio's clock, not std's: under the simulator it is simulated time.
@@ -95,6 +96,9 @@ struct State {
 pub struct WatchCache {
     config: CacheConfig,
     state: Mutex<State>,
+    /// `state.watchers.len()` as of the last change to it, readable without the lock
+    /// (streams read it per event to size their flush interval).
+    watching: AtomicUsize,
 }
 
 /// A running watch. Dropping it unregisters the watcher.
@@ -107,7 +111,9 @@ pub struct Watch {
 impl Drop for Watch {
     fn drop(&mut self) {
         if let Some(c) = self.cache.upgrade() {
-            c.lock().watchers.remove(&self.id);
+            let mut s = c.lock();
+            s.watchers.remove(&self.id);
+            c.recount(&s);
         }
     }
 }
@@ -142,7 +148,13 @@ impl WatchCache {
                 watchers: BTreeMap::new(),
                 next_watcher: 1,
             }),
+            watching: AtomicUsize::new(0),
         })
+    }
+
+    /// Publishes the watcher count; call with the lock held after changing `watchers`.
+    fn recount(&self, s: &State) {
+        self.watching.store(s.watchers.len(), Ordering::Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -167,6 +179,7 @@ impl WatchCache {
         s.objects = objects;
         s.events = events;
         s.watchers.clear();
+        self.recount(&s);
     }
 
     /// The state machine applied everything up to `rv`, making `changes` (ascending rv).
@@ -181,6 +194,7 @@ impl WatchCache {
             s.watchers.retain(|_, w| deliver(w, &event));
             s.events.push_back(event);
         }
+        self.recount(&s);
         while s.events.len() > self.config.max_events {
             if let Some(e) = s.events.pop_front() {
                 s.oldest = e.rv;
@@ -213,8 +227,9 @@ impl WatchCache {
         self.lock().oldest
     }
 
+    /// How many watches are registered (without taking the lock).
     pub fn watcher_count(&self) -> usize {
-        self.lock().watchers.len()
+        self.watching.load(Ordering::Relaxed)
     }
 
     /// One object as the cache has it now, with the cache's rv.
@@ -286,6 +301,7 @@ impl WatchCache {
         let rv = s.rv;
         if alive {
             s.watchers.insert(id, w);
+            self.recount(&s);
         }
         Ok(WatchStarted { watch: Watch { rx, id, cache: Arc::downgrade(self) }, rv, initial })
     }
@@ -304,6 +320,7 @@ impl WatchCache {
             w.last_bookmark = now;
             send(w, WatchItem::Bookmark(rv))
         });
+        self.recount(&s);
     }
 }
 
