@@ -157,20 +157,32 @@ fn continue_expired(prefix: &str, from_key: &str) -> Response {
     json_response(StatusCode::GONE, serde_json::to_vec(&status).unwrap_or_default())
 }
 
-/// Whether stored bytes already start with `def`'s type meta (`{"kind":"K","apiVersion":"V",`),
-/// as kube-apiserver puts it first. A custom resource stored at another version of its CRD
-/// does not: its `apiVersion` is the storage version's.
+/// Whether stored bytes already start with `def`'s type meta, in kube-apiserver's order
+/// (`{"kind":"K","apiVersion":"V",`) or in the one kubectl and most clients send
+/// (`{"apiVersion":"V","kind":"K",`), which the store keeps. Such bytes are served as
+/// they are; anything else is parsed and re-encoded for every list item and every
+/// watcher's event. A custom resource stored at another version of its CRD has the
+/// storage version's `apiVersion` and is re-encoded.
 pub(crate) fn has_type_meta(bytes: &[u8], def: &ResourceDef) -> bool {
-    let rest = bytes
-        .strip_prefix(b"{\"kind\":\"".as_slice())
-        .and_then(|r| r.strip_prefix(def.kind.as_bytes()))
-        .and_then(|r| r.strip_prefix(b"\",\"apiVersion\":\"".as_slice()));
-    let rest = match (rest, def.group.is_empty()) {
-        (None, _) => return false,
-        (Some(r), true) => Some(r),
-        (Some(r), false) => r.strip_prefix(def.group.as_bytes()).and_then(|r| r.strip_prefix(b"/".as_slice())),
+    let kind_first = || {
+        let r = strip_kind(bytes.strip_prefix(br#"{"kind":""#.as_slice())?, def)?;
+        strip_api_version(r.strip_prefix(br#"","apiVersion":""#.as_slice())?, def)
     };
-    rest.and_then(|r| r.strip_prefix(def.version.as_bytes())).is_some_and(|r| r.starts_with(b"\""))
+    let api_version_first = || {
+        let r = strip_api_version(bytes.strip_prefix(br#"{"apiVersion":""#.as_slice())?, def)?;
+        strip_kind(r.strip_prefix(br#"","kind":""#.as_slice())?, def)
+    };
+    kind_first().or_else(api_version_first).is_some_and(|rest| rest.starts_with(b"\""))
+}
+
+fn strip_kind<'a>(r: &'a [u8], def: &ResourceDef) -> Option<&'a [u8]> {
+    r.strip_prefix(def.kind.as_bytes())
+}
+
+fn strip_api_version<'a>(r: &'a [u8], def: &ResourceDef) -> Option<&'a [u8]> {
+    let r =
+        if def.group.is_empty() { r } else { r.strip_prefix(def.group.as_bytes())?.strip_prefix(b"/".as_slice())? };
+    r.strip_prefix(def.version.as_bytes())
 }
 
 /// An object's bytes as served: as stored, or (for bytes stored without `def`'s type meta)
@@ -238,10 +250,18 @@ mod tests {
         let cm = kuorum_api::registry::lookup("", "v1", "configmaps").unwrap();
         assert!(has_type_meta(br#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{}}"#, cm));
         assert!(!has_type_meta(br#"{"metadata":{},"kind":"ConfigMap","apiVersion":"v1"}"#, cm));
+        // kubectl's order, kept by the store.
+        assert!(has_type_meta(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}"#, cm));
+        assert!(!has_type_meta(br#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{}}"#, cm));
+        assert!(!has_type_meta(br#"{"apiVersion":"v1beta1","kind":"ConfigMap","metadata":{}}"#, cm));
+        assert!(!has_type_meta(br#"{"apiVersion":"v1","metadata":{},"kind":"ConfigMap"}"#, cm));
         let d = kuorum_api::registry::lookup("apps", "v1", "deployments").unwrap();
         assert!(has_type_meta(br#"{"kind":"Deployment","apiVersion":"apps/v1","spec":{}}"#, d));
         assert!(!has_type_meta(br#"{"kind":"Deployment","apiVersion":"apps/v1beta1","spec":{}}"#, d));
         assert!(!has_type_meta(br#"{"kind":"Deployment","apiVersion":"apps/v10","spec":{}}"#, d));
+        assert!(has_type_meta(br#"{"apiVersion":"apps/v1","kind":"Deployment","spec":{}}"#, d));
+        assert!(!has_type_meta(br#"{"apiVersion":"apps/v1beta1","kind":"Deployment","spec":{}}"#, d));
+        assert!(!has_type_meta(br#"{"apiVersion":"v1","kind":"Deployment","spec":{}}"#, d));
         let stored = Bytes::from_static(br#"{"kind":"Deployment","apiVersion":"apps/v1beta1","spec":{}}"#);
         assert_eq!(
             &served_bytes(&stored, d).unwrap()[..],
