@@ -120,12 +120,13 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "0,1,100,1000,10000")]
     watchers: Vec<usize>,
     /// watch: paced writes per second (open loop, to the leader); every watcher level runs
-    /// at each rate (up to --watch-max-events).
-    #[arg(long, value_delimiter = ',', default_value = "100,10")]
+    /// at each rate (up to --watch-max-events). 500/s is the issues' target rate.
+    #[arg(long, value_delimiter = ',', default_value = "500,100,10")]
     watch_rates: Vec<f64>,
     /// watch: skip levels whose watchers × rate exceeds this many events/s (10,000 watchers
-    /// × 100 writes/s is 1M events/s, beyond what two shared vCPUs can parse).
-    #[arg(long, default_value_t = 300_000.0)]
+    /// × 100 writes/s is 1M events/s, beyond what two shared vCPUs can parse; 1,000 × 500
+    /// is the targets' level).
+    #[arg(long, default_value_t = 500_000.0)]
     watch_max_events: f64,
     /// watch: recorded seconds per level (after --watch-warmup seconds of writes).
     #[arg(long, default_value_t = 6.0)]
