@@ -138,8 +138,15 @@ fn watch_chart(report: &Report, path: &Path) -> Result<()> {
             keys.push(k);
         }
     }
+    let mut rates: Vec<u64> = keys.iter().map(|k| k.1).collect();
+    rates.sort_unstable_by(|a, b| b.cmp(a));
+    rates.dedup();
     let mut series = Vec::new();
-    for (i, (sys, rate)) in keys.iter().enumerate() {
+    for (sys, rate) in &keys {
+        // One hue family per system (kuorum: blue, green, purple; etcd: red, orange,
+        // brown), one hue per write rate; kuorum thick, etcd thin.
+        let r = rates.iter().position(|x| x == rate).unwrap_or(0);
+        let etcd = sys != "kuorum";
         let mut rows: Vec<_> = report
             .watch
             .iter()
@@ -148,8 +155,8 @@ fn watch_chart(report: &Report, path: &Path) -> Result<()> {
         rows.sort_by_key(|r| r.watchers);
         series.push(Series {
             label: format!("{sys} {rate} writes/s"),
-            color: color(if sys == "kuorum" { 0 } else { 2 } + i % 2),
-            dashed: i % 2 == 1,
+            color: if etcd { [color(2), color(3), color(5)][r % 3] } else { [color(0), color(1), color(4)][r % 3] },
+            dashed: etcd,
             points: rows.iter().map(|r| (r.watchers as f64, r.p99_ms, String::new())).collect(),
         });
     }
