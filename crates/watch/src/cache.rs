@@ -166,7 +166,7 @@ impl WatchCache {
     /// resume from their last rv and are served from the new window if it covers it.
     pub fn reset(&self, rv: u64, oldest: u64, objects: Vec<(String, Bytes)>, changes: Vec<Change>) {
         let objects = objects.into_iter().map(|(k, b)| (k.clone(), Obj::from_stored(k, b))).collect();
-        let mut events: VecDeque<Arc<Event>> = changes.into_iter().map(to_event).collect();
+        let mut events: VecDeque<Arc<Event>> = changes.into_iter().map(|c| to_event(c, None)).collect();
         let mut oldest = oldest;
         while events.len() > self.config.max_events {
             if let Some(e) = events.pop_front() {
@@ -186,7 +186,8 @@ impl WatchCache {
     pub fn apply(&self, rv: u64, changes: Vec<Change>) {
         let mut s = self.lock();
         for change in changes {
-            let event = to_event(change);
+            let current = s.objects.get(&change.key).cloned();
+            let event = to_event(change, current);
             match event.kind {
                 EventType::Deleted => s.objects.remove(&event.object.key),
                 _ => s.objects.insert(event.object.key.clone(), event.object.clone()),
@@ -324,13 +325,19 @@ impl WatchCache {
     }
 }
 
-fn to_event(c: Change) -> Arc<Event> {
+/// The event of `c`. `current` is the cache's version of the object before `c`: when it
+/// is the version `c` replaced, the event shares it as `prev`, so the window holds each
+/// version once and it is not parsed again for its resourceVersion.
+fn to_event(c: Change, current: Option<Arc<Obj>>) -> Arc<Event> {
     let kind = match c.kind {
         ChangeKind::Added => EventType::Added,
         ChangeKind::Modified => EventType::Modified,
         ChangeKind::Deleted => EventType::Deleted,
     };
-    let prev = c.prev.map(|p| Obj::from_stored(c.key.clone(), p));
+    let prev = c.prev.map(|p| match current {
+        Some(cur) if cur.bytes == p => cur,
+        _ => Obj::from_stored(c.key.clone(), p),
+    });
     Event::new(c.rv, kind, Obj::new(c.key, c.rv, c.object), prev)
 }
 

@@ -145,3 +145,24 @@ fn lists_page_in_key_order_with_remaining_counts() {
     assert_eq!(c.get(&key("o3")).1.map(|o| o.rv), Some(4));
     let _ = EventType::Added;
 }
+
+#[test]
+fn an_event_shares_the_version_it_replaced_with_the_event_before() {
+    let c = cache_with_history();
+    let mut w = c.watch(WatchFilter::prefix(P), WatchStart::After(4), false).unwrap().watch;
+    let mut events = Vec::new();
+    while let Ok(WatchItem::Event(_, e)) = w.rx.try_recv() {
+        events.push(e);
+    }
+    let (added_a, modified_a) = (&events[0], &events[2]);
+    assert_eq!((added_a.rv, modified_a.rv), (5, 8));
+    let prev = modified_a.prev.as_ref().expect("a MODIFIED event has its previous version");
+    assert!(Arc::ptr_eq(prev, &added_a.object), "one copy of version 5 in the window, not two");
+    assert_eq!(prev.rv, 5);
+    // A prev the cache does not hold as its current version is built from the change's bytes.
+    c.apply(10, vec![change(ChangeKind::Modified, "a", 10, "z", Some((7, "q")))]);
+    let Ok(WatchItem::Event(_, e)) = w.rx.try_recv() else { panic!("the live event") };
+    let prev = e.prev.as_ref().unwrap();
+    assert_eq!(prev.rv, 7);
+    assert!(!Arc::ptr_eq(prev, &modified_a.object));
+}
