@@ -192,7 +192,7 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
             .map_err(|e| StreamingError::Unreachable(Unreachable::new(&AnyError::error(e.to_string()))))?;
         let target = self.target;
         let meta = Bytes::from(encode(&(vote, snapshot.meta.clone())));
-        let data = Bytes::from(snapshot.snapshot);
+        let data = snapshot.snapshot;
         let mut chunks = Vec::with_capacity(data.len() / SNAPSHOT_CHUNK + 1);
         chunks.push(pb::SnapshotChunk { meta, data: Bytes::new() });
         let mut off = 0;

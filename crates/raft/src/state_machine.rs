@@ -30,7 +30,9 @@ const META_MEMBERSHIP: &str = "membership";
 /// History at or below this rv has been compacted away.
 const META_COMPACTED: &str = "compacted";
 
-pub type SnapshotData = Vec<u8>;
+/// An encoded snapshot. Shared, not copied, between the current snapshot, openraft and
+/// the streams sending it to peers: it holds every object and the history window.
+pub type SnapshotData = Bytes;
 
 /// The rv of the last compaction applied to `engine` (0 if none).
 pub fn compacted_rv<E: ObjectEngine>(engine: &E) -> io::Result<u64> {
@@ -64,7 +66,7 @@ struct Shared<E> {
     /// The index of the last applied entry. Only ever increases, except when a snapshot
     /// is installed over a state that was behind it (then it jumps forward too).
     applied_tx: watch::Sender<u64>,
-    current_snapshot: Mutex<Option<(SnapshotMeta, Arc<Vec<u8>>)>>,
+    current_snapshot: Mutex<Option<(SnapshotMeta, SnapshotData)>>,
 }
 
 /// The applied state of one node. Cloning shares it.
@@ -160,10 +162,9 @@ impl<E: ObjectEngine> RaftSnapshotBuilder<TypeConfig> for StateMachine<E> {
             let last_log_id: Option<LogId> = find(META_APPLIED).map(|b| decode(&b)).transpose()?;
             let last_membership: StoredMembership =
                 find(META_MEMBERSHIP).map(|b| decode(&b)).transpose()?.unwrap_or_default();
-            Ok((SnapshotMeta { last_log_id, last_membership }, encode(&SnapshotBody::from(dump))))
+            Ok((SnapshotMeta { last_log_id, last_membership }, Bytes::from(encode(&SnapshotBody::from(dump)))))
         })?;
-        *self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((meta.clone(), Arc::new(data.clone())));
+        *self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()) = Some((meta.clone(), data.clone()));
         Ok(Snapshot { meta, snapshot: data })
     }
 }
@@ -251,8 +252,7 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
         dump_meta.push((META_MEMBERSHIP.to_string(), Bytes::from(encode(&meta.last_membership))));
         let history = history.into_iter().map(|(key, rv, value)| ObjectWrite { key, rv, value }).collect();
         self.shared.engine.restore(ObjectDump { objects, history, meta: dump_meta }).await?;
-        *self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((meta.clone(), Arc::new(snapshot)));
+        *self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()) = Some((meta.clone(), snapshot));
         self.reset_observer()?;
         if let Some(l) = &meta.last_log_id {
             self.publish_applied(l.index());
@@ -262,6 +262,6 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
         let cur = self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        Ok(cur.map(|(meta, data)| Snapshot { meta, snapshot: data.as_ref().clone() }))
+        Ok(cur.map(|(meta, data)| Snapshot { meta, snapshot: data }))
     }
 }
