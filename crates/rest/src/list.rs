@@ -100,7 +100,10 @@ pub(crate) async fn list(st: &RestState, ctx: Ctx) -> Result<Response, ApiError>
         }
     };
     let body = match output {
-        Output::Json => return Ok(json_response(StatusCode::OK, encode_list(t.def, &filter.prefix, page)?)),
+        Output::Json => {
+            let body = axum::body::Body::new(encode_list(t.def, &filter.prefix, page)?);
+            return Ok(json_response(StatusCode::OK, body));
+        }
         Output::Table(version) => {
             let view = TableView::for_request(t, version, &ctx.query)?;
             view.list(&page_meta(&filter.prefix, &page), &page.items, st.clock.now_unix_seconds())?
@@ -209,8 +212,9 @@ fn page_meta(prefix: &str, page: &Page) -> ListMeta {
     meta
 }
 
-/// `{"kind":"XList","apiVersion":..,"metadata":{..},"items":[..]}` from the items' bytes.
-fn encode_list(def: &ResourceDef, prefix: &str, page: Page) -> Result<Bytes, ApiError> {
+/// `{"kind":"XList","apiVersion":..,"metadata":{..},"items":[..]}` from the items' bytes,
+/// as a body that is encoded while it is sent ([`ListBody`]).
+fn encode_list(def: &ResourceDef, prefix: &str, page: Page) -> Result<ListBody, ApiError> {
     let lm = page_meta(prefix, &page);
     let mut meta = serde_json::Map::new();
     meta.insert("resourceVersion".into(), lm.resource_version.into());
@@ -221,24 +225,87 @@ fn encode_list(def: &ResourceDef, prefix: &str, page: Page) -> Result<Bytes, Api
         }
     }
     let head = serde_json::json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": meta});
-    let head = serde_json::to_vec(&head).unwrap_or_default();
-    let size: usize = page.items.iter().map(|b| b.len() + 1).sum::<usize>() + head.len() + 16;
-    let mut out = BytesMut::with_capacity(size);
+    let mut head = serde_json::to_vec(&head).unwrap_or_default();
     // The head without its closing brace, then the items.
-    out.put_slice(&head[..head.len() - 1]);
-    out.put_slice(b",\"items\":[");
-    for (i, b) in page.items.iter().enumerate() {
-        if i > 0 {
-            out.put_u8(b',');
-        }
-        if has_type_meta(b, def) {
-            out.put_slice(b);
-        } else {
-            out.put_slice(&served_bytes(b, def)?);
-        }
+    head.pop();
+    head.extend_from_slice(b",\"items\":[");
+    // Items stored without the type meta are re-encoded now, so that an error is a
+    // Status before anything is sent and the body's length is known.
+    let items = page.items.iter().map(|b| served_bytes(b, def)).collect::<Result<Vec<_>, _>>()?;
+    Ok(ListBody::new(Bytes::from(head), items))
+}
+
+/// A list response body, copied into [`LIST_CHUNK_BYTES`] chunks as the connection takes
+/// them: the cached objects are never gathered into one buffer the size of the response
+/// (24 MB for 10,000 objects of 2 KiB), and the first bytes leave before the last are
+/// copied. Its exact length is known up front, so it is sent with a Content-Length and
+/// the compression layer still gzips it for clients that ask.
+pub(crate) struct ListBody {
+    head: Option<Bytes>,
+    items: std::vec::IntoIter<Bytes>,
+    started: bool,
+    ended: bool,
+    /// Bytes not yet handed out (the head, items, commas and the closing `]}`).
+    remaining: u64,
+}
+
+const LIST_CHUNK_BYTES: usize = 256 * 1024;
+
+impl ListBody {
+    fn new(head: Bytes, items: Vec<Bytes>) -> Self {
+        let commas = items.len().saturating_sub(1);
+        let len = head.len() + items.iter().map(Bytes::len).sum::<usize>() + commas + 2;
+        ListBody { head: Some(head), items: items.into_iter(), started: false, ended: false, remaining: len as u64 }
     }
-    out.put_slice(b"]}");
-    Ok(out.freeze())
+
+    fn next_chunk(&mut self) -> Option<Bytes> {
+        if let Some(head) = self.head.take() {
+            return Some(head);
+        }
+        let mut buf = BytesMut::with_capacity(LIST_CHUNK_BYTES.min(self.remaining as usize));
+        while buf.len() < LIST_CHUNK_BYTES {
+            match self.items.next() {
+                Some(item) => {
+                    if self.started {
+                        buf.put_u8(b',');
+                    }
+                    self.started = true;
+                    buf.put_slice(&item);
+                }
+                None if !self.ended => {
+                    buf.put_slice(b"]}");
+                    self.ended = true;
+                    break;
+                }
+                None => break,
+            }
+        }
+        (!buf.is_empty()).then(|| buf.freeze())
+    }
+}
+
+impl http_body::Body for ListBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        let chunk = self.next_chunk();
+        if let Some(c) = &chunk {
+            self.remaining -= c.len() as u64;
+        }
+        std::task::Poll::Ready(chunk.map(|c| Ok(http_body::Frame::data(c))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.remaining == 0
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.remaining)
+    }
 }
 
 #[cfg(test)]
@@ -267,5 +334,39 @@ mod tests {
             &served_bytes(&stored, d).unwrap()[..],
             br#"{"kind":"Deployment","apiVersion":"apps/v1","spec":{}}"#
         );
+    }
+
+    async fn collect(body: ListBody) -> (u64, Vec<u8>) {
+        use http_body::Body as _;
+        use http_body_util::BodyExt;
+        let exact = body.size_hint().exact().expect("a list's length is known up front");
+        (exact, body.collect().await.unwrap().to_bytes().to_vec())
+    }
+
+    #[tokio::test]
+    async fn a_list_body_is_the_whole_list_in_chunks_of_known_length() {
+        let head = Bytes::from_static(br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{},"items":["#);
+        for n in [0usize, 1, 2, 1000] {
+            // 1000 items of 600 bytes cross several chunk boundaries.
+            let items: Vec<Bytes> =
+                (0..n).map(|i| Bytes::from(format!(r#"{{"i":{i},"pad":"{}"}}"#, "x".repeat(580)))).collect();
+            let (exact, bytes) = collect(ListBody::new(head.clone(), items.clone())).await;
+            assert_eq!(exact as usize, bytes.len(), "{n} items: the Content-Length is the body's length");
+            let v: serde_json::Value = serde_json::from_slice(&bytes).expect("one JSON document");
+            let got = v["items"].as_array().unwrap();
+            assert_eq!(got.len(), n);
+            for (i, item) in got.iter().enumerate() {
+                assert_eq!(item["i"], i, "items in order, none lost or repeated");
+            }
+        }
+        let many = ListBody::new(head.clone(), vec![Bytes::from(vec![b'1'; 100_000]); 30]);
+        let mut many = std::pin::pin!(many);
+        let mut frames = 0;
+        while let Some(f) = std::future::poll_fn(|cx| http_body::Body::poll_frame(many.as_mut(), cx)).await {
+            assert!(f.unwrap().into_data().unwrap().len() <= LIST_CHUNK_BYTES + 100_001);
+            frames += 1;
+        }
+        assert!(frames > 2, "sent in pieces, not as one buffer");
+        assert!(http_body::Body::is_end_stream(&*many));
     }
 }
