@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
 use super::Report;
@@ -108,26 +109,14 @@ fn creates_chart(report: &Report, path: &Path) -> Result<()> {
         }
     }
     let x_max = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(0.0f64, f64::max) * 1.1 + 1.0;
-    let (y_lo, y_hi) = y_range(&series);
-    let root = BitMapBackend::new(path, (1100, 700)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption("Creates: latency against throughput (points: clients)", ("sans-serif", 24))
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(65)
-        .build_cartesian_2d(0.0..x_max, (y_lo..y_hi).log_scale())?;
-    chart
-        .configure_mesh()
-        .x_desc("creates/s")
-        .y_desc("latency ms (log; thick: p99, thin: p50)")
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| format!("{y:.1}"))
-        .label_style(("sans-serif", 15))
-        .draw()?;
-    draw_series(&mut chart, &series)?;
-    root.present()?;
-    Ok(())
+    plot(
+        path,
+        "Creates: latency against throughput (points: clients)",
+        0.0..x_max,
+        "creates/s",
+        "latency ms (log; thick: p99, thin: p50)",
+        &series,
+    )
 }
 
 fn watch_chart(report: &Report, path: &Path) -> Result<()> {
@@ -161,36 +150,40 @@ fn watch_chart(report: &Report, path: &Path) -> Result<()> {
         });
     }
     let x_max = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(1.0f64, f64::max) * 2.0;
-    let (y_lo, y_hi) = y_range(&series);
+    plot(
+        path,
+        "Watch: delivery p99 against watcher count",
+        (0.7..x_max).log_scale(),
+        "watchers (log)",
+        "delivery p99 ms (log; write sent -> event received)",
+        &series,
+    )
+}
+
+/// A 1100×700 PNG at `path`: the caption, the x axis over `x`, a log-scale y axis over
+/// the series' values, the series and their legend.
+fn plot<X>(path: &Path, caption: &str, x: X, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<()>
+where
+    X: AsRangedCoord<Value = f64>,
+    X::CoordDescType: ValueFormatter<f64>,
+{
+    let (y_lo, y_hi) = y_range(series);
     let root = BitMapBackend::new(path, (1100, 700)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("Watch: delivery p99 against watcher count", ("sans-serif", 24))
+        .caption(caption, ("sans-serif", 24))
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(65)
-        .build_cartesian_2d((0.7..x_max).log_scale(), (y_lo..y_hi).log_scale())?;
+        .build_cartesian_2d(x, (y_lo..y_hi).log_scale())?;
     chart
         .configure_mesh()
-        .x_desc("watchers (log)")
-        .y_desc("delivery p99 ms (log; write sent -> event received)")
+        .x_desc(x_desc)
+        .y_desc(y_desc)
         .x_label_formatter(&|x| format!("{x:.0}"))
         .y_label_formatter(&|y| format!("{y:.1}"))
         .label_style(("sans-serif", 15))
         .draw()?;
-    draw_series(&mut chart, &series)?;
-    root.present()?;
-    Ok(())
-}
-
-fn draw_series<'a, X, Y>(
-    chart: &mut ChartContext<'a, BitMapBackend<'a>, Cartesian2d<X, Y>>,
-    series: &[Series],
-) -> Result<()>
-where
-    X: Ranged<ValueType = f64>,
-    Y: Ranged<ValueType = f64>,
-{
     for s in series {
         let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.0, p.1)).collect();
         let style =
@@ -218,5 +211,6 @@ where
         .position(SeriesLabelPosition::UpperLeft)
         .label_font(("sans-serif", 14))
         .draw()?;
+    root.present()?;
     Ok(())
 }
