@@ -569,13 +569,8 @@ enum Worker {
 
 impl Worker {
     fn kuorum(base: String, prefix: String, size: usize) -> Result<Self> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .pool_max_idle_per_host(1)
-            .tcp_nodelay(true)
-            .build()?;
         Ok(Worker::Kuorum {
-            http,
+            http: scenarios::worker_http_client()?,
             url: format!("{base}/api/v1/namespaces/default/configmaps"),
             prefix,
             payload: "x".repeat(size),
@@ -583,12 +578,7 @@ impl Worker {
     }
 
     async fn etcd(endpoint: String, prefix: String, size: usize) -> Result<Self> {
-        let opts = etcd_client::ConnectOptions::new()
-            .with_connect_timeout(Duration::from_secs(5))
-            .with_timeout(Duration::from_secs(10));
-        let client = etcd_client::Client::connect([endpoint.as_str()], Some(opts))
-            .await
-            .with_context(|| format!("connect to etcd at {endpoint}"))?;
+        let client = scenarios::etcd_connect_with(&endpoint, Duration::from_secs(10)).await?;
         Ok(Worker::Etcd { client, prefix, payload: vec![b'x'; size] })
     }
 
@@ -599,18 +589,7 @@ impl Worker {
                 let body = format!(
                     r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{prefix}-{i}"}},"data":{{"v":"{payload}"}}}}"#
                 );
-                let resp = http
-                    .post(url.as_str())
-                    .header("Content-Type", "application/json")
-                    .header("Accept", "application/json")
-                    .body(body)
-                    .send()
-                    .await?;
-                let status = resp.status();
-                let bytes = resp.bytes().await?;
-                if status.as_u16() != 201 {
-                    bail!("HTTP {status}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(300)]));
-                }
+                scenarios::post_configmap(http, url, body, "").await?;
                 Ok(0)
             }
             Worker::Etcd { client, prefix, payload } => {
@@ -622,11 +601,7 @@ impl Worker {
                 let q = if *consistent { "" } else { "?resourceVersion=0" };
                 let resp =
                     http.get(format!("{url}/{prefix}{k}{q}")).header("Accept", "application/json").send().await?;
-                let status = resp.status();
-                let bytes = resp.bytes().await?;
-                if status.as_u16() != 200 {
-                    bail!("HTTP {status}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(300)]));
-                }
+                scenarios::expect_status(resp, 200, "").await?;
                 Ok(0)
             }
             Worker::EtcdRead { client, prefix, n, rng, consistent } => {
@@ -643,11 +618,7 @@ impl Worker {
                 let obj_url = format!("{url}/{prefix}{k}");
                 for conflicts in 0..1000u64 {
                     let resp = http.get(&obj_url).header("Accept", "application/json").send().await?;
-                    let status = resp.status();
-                    let bytes = resp.bytes().await?;
-                    if status.as_u16() != 200 {
-                        bail!("GET: HTTP {status}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(300)]));
-                    }
+                    let bytes = scenarios::expect_status(resp, 200, "GET: ").await?;
                     let v: serde_json::Value = serde_json::from_slice(&bytes)?;
                     let rv = v["metadata"]["resourceVersion"].as_str().ok_or_else(|| anyhow!("no resourceVersion"))?;
                     let body = format!(
@@ -665,7 +636,7 @@ impl Worker {
                     match status.as_u16() {
                         200 => return Ok(conflicts),
                         409 => continue,
-                        _ => bail!("PUT: HTTP {status}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(300)])),
+                        _ => bail!("PUT: HTTP {status}: {}", scenarios::body_head(&bytes)),
                     }
                 }
                 bail!("{obj_url}: 1000 conflicts in a row")
@@ -808,13 +779,7 @@ async fn drive(
         }
     }
     lat.sort_unstable();
-    let pct = |p: f64| -> f64 {
-        if lat.is_empty() {
-            return 0.0;
-        }
-        let idx = ((p / 100.0) * lat.len() as f64).ceil() as usize;
-        lat[idx.clamp(1, lat.len()) - 1] as f64 / 1000.0
-    };
+    let pct = |p: f64| scenarios::pct_ms(&lat, p);
     let ops = lat.len() as u64;
     let secs = window.as_secs_f64();
     let (f, t) = (cpu_from.unwrap_or_default(), cpu_to.unwrap_or_default());
@@ -840,7 +805,7 @@ async fn drive(
             lat.iter().map(|&x| x as f64).sum::<f64>() / lat.len() as f64 / 1000.0
         },
         server_cpu_s: server_cpu,
-        server_cpu_ms_per_op: server_cpu.filter(|_| ops > 0).map(|c| c * 1000.0 / ops as f64),
+        server_cpu_ms_per_op: scenarios::per_1k(server_cpu, ops),
         client_cpu_s: t.1 - f.1,
         server_idle_cpu_cores: ctx.idle_cores,
         client0_target: ctx.client0_target.clone(),
@@ -859,8 +824,8 @@ async fn drive(
         r.max_ms,
         r.errors,
         r.conflicts.map(|c| format!(", {c} conflicts")).unwrap_or_default(),
-        first_error.map(|e| format!(" (first: {e})")).unwrap_or_default(),
-        r.server_cpu_ms_per_op.map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into()),
+        scenarios::first_note(first_error.as_ref()),
+        scenarios::f2(r.server_cpu_ms_per_op),
         scenarios::mb_list(&r.peak_rss_mb)
     );
     if ops == 0 {
@@ -890,7 +855,7 @@ fn print_summary(report: &Report) {
             r.p999_ms,
             r.max_ms,
             r.errors,
-            r.server_cpu_ms_per_op.map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into())
+            scenarios::f2(r.server_cpu_ms_per_op)
         );
     }
 }

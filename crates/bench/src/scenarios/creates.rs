@@ -22,24 +22,9 @@ use super::*;
 pub(crate) fn bench_kuorum(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) -> Result<()> {
     let mut cluster = None;
     let urls: Vec<String> = match &args.kuorum {
-        Some(list) => list.split(',').map(|u| u.trim().trim_end_matches('/').to_string()).collect(),
+        Some(list) => kuorum_url_list(list),
         None => {
-            let bin = match &args.kuorum_bin {
-                Some(b) => b.clone(),
-                None => kuorum_e2e::kuorum_bin().ok_or_else(|| {
-                    anyhow!("no kuorum binary: build it (cargo build --release -p kuorum) or pass --kuorum-bin")
-                })?,
-            };
-            eprintln!("starting a 3-node kuorum cluster ({})", bin.display());
-            let c = Cluster::start_with(
-                bin,
-                ClusterOptions {
-                    nodes: 3,
-                    parent_dir: args.dir.clone(),
-                    rust_log: Some("warn".into()),
-                    ..Default::default()
-                },
-            )?;
+            let c = start_kuorum(args)?;
             let urls = c.urls();
             cluster = Some(c);
             urls
@@ -53,10 +38,7 @@ pub(crate) fn bench_kuorum(args: &Args, rt: &tokio::runtime::Runtime, report: &m
     let roles = kuorum_roles(&urls)?;
     let (urls, client0_target) = put_first(urls, roles, &args.first)?;
     report.kuorum_urls = Some(urls.clone());
-    let idle_cores = pids.as_deref().map(idle_cpu_cores);
-    if let Some(i) = idle_cores {
-        eprintln!("idle kuorum cluster uses {i:.3} cores");
-    }
+    let idle_cores = idle_cores("kuorum", pids.as_deref());
     let ctx = Ctx { pids: pids.as_deref(), idle_cores, client0_target };
     let tag = report.started_unix;
     for (&size, &clients) in levels(args) {
@@ -78,10 +60,9 @@ pub(crate) fn bench_kuorum(args: &Args, rt: &tokio::runtime::Runtime, report: &m
 pub(crate) fn bench_etcd(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) -> Result<()> {
     let mut cluster = None;
     let endpoints: Vec<String> = match &args.etcd {
-        Some(list) => list.split(',').map(|u| u.trim().to_string()).collect(),
+        Some(list) => etcd_endpoint_list(list),
         None => {
-            eprintln!("starting a 3-member etcd cluster ({})", args.etcd_bin);
-            let c = EtcdCluster::start(&args.etcd_bin, args.dir.as_deref())?;
+            let c = start_etcd(args)?;
             let e = c.endpoints.clone();
             cluster = Some(c);
             e
@@ -92,10 +73,7 @@ pub(crate) fn bench_etcd(args: &Args, rt: &tokio::runtime::Runtime, report: &mut
     let (endpoints, client0_target) = put_first(endpoints, roles, &args.first)?;
     eprintln!("etcd endpoints {endpoints:?}");
     report.etcd_endpoints = Some(endpoints.clone());
-    let idle_cores = pids.as_deref().map(idle_cpu_cores);
-    if let Some(i) = idle_cores {
-        eprintln!("idle etcd cluster uses {i:.3} cores");
-    }
+    let idle_cores = idle_cores("etcd", pids.as_deref());
     let ctx = Ctx { pids: pids.as_deref(), idle_cores, client0_target };
     let tag = report.started_unix;
     for (&size, &clients) in levels(args) {
@@ -151,7 +129,7 @@ pub(crate) fn markdown(report: &Report) {
             r.p999_ms,
             r.max_ms,
             r.errors,
-            r.server_cpu_ms_per_op.map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into()),
+            f2(r.server_cpu_ms_per_op),
             r.client_cpu_s * 1000.0 / r.ops.max(1) as f64,
             mb_list(&r.peak_rss_mb)
         );
@@ -170,6 +148,15 @@ pub(crate) fn markdown(report: &Report) {
             r.client0_target.as_deref().unwrap_or("(unknown)")
         );
     }
+}
+
+/// The cores the idle cluster (when started here) uses, noted on stderr.
+fn idle_cores(system: &str, pids: Option<&[u32]>) -> Option<f64> {
+    let idle = pids.map(idle_cpu_cores);
+    if let Some(i) = idle {
+        eprintln!("idle {system} cluster uses {i:.3} cores");
+    }
+    idle
 }
 
 /// (value size, clients) pairs in run order: every client level at each size.

@@ -77,17 +77,13 @@ async fn watcher(sys: Sys, urls: Vec<String>, prefix: String, rv0: i64, st: Arc<
         let r: Result<()> = async {
             match sys {
                 Sys::Kuorum => {
-                    let mut resp = http
-                        .get(format!(
+                    let mut resp = open_watch(
+                        &http,
+                        &format!(
                             "{url}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={from}&timeoutSeconds=600"
-                        ))
-                        .header("Accept", "application/json")
-                        .send()
-                        .await?;
-                    if !resp.status().is_success() {
-                        let s = resp.status();
-                        bail!("watch: HTTP {s}: {}", resp.text().await.unwrap_or_default());
-                    }
+                        ),
+                    )
+                    .await?;
                     let mut bad = None;
                     for_each_line(&mut resp, |line| {
                         let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) else { return true };
@@ -205,7 +201,7 @@ pub(super) async fn failover_scenario(t: &Target, args: &Args) -> Result<Vec<Fai
     if t.pids().is_none() {
         bail!("failover needs clusters started here (it kills the leader's process)");
     }
-    let prefix = if t.sys == Sys::Kuorum { "fo-".to_string() } else { "/bench/fo/".to_string() };
+    let prefix = t.prefix("fo");
     eprintln!(
         "\n== failover {sys}: {} clients creating, leader killed after {} s, then {} s more",
         args.failover_clients, args.failover_before, args.failover_after
@@ -306,7 +302,7 @@ pub(super) async fn failover_scenario(t: &Target, args: &Args) -> Result<Vec<Fai
         r.creates_per_sec_before,
         r.creates_per_sec_after,
         r.errors,
-        r.first_error.as_ref().map(|e| format!(" (first: {e})")).unwrap_or_default(),
+        first_note(r.first_error.as_ref()),
         r.watch_missing,
         r.watch_duplicates,
         r.watch_unacked_seen,

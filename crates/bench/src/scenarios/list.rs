@@ -114,11 +114,7 @@ async fn list_once(
                     (Some(p), Some(t)) => format!("{list_url}?limit={p}&continue={}", url_escape(t)),
                 };
                 let resp = http.get(url).header("Accept", "application/json").send().await?;
-                let status = resp.status();
-                let body = resp.bytes().await?;
-                if status.as_u16() != 200 {
-                    bail!("list: HTTP {status}: {}", String::from_utf8_lossy(&body[..body.len().min(300)]));
-                }
+                let body = expect_status(resp, 200, "list: ").await?;
                 pages += 1;
                 bytes += body.len() as u64;
                 // Item names start with the prefix; the list's own metadata comes first.
@@ -162,7 +158,7 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
 pub(super) async fn list_scenario(t: &Target, args: &Args) -> Result<Vec<ListResult>> {
     let size = args.list_value_size;
     let sys_name = t.name();
-    let prefix = if t.sys == Sys::Kuorum { "l-".to_string() } else { "/bench/l/".to_string() };
+    let prefix = t.prefix("l");
     let mut out = Vec::new();
     let mut have = 0;
     for &n in &args.list_objects {
@@ -244,8 +240,8 @@ async fn list_target(
         page_size: page,
         pages,
         bytes,
-        p50_ms: pct_f(&ms, 50.0),
-        p99_ms: pct_f(&ms, 99.0),
+        p50_ms: pct(&ms, 50.0),
+        p99_ms: pct(&ms, 99.0),
         min_ms: ms.first().copied().unwrap_or(0.0),
         max_ms: ms.last().copied().unwrap_or(0.0),
         mean_ms: mean,
@@ -291,7 +287,7 @@ pub(crate) fn markdown(report: &Report) {
                 r.p99_ms,
                 r.min_ms,
                 r.max_ms,
-                r.server_cpu_ms_per_list.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
+                f0(r.server_cpu_ms_per_list),
                 f1(r.rss_before_mb),
                 f1(r.peak_rss_mb),
                 f1(r.target_rss_before_mb),

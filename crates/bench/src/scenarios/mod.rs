@@ -13,8 +13,9 @@
 //! - [`reconnect`]: 1,000 watchers resuming at once from a resourceVersion N writes old.
 //! - [`failover`]: the leader killed (SIGKILL) under 64 creating clients.
 //!
-//! This module holds what they share: starting a [`Target`] cluster, filling it,
-//! percentiles, peak-memory probes and the Markdown tables' dispatch.
+//! This module holds what they share: starting a [`Target`] cluster, filling it, the
+//! HTTP and etcd clients (load clients, watch streams), percentiles, CPU and peak-memory
+//! probes, and the Markdown tables' dispatch and number formats.
 
 pub(crate) mod creates;
 pub(crate) mod failover;
@@ -63,23 +64,9 @@ impl Target {
         match sys {
             Sys::Kuorum => {
                 let (urls, pids, cluster) = match &args.kuorum {
-                    Some(list) => {
-                        (list.split(',').map(|u| u.trim().trim_end_matches('/').to_string()).collect(), vec![], None)
-                    }
+                    Some(list) => (kuorum_url_list(list), vec![], None),
                     None => {
-                        let bin = match &args.kuorum_bin {
-                            Some(b) => b.clone(),
-                            None => kuorum_e2e::kuorum_bin().ok_or_else(|| anyhow!("no kuorum binary"))?,
-                        };
-                        let c = Cluster::start_with(
-                            bin,
-                            ClusterOptions {
-                                nodes: 3,
-                                parent_dir: args.dir.clone(),
-                                rust_log: Some("warn".into()),
-                                ..Default::default()
-                            },
-                        )?;
+                        let c = start_kuorum(args)?;
                         let pids = c.nodes.iter().map(|n| n.pid().unwrap_or(0)).collect();
                         (c.urls(), pids, Some(c))
                     }
@@ -91,9 +78,9 @@ impl Target {
             }
             Sys::Etcd => {
                 let (endpoints, pids, cluster) = match &args.etcd {
-                    Some(list) => (list.split(',').map(|u| u.trim().to_string()).collect(), vec![], None),
+                    Some(list) => (etcd_endpoint_list(list), vec![], None),
                     None => {
-                        let c = EtcdCluster::start(&args.etcd_bin, args.dir.as_deref())?;
+                        let c = start_etcd(args)?;
                         (c.endpoints.clone(), c.pids(), Some(c))
                     }
                 };
@@ -119,6 +106,56 @@ impl Target {
     fn rss_mb(&self) -> Option<f64> {
         self.pids().map(|p| p.iter().map(|&pid| proc_status_kb(pid, "VmRSS:")).sum::<u64>() as f64 / 1024.0)
     }
+
+    /// Resets each server's peak RSS (see [`hwm_reset`]).
+    fn hwm_reset(&self) {
+        if let Some(p) = self.pids() {
+            hwm_reset(p);
+        }
+    }
+
+    /// Each server's peak RSS in MB since [`Target::hwm_reset`] (empty when not started here).
+    fn peak_rss_mb(&self) -> Vec<f64> {
+        self.pids().map(hwm_mb).unwrap_or_default()
+    }
+
+    /// The object-name (kuorum: `{tag}-`) or key (etcd: `/bench/{tag}/`) prefix of a scenario.
+    fn prefix(&self, tag: &str) -> String {
+        match self.sys {
+            Sys::Kuorum => format!("{tag}-"),
+            Sys::Etcd => format!("/bench/{tag}/"),
+        }
+    }
+}
+
+/// The base URLs of `--kuorum` (comma separated).
+fn kuorum_url_list(list: &str) -> Vec<String> {
+    list.split(',').map(|u| u.trim().trim_end_matches('/').to_string()).collect()
+}
+
+/// The client URLs of `--etcd` (comma separated).
+fn etcd_endpoint_list(list: &str) -> Vec<String> {
+    list.split(',').map(|u| u.trim().to_string()).collect()
+}
+
+/// Starts a fresh 3-node kuorum cluster (`--kuorum-bin`, else the release build).
+fn start_kuorum(args: &Args) -> Result<Cluster> {
+    let bin = match &args.kuorum_bin {
+        Some(b) => b.clone(),
+        None => kuorum_e2e::kuorum_bin().ok_or_else(|| {
+            anyhow!("no kuorum binary: build it (cargo build --release -p kuorum) or pass --kuorum-bin")
+        })?,
+    };
+    eprintln!("starting a 3-node kuorum cluster ({})", bin.display());
+    let options =
+        ClusterOptions { nodes: 3, parent_dir: args.dir.clone(), rust_log: Some("warn".into()), ..Default::default() };
+    Cluster::start_with(bin, options)
+}
+
+/// Starts a fresh 3-member etcd cluster (`--etcd-bin`).
+fn start_etcd(args: &Args) -> Result<EtcdCluster> {
+    eprintln!("starting a 3-member etcd cluster ({})", args.etcd_bin);
+    EtcdCluster::start(&args.etcd_bin, args.dir.as_deref())
 }
 
 fn leader_first(urls: Vec<String>, pids: Vec<u32>, roles: Vec<Option<bool>>) -> Result<(Vec<String>, Vec<u32>)> {
@@ -145,7 +182,7 @@ pub(crate) fn hwm_mb(pids: &[u32]) -> Vec<f64> {
 }
 
 /// Server CPU seconds per 1,000 operations.
-fn per_1k(cpu_s: Option<f64>, ops: u64) -> Option<f64> {
+pub(crate) fn per_1k(cpu_s: Option<f64>, ops: u64) -> Option<f64> {
     cpu_s.filter(|_| ops > 0).map(|c| c * 1000.0 / ops as f64)
 }
 
@@ -168,24 +205,40 @@ pub fn xorshift(s: &mut u64) -> u64 {
     *s
 }
 
-fn pct_ms(sorted_us: &[u32], p: f64) -> f64 {
-    if sorted_us.is_empty() {
-        return 0.0;
-    }
-    let idx = ((p / 100.0) * sorted_us.len() as f64).ceil() as usize;
-    sorted_us[idx.clamp(1, sorted_us.len()) - 1] as f64 / 1000.0
-}
-
-fn pct_f(sorted: &[f64], p: f64) -> f64 {
+/// The `p`th percentile (nearest rank) of sorted values; the default (0) when empty.
+fn pct<T: Copy + Default>(sorted: &[T], p: f64) -> T {
     if sorted.is_empty() {
-        return 0.0;
+        return T::default();
     }
     let idx = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted[idx.clamp(1, sorted.len()) - 1]
 }
 
+/// The `p`th percentile of sorted microseconds, in ms.
+pub(crate) fn pct_ms(sorted_us: &[u32], p: f64) -> f64 {
+    pct(sorted_us, p) as f64 / 1000.0
+}
+
 fn self_cpu() -> f64 {
     cpu_seconds(&[std::process::id()])
+}
+
+/// CPU seconds used so far by the servers (when started here) and by this process.
+struct CpuMark {
+    server: Option<f64>,
+    client: f64,
+}
+
+impl CpuMark {
+    fn now(t: &Target) -> CpuMark {
+        CpuMark { server: t.pids().map(cpu_seconds), client: self_cpu() }
+    }
+
+    /// (server, client) CPU seconds since the mark.
+    fn since(&self, t: &Target) -> (Option<f64>, f64) {
+        let now = CpuMark::now(t);
+        (self.server.zip(now.server).map(|(a, b)| b - a), now.client - self.client)
+    }
 }
 
 pub(crate) fn run(
@@ -228,24 +281,55 @@ fn http_client(timeout: Duration) -> Result<reqwest::Client> {
     Ok(reqwest::Client::builder().timeout(timeout).tcp_nodelay(true).build()?)
 }
 
+/// A load client's own connection: one idle connection kept, 10 s per request.
+pub(crate) fn worker_http_client() -> Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .pool_max_idle_per_host(1)
+        .tcp_nodelay(true)
+        .build()?)
+}
+
+/// The first 300 bytes of an error response's body, for the error message.
+pub(crate) fn body_head(body: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(&body[..body.len().min(300)])
+}
+
+/// The response's body if its status is `want`, else an error "{what}HTTP {status}: {body}".
+pub(crate) async fn expect_status(
+    resp: reqwest::Response,
+    want: u16,
+    what: &str,
+) -> Result<impl std::ops::Deref<Target = [u8]>> {
+    let status = resp.status();
+    let body = resp.bytes().await?;
+    if status.as_u16() != want {
+        bail!("{what}HTTP {status}: {}", body_head(&body));
+    }
+    Ok(body)
+}
+
+/// POSTs a ConfigMap JSON body to a collection URL; expects 201 Created (else the error
+/// starts with `what`).
+pub(crate) async fn post_configmap(http: &reqwest::Client, url: &str, body: String, what: &str) -> Result<()> {
+    let resp = http
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json")
+        .body(body)
+        .send()
+        .await?;
+    expect_status(resp, 201, what).await?;
+    Ok(())
+}
+
 fn configmap(name: &str, payload: &str) -> String {
     format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"}},"data":{{"v":"{payload}"}}}}"#)
 }
 
 async fn kuorum_create(http: &reqwest::Client, base: &str, name: &str, payload: &str) -> Result<()> {
-    let resp = http
-        .post(format!("{base}/api/v1/namespaces/default/configmaps"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json")
-        .body(configmap(name, payload))
-        .send()
-        .await?;
-    let status = resp.status();
-    let bytes = resp.bytes().await?;
-    if status.as_u16() != 201 {
-        bail!("create {name}: HTTP {status}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(300)]));
-    }
-    Ok(())
+    let url = format!("{base}/api/v1/namespaces/default/configmaps");
+    post_configmap(http, &url, configmap(name, payload), &format!("create {name}: ")).await
 }
 
 /// Creates objects `{prefix}{0..n}` with `size`-byte payloads through the leader, 64 at a
@@ -268,28 +352,20 @@ async fn fill_range(t: &Target, prefix: &str, from: usize, n: usize, size: usize
                 let http = http_client(Duration::from_secs(30))?;
                 let payload = "x".repeat(size);
                 tasks.push(tokio::spawn(async move {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n {
-                            return anyhow::Ok(());
-                        }
-                        fill_progress(i, from, t0);
+                    while let Some(i) = fill_next(&next, from, n, t0) {
                         kuorum_create(&http, &leader, &format!("{prefix}{i}"), &payload).await?;
                     }
+                    anyhow::Ok(())
                 }));
             }
             Sys::Etcd => {
                 let mut c = etcd_connect(&leader).await?;
                 let payload = vec![b'x'; size];
                 tasks.push(tokio::spawn(async move {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n {
-                            return anyhow::Ok(());
-                        }
-                        fill_progress(i, from, t0);
+                    while let Some(i) = fill_next(&next, from, n, t0) {
                         c.put(format!("{prefix}{i}"), payload.clone(), None).await?;
                     }
+                    anyhow::Ok(())
                 }));
             }
         }
@@ -300,17 +376,27 @@ async fn fill_range(t: &Target, prefix: &str, from: usize, n: usize, size: usize
     Ok(t0.elapsed().as_secs_f64())
 }
 
-fn fill_progress(i: usize, from: usize, t0: Instant) {
+/// The next index below `n` for a filling task to create (progress noted every 10,000),
+/// or None when all are taken.
+fn fill_next(next: &AtomicUsize, from: usize, n: usize, t0: Instant) -> Option<usize> {
+    let i = next.fetch_add(1, Ordering::Relaxed);
+    if i >= n {
+        return None;
+    }
     if i > from && i.is_multiple_of(10_000) {
         let s = t0.elapsed().as_secs_f64();
         eprintln!("  filled {i} ({:.0}/s)", (i - from) as f64 / s);
     }
+    Some(i)
 }
 
 async fn etcd_connect(ep: &str) -> Result<etcd_client::Client> {
-    let opts = etcd_client::ConnectOptions::new()
-        .with_connect_timeout(Duration::from_secs(5))
-        .with_timeout(Duration::from_secs(60));
+    etcd_connect_with(ep, Duration::from_secs(60)).await
+}
+
+/// A gRPC connection to an etcd member: 5 s to connect, `timeout` per request.
+pub(crate) async fn etcd_connect_with(ep: &str, timeout: Duration) -> Result<etcd_client::Client> {
+    let opts = etcd_client::ConnectOptions::new().with_connect_timeout(Duration::from_secs(5)).with_timeout(timeout);
     etcd_client::Client::connect([ep], Some(opts)).await.with_context(|| format!("connect to etcd at {ep}"))
 }
 
@@ -371,13 +457,30 @@ pub(crate) fn print_markdown(report: &Report) {
     failover::markdown(report);
 }
 
-/// `Some(x)` with one decimal, else "-".
-fn f1(x: Option<f64>) -> String {
-    x.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into())
+/// `Some(x)` with `decimals` decimals, else "-".
+fn fixed(x: Option<f64>, decimals: usize) -> String {
+    x.map(|v| format!("{v:.decimals$}")).unwrap_or_else(|| "-".into())
 }
 
-fn f2(x: Option<f64>) -> String {
-    x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into())
+fn f0(x: Option<f64>) -> String {
+    fixed(x, 0)
+}
+
+fn f1(x: Option<f64>) -> String {
+    fixed(x, 1)
+}
+
+pub(crate) fn f2(x: Option<f64>) -> String {
+    fixed(x, 2)
+}
+
+fn f3(x: Option<f64>) -> String {
+    fixed(x, 3)
+}
+
+/// " (first: E)" for a first error, else "".
+pub(crate) fn first_note(e: Option<&String>) -> String {
+    e.map(|e| format!(" (first: {e})")).unwrap_or_default()
 }
 
 /// Per-process peak RSS in MB as "a / b / c" (leader first where known), or "-".
@@ -411,6 +514,50 @@ async fn for_each_line(resp: &mut reqwest::Response, mut f: impl FnMut(&[u8]) ->
         carry.extend_from_slice(data);
     }
     Ok(false)
+}
+
+/// Opens a kuorum watch stream (`url` with `?watch=true...`); an error unless it answers 2xx.
+async fn open_watch(http: &reqwest::Client, url: &str) -> Result<reqwest::Response> {
+    let resp = http.get(url).header("Accept", "application/json").send().await?;
+    if !resp.status().is_success() {
+        let st = resp.status();
+        bail!("watch: HTTP {st}: {}", resp.text().await.unwrap_or_default());
+    }
+    Ok(resp)
+}
+
+/// One HTTP client per node for many watch streams (no idle pool: each stream its own
+/// connection).
+fn watch_http_clients(t: &Target) -> Result<Vec<reqwest::Client>> {
+    Ok((0..t.urls.len())
+        .map(|_| reqwest::Client::builder().tcp_nodelay(true).pool_max_idle_per_host(0).build())
+        .collect::<Result<_, _>>()?)
+}
+
+/// etcd connections for `watchers` watch streams spread round-robin over the members, up
+/// to 100 streams per connection: `[member][connection]`; see [`etcd_watch_conn`].
+async fn etcd_watch_conns(t: &Target, watchers: usize) -> Result<Vec<Vec<etcd_client::Client>>> {
+    let mut conns = Vec::new();
+    for (m, ep) in t.urls.iter().enumerate() {
+        let on_member = (watchers + t.urls.len() - 1 - m) / t.urls.len();
+        let mut v = Vec::new();
+        for _ in 0..on_member.div_ceil(100) {
+            v.push(etcd_connect(ep).await?);
+        }
+        conns.push(v);
+    }
+    Ok(conns)
+}
+
+/// The connection of watcher `i` (on member `i % members`) among [`etcd_watch_conns`]'s.
+fn etcd_watch_conn(conns: &[Vec<etcd_client::Client>], i: usize) -> etcd_client::Client {
+    let on_member = &conns[i % conns.len()];
+    on_member[(i / conns.len()) % on_member.len()].clone()
+}
+
+/// The sequence number at the end of an etcd key `{prefix}{seq}`.
+fn seq_in_key(key: &[u8], prefix: &[u8]) -> Option<u64> {
+    std::str::from_utf8(key.strip_prefix(prefix)?).ok()?.parse().ok()
 }
 
 /// The current resourceVersion (kuorum: of a one-item LIST on `url`) or revision (etcd).

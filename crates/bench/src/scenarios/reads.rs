@@ -26,7 +26,7 @@ use super::*;
 
 pub(super) async fn reads_scenario(t: &Target, args: &Args) -> Result<Vec<RunResult>> {
     let n = args.read_objects.max(1);
-    let prefix = if t.sys == Sys::Kuorum { "r-".to_string() } else { "/bench/r/".to_string() };
+    let prefix = t.prefix("r");
     fill(t, &prefix, n, 1024).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let mut out = Vec::new();
@@ -89,11 +89,7 @@ async fn readers(
         let rng = 0x9E37_79B9_7F4A_7C15u64 ^ ((i as u64 + 1) * 0x1234_5678_9ABC_DEF1);
         workers.push(match t.sys {
             Sys::Kuorum => Worker::KuorumRead {
-                http: reqwest::Client::builder()
-                    .timeout(Duration::from_secs(10))
-                    .pool_max_idle_per_host(1)
-                    .tcp_nodelay(true)
-                    .build()?,
+                http: worker_http_client()?,
                 url: format!("{url}/api/v1/namespaces/default/configmaps"),
                 prefix: prefix.to_string(),
                 n: n as u64,
@@ -154,7 +150,7 @@ pub(crate) fn markdown(report: &Report) {
                 r.p99_ms,
                 r.p999_ms,
                 r.errors,
-                r.server_cpu_ms_per_op.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into()),
+                f3(r.server_cpu_ms_per_op),
                 mb_list(&r.peak_rss_mb)
             );
         }
@@ -187,7 +183,7 @@ pub(crate) fn markdown(report: &Report) {
                 r.errors,
                 f2(r.server_cpu_s.map(|c| c / r.seconds)),
                 r.client_cpu_s / r.seconds,
-                r.server_cpu_ms_per_op.map(|v| format!("{:.0}", v * 1000.0)).unwrap_or_else(|| "-".into()),
+                f0(r.server_cpu_ms_per_op.map(|v| v * 1000.0)),
                 f2(r.throttled_s),
                 mb_list(&r.peak_rss_mb)
             );

@@ -81,6 +81,16 @@ impl Seen {
         }
         self.caught_up.is_some()
     }
+
+    /// Notes how the watcher's run within the deadline ended.
+    fn settle(mut self, r: Result<Result<()>, tokio::time::error::Elapsed>, deadline: Duration) -> Seen {
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => self.error = Some(format!("{e:#}")),
+            Err(_) => self.error = Some(format!("not caught up after {deadline:?}")),
+        }
+        self
+    }
 }
 
 pub(super) async fn reconnect_scenario(t: &Target, args: &Args) -> Result<Vec<ReconnectResult>> {
@@ -95,24 +105,10 @@ pub(super) async fn reconnect_scenario(t: &Target, args: &Args) -> Result<Vec<Re
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     // Connections first (etcd: up to 100 streams each), so that the streams start together.
-    let kuorum_http: Vec<reqwest::Client> = (0..t.urls.len())
-        .map(|_| reqwest::Client::builder().tcp_nodelay(true).pool_max_idle_per_host(0).build())
-        .collect::<Result<_, _>>()?;
-    let mut etcd_conns: Vec<Vec<etcd_client::Client>> = Vec::new();
-    if t.sys == Sys::Etcd {
-        for (m, ep) in t.urls.iter().enumerate() {
-            let on_member = (w + t.urls.len() - 1 - m) / t.urls.len();
-            let mut v = Vec::new();
-            for _ in 0..on_member.div_ceil(100) {
-                v.push(etcd_connect(ep).await?);
-            }
-            etcd_conns.push(v);
-        }
-    }
-    if let Some(p) = t.pids() {
-        hwm_reset(p);
-    }
-    let (cpu0, me0) = (t.pids().map(cpu_seconds), self_cpu());
+    let kuorum_http = watch_http_clients(t)?;
+    let etcd_conns = if t.sys == Sys::Etcd { etcd_watch_conns(t, w).await? } else { vec![] };
+    t.hwm_reset();
+    let cpu = CpuMark::now(t);
     let deadline = Duration::from_secs(60 + w as u64 / 50);
     let connecting = Arc::new(Semaphore::new(256));
     let t_open = Instant::now();
@@ -132,12 +128,8 @@ pub(super) async fn reconnect_scenario(t: &Target, args: &Args) -> Result<Vec<Re
                 tasks.push(tokio::spawn(async move {
                     let r = tokio::time::timeout(deadline, async {
                         let permit = connecting.acquire().await?;
-                        let mut resp = http.get(&url).header("Accept", "application/json").send().await?;
+                        let mut resp = open_watch(&http, &url).await?;
                         drop(permit);
-                        if !resp.status().is_success() {
-                            let st = resp.status();
-                            bail!("watch: HTTP {st}: {}", resp.text().await.unwrap_or_default());
-                        }
                         let finder = memmem::Finder::new(br#""name":""#);
                         let done = for_each_line(&mut resp, |line| match seq_in_line(line, &finder, pre.as_bytes()) {
                             Some(seq) => !seen.event(seq, t_open),
@@ -150,17 +142,11 @@ pub(super) async fn reconnect_scenario(t: &Target, args: &Args) -> Result<Vec<Re
                         Ok(())
                     })
                     .await;
-                    match r {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => seen.error = Some(format!("{e:#}")),
-                        Err(_) => seen.error = Some(format!("not caught up after {deadline:?}")),
-                    }
-                    seen
+                    seen.settle(r, deadline)
                 }));
             }
             Sys::Etcd => {
-                let conns = &etcd_conns[m];
-                let mut c = conns[(i / t.urls.len()) % conns.len()].clone();
+                let mut c = etcd_watch_conn(&etcd_conns, i);
                 let pre = key_prefix.clone();
                 tasks.push(tokio::spawn(async move {
                     let r = tokio::time::timeout(deadline, async {
@@ -170,12 +156,9 @@ pub(super) async fn reconnect_scenario(t: &Target, args: &Args) -> Result<Vec<Re
                             if resp.canceled() {
                                 bail!("etcd watch canceled after {} of {n} events", seen.distinct);
                             }
-                            for ev in resp.events() {
-                                let Some(kv) = ev.kv() else { continue };
-                                let Some(rest) = kv.key().strip_prefix(pre.as_bytes()) else { continue };
-                                if let Some(seq) = std::str::from_utf8(rest).ok().and_then(|s| s.parse().ok()) {
-                                    seen.event(seq, t_open);
-                                }
+                            for seq in resp.events().iter().filter_map(|ev| seq_in_key(ev.kv()?.key(), pre.as_bytes()))
+                            {
+                                seen.event(seq, t_open);
                             }
                             if seen.caught_up.is_some() {
                                 return Ok(());
@@ -184,12 +167,7 @@ pub(super) async fn reconnect_scenario(t: &Target, args: &Args) -> Result<Vec<Re
                         bail!("etcd watch stream ended after {} of {n} events", seen.distinct)
                     })
                     .await;
-                    match r {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => seen.error = Some(format!("{e:#}")),
-                        Err(_) => seen.error = Some(format!("not caught up after {deadline:?}")),
-                    }
-                    seen
+                    seen.settle(r, deadline)
                 }));
             }
         }
@@ -203,8 +181,8 @@ pub(super) async fn reconnect_scenario(t: &Target, args: &Args) -> Result<Vec<Re
             last_note = Instant::now();
         }
     }
-    let (cpu1, me1) = (t.pids().map(cpu_seconds), self_cpu());
-    let peak_rss_mb = t.pids().map(hwm_mb).unwrap_or_default();
+    let (server_cpu, client_cpu) = cpu.since(t);
+    let peak_rss_mb = t.peak_rss_mb();
     drop(etcd_conns);
     drop(kuorum_http);
 
@@ -215,7 +193,6 @@ pub(super) async fn reconnect_scenario(t: &Target, args: &Args) -> Result<Vec<Re
     let distinct: u64 = results.iter().map(|s| s.distinct).sum();
     let failed = results.iter().filter(|s| s.error.is_some()).count() as u64;
     let all = catchup.len() == w;
-    let server_cpu = cpu0.zip(cpu1).map(|(a, b)| b - a);
     let r = ReconnectResult {
         system: sys.into(),
         watchers: w,
@@ -234,7 +211,7 @@ pub(super) async fn reconnect_scenario(t: &Target, args: &Args) -> Result<Vec<Re
         first_error: results.iter().find_map(|s| s.error.clone()),
         server_cpu_s: server_cpu,
         server_cpu_s_per_1k_events: per_1k(server_cpu, received),
-        client_cpu_s: me1 - me0,
+        client_cpu_s: client_cpu,
         peak_rss_mb,
     };
     eprintln!(
@@ -246,9 +223,9 @@ pub(super) async fn reconnect_scenario(t: &Target, args: &Args) -> Result<Vec<Re
         r.events_expected,
         r.gaps,
         r.duplicates,
-        r.first_error.as_ref().map(|e| format!(" (first: {e})")).unwrap_or_default(),
+        first_note(r.first_error.as_ref()),
         server_cpu.unwrap_or(0.0),
-        r.server_cpu_s_per_1k_events.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into()),
+        f3(r.server_cpu_s_per_1k_events),
     );
     Ok(vec![r])
 }
@@ -277,7 +254,7 @@ pub(crate) fn markdown(report: &Report) {
             r.duplicates,
             r.streams_failed,
             f2(r.server_cpu_s),
-            r.server_cpu_s_per_1k_events.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into()),
+            f3(r.server_cpu_s_per_1k_events),
             r.client_cpu_s,
             mb_list(&r.peak_rss_mb)
         );

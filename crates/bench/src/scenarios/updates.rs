@@ -16,8 +16,6 @@
 //! conflict rate is conflicts / write attempts. `--warmup` s unrecorded, then
 //! `--update-duration` s recorded.
 
-use std::time::Duration;
-
 use anyhow::Result;
 
 use super::super::{drive, Ctx, RunResult, Worker};
@@ -25,7 +23,7 @@ use super::*;
 
 pub(super) async fn updates_scenario(t: &Target, args: &Args) -> Result<Vec<RunResult>> {
     let n = args.update_objects.max(1);
-    let prefix = if t.sys == Sys::Kuorum { "u-".to_string() } else { "/bench/u/".to_string() };
+    let prefix = t.prefix("u");
     eprintln!("\n== updates {}: {n} hot objects, {} clients", t.name(), args.update_clients);
     fill(t, &prefix, n, 1024).await?;
     let payload = "y".repeat(1024);
@@ -35,11 +33,7 @@ pub(super) async fn updates_scenario(t: &Target, args: &Args) -> Result<Vec<RunR
         let rng = 0x2545_F491_4F6C_DD1Du64 ^ ((i as u64 + 1) * 0x9E37_79B9_7F4A_7C15);
         workers.push(match t.sys {
             Sys::Kuorum => Worker::KuorumUpdate {
-                http: reqwest::Client::builder()
-                    .timeout(Duration::from_secs(10))
-                    .pool_max_idle_per_host(1)
-                    .tcp_nodelay(true)
-                    .build()?,
+                http: worker_http_client()?,
                 url: format!("{url}/api/v1/namespaces/default/configmaps"),
                 prefix: prefix.clone(),
                 n: n as u64,
@@ -94,7 +88,7 @@ pub(crate) fn markdown(report: &Report) {
             r.p999_ms,
             r.max_ms,
             r.errors,
-            r.server_cpu_ms_per_op.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into()),
+            f2(r.server_cpu_ms_per_op),
             mb_list(&r.peak_rss_mb)
         );
     }

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use memchr::memmem;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
@@ -135,9 +135,12 @@ impl Shared {
     fn now_ns(&self) -> u64 {
         Instant::now().saturating_duration_since(self.base).as_nanos() as u64
     }
-    fn fail(&self, e: String) {
-        self.failed.fetch_add(1, Ordering::Relaxed);
-        self.first_error.lock().unwrap().get_or_insert(e);
+    /// Counts a watcher whose stream failed (to start, or early) and keeps the first error.
+    fn fail_on(&self, r: Result<()>) {
+        if let Err(e) = r {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+            self.first_error.lock().unwrap().get_or_insert(format!("{e:#}"));
+        }
     }
 }
 
@@ -184,12 +187,8 @@ async fn kuorum_watcher(
     let mut tally = Tally::default();
     let r: Result<()> = async {
         let permit = connecting.acquire().await?;
-        let mut resp = http.get(&url).header("Accept", "application/json").send().await?;
+        let mut resp = open_watch(&http, &url).await?;
         drop(permit);
-        if !resp.status().is_success() {
-            let st = resp.status();
-            bail!("watch: HTTP {st}: {}", resp.text().await.unwrap_or_default());
-        }
         sh.connected.fetch_add(1, Ordering::Relaxed);
         let finder = memmem::Finder::new(br#""name":""#);
         let prefix = prefix.as_bytes();
@@ -229,9 +228,7 @@ async fn kuorum_watcher(
         Ok(())
     }
     .await;
-    if let Err(e) = r {
-        sh.fail(format!("{e:#}"));
-    }
+    sh.fail_on(r);
     tally
 }
 
@@ -253,21 +250,15 @@ async fn etcd_watcher(mut client: etcd_client::Client, prefix: String, rev: i64,
                 bail!("etcd watch canceled after {} events", tally.seen);
             }
             let before = tally.seen;
-            for ev in resp.events() {
-                let Some(kv) = ev.kv() else { continue };
-                let Some(rest) = kv.key().strip_prefix(pre) else { continue };
-                if let Some(seq) = std::str::from_utf8(rest).ok().and_then(|s| s.parse::<u64>().ok()) {
-                    tally.event(&sh, seq, now);
-                }
+            for seq in resp.events().iter().filter_map(|ev| seq_in_key(ev.kv()?.key(), pre)) {
+                tally.event(&sh, seq, now);
             }
             sh.received.fetch_add(tally.seen - before, Ordering::Relaxed);
         }
         Ok(())
     }
     .await;
-    if let Err(e) = r {
-        sh.fail(format!("{e:#}"));
-    }
+    sh.fail_on(r);
     tally
 }
 
@@ -277,44 +268,17 @@ async fn watch_level(t: &Target, n: usize, level: usize, rate: f64, args: &Args)
     }
     let warm_seq = (rate * args.watch_warmup).round() as u64;
     let total = warm_seq + (rate * args.watch_duration).round() as u64;
-    let sys_name = if t.sys == Sys::Kuorum { "kuorum" } else { "etcd" };
+    let sys_name = t.name();
     eprintln!("\n== watch {sys_name}: {n} watchers, {rate} writes/s, {total} writes ({warm_seq} warmup)");
     // Names / keys of this level: kuorum `wl{level}-{seq}`, etcd `/bench/w/l{level}/{seq}`.
     let (name_prefix, key_prefix) = (format!("wl{level}-"), format!("/bench/w/l{level}/"));
 
-    // Where the watches start: the current revision.
+    // Where the watches start: the current resourceVersion (etcd: the revision after it).
+    let rv = current_rv(t, &t.urls[0]).await?;
     let (start_rv, etcd_clients) = match t.sys {
-        Sys::Kuorum => {
-            let http = http_client(Duration::from_secs(10))?;
-            let v: serde_json::Value = http
-                .get(format!("{}/api/v1/namespaces/default/configmaps?limit=1", t.urls[0]))
-                .header("Accept", "application/json")
-                .send()
-                .await?
-                .json()
-                .await?;
-            let rv = v["metadata"]["resourceVersion"]
-                .as_str()
-                .ok_or_else(|| anyhow!("no list resourceVersion in {v}"))?
-                .to_string();
-            (rv, vec![])
-        }
-        Sys::Etcd => {
-            let mut c = etcd_connect(&t.urls[0]).await?;
-            let rev = c.get("/bench/none", None).await?.header().map(|h| h.revision()).unwrap_or(0);
-            // Up to 100 watch streams per gRPC connection, connections spread over members.
-            let mut clients: Vec<Vec<etcd_client::Client>> = Vec::new();
-            for (m, ep) in t.urls.iter().enumerate() {
-                let on_member = (n + t.urls.len() - 1 - m) / t.urls.len();
-                let conns = on_member.div_ceil(100);
-                let mut v = Vec::new();
-                for _ in 0..conns {
-                    v.push(etcd_connect(ep).await?);
-                }
-                clients.push(v);
-            }
-            ((rev + 1).to_string(), clients)
-        }
+        Sys::Kuorum => (rv, vec![]),
+        // Up to 100 watch streams per gRPC connection, connections spread over members.
+        Sys::Etcd => (rv + 1, etcd_watch_conns(t, n).await?),
     };
 
     let sh = Arc::new(Shared {
@@ -328,16 +292,12 @@ async fn watch_level(t: &Target, n: usize, level: usize, rate: f64, args: &Args)
         total,
     });
 
-    if let Some(p) = t.pids() {
-        hwm_reset(p);
-    }
+    t.hwm_reset();
     let rss_idle = t.rss_mb();
     let t_connect = Instant::now();
     let connecting = Arc::new(Semaphore::new(256));
     let mut watchers = Vec::new();
-    let kuorum_http: Vec<reqwest::Client> = (0..t.urls.len())
-        .map(|_| reqwest::Client::builder().tcp_nodelay(true).pool_max_idle_per_host(0).build())
-        .collect::<Result<_, _>>()?;
+    let kuorum_http = watch_http_clients(t)?;
     for i in 0..n {
         let m = i % t.urls.len();
         let sh = sh.clone();
@@ -356,10 +316,8 @@ async fn watch_level(t: &Target, n: usize, level: usize, rate: f64, args: &Args)
                 )));
             }
             Sys::Etcd => {
-                let conns = &etcd_clients[m];
-                let c = conns[(i / t.urls.len()) % conns.len()].clone();
-                let rev: i64 = start_rv.parse()?;
-                watchers.push(tokio::spawn(etcd_watcher(c, key_prefix.clone(), rev, sh)));
+                let c = etcd_watch_conn(&etcd_clients, i);
+                watchers.push(tokio::spawn(etcd_watcher(c, key_prefix.clone(), start_rv, sh)));
             }
         }
         if i % 100 == 99 {
@@ -465,7 +423,7 @@ async fn watch_level(t: &Target, n: usize, level: usize, rate: f64, args: &Args)
     let win_from = sh.base + base0 + Duration::from_secs_f64(args.watch_warmup);
     let win_to = win_from + Duration::from_secs_f64(args.watch_duration);
     tokio::time::sleep_until(win_from.into()).await;
-    let (cpu0, me0, rx0) = (t.pids().map(cpu_seconds), self_cpu(), sh.received.load(Ordering::Relaxed));
+    let (cpu, rx0) = (CpuMark::now(t), sh.received.load(Ordering::Relaxed));
     let mut tick = win_from;
     while tick + Duration::from_secs(1) < win_to {
         tick += Duration::from_secs(1);
@@ -478,9 +436,9 @@ async fn watch_level(t: &Target, n: usize, level: usize, rate: f64, args: &Args)
         );
     }
     tokio::time::sleep_until(win_to.into()).await;
-    let (cpu1, me1, rx1) = (t.pids().map(cpu_seconds), self_cpu(), sh.received.load(Ordering::Relaxed));
+    let ((server_cpu, client_cpu), rx1) = (cpu.since(t), sh.received.load(Ordering::Relaxed));
     let rss_loaded = t.rss_mb();
-    let peak_rss_mb = t.pids().map(hwm_mb).unwrap_or_default();
+    let peak_rss_mb = t.peak_rss_mb();
     let secs = (win_to - win_from).as_secs_f64();
 
     let (mut wlat, acked_at, write_errors, write_first_error, lagged) = writer.await?;
@@ -511,7 +469,6 @@ async fn watch_level(t: &Target, n: usize, level: usize, rate: f64, args: &Args)
     lat.sort_unstable();
     wlat.sort_unstable();
     let expected = (total - warm_seq) * n as u64;
-    let server_cpu = cpu0.zip(cpu1).map(|(a, b)| b - a);
     let events = rx1 - rx0;
     let per_watcher = |now: Option<f64>| -> Option<f64> {
         (n > 0).then_some(())?;
@@ -540,7 +497,7 @@ async fn watch_level(t: &Target, n: usize, level: usize, rate: f64, args: &Args)
         server_cpu_cores: server_cpu.map(|c| c / secs),
         server_cpu_s_per_m_events: server_cpu.filter(|_| events > 0).map(|c| c / events as f64 * 1e6),
         server_cpu_s_per_m_events_marginal: None,
-        client_cpu_cores: (me1 - me0) / secs,
+        client_cpu_cores: client_cpu / secs,
         rss_idle_mb: rss_idle,
         rss_connected_mb: rss_connected,
         rss_loaded_mb: rss_loaded,
@@ -564,7 +521,7 @@ async fn watch_level(t: &Target, n: usize, level: usize, rate: f64, args: &Args)
         r.server_cpu_cores.unwrap_or(0.0),
         r.client_cpu_cores,
         r.streams_failed,
-        r.first_error.as_ref().map(|e| format!(" (first: {e})")).unwrap_or_default()
+        first_note(r.first_error.as_ref())
     );
     Ok(r)
 }
