@@ -231,7 +231,7 @@ fn encode_list(def: &ResourceDef, prefix: &str, page: Page) -> Result<ListBody, 
     head.extend_from_slice(b",\"items\":[");
     // Items stored without the type meta are re-encoded now, so that an error is a
     // Status before anything is sent and the body's length is known.
-    let items = page.items.iter().map(|b| served_bytes(b, def)).collect::<Result<Vec<_>, _>>()?;
+    let items = page.items.into_iter().map(|b| served_bytes(&b, def)).collect::<Result<Vec<_>, _>>()?;
     Ok(ListBody::new(Bytes::from(head), items))
 }
 

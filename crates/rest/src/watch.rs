@@ -242,15 +242,17 @@ impl EventStream {
             }
         };
         let interval = flush_interval(self.cache.watcher_count());
-        if let Some(next_write) = self.last_write.map(|t| t + interval).filter(|t| *t > Instant::now()) {
+        let mut now = Instant::now();
+        if let Some(next_write) = self.last_write.map(|t| t + interval).filter(|t| *t > now) {
             self.flush_timer.as_mut().reset(next_write);
             tokio::select! {
                 _ = self.flush_timer.as_mut() => {}
                 // Unsent events are not lost: the client resumes from the last rv it saw.
                 _ = self.deadline.as_mut() => return None,
             }
+            now = Instant::now();
         }
-        self.last_write = Some(Instant::now());
+        self.last_write = Some(now);
         let Ok(second) = self.watch.rx.try_recv() else {
             // A lone event goes out as its shared encoded line, without a copy.
             return Some((Ok(first), self));
