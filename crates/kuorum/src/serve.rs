@@ -1,5 +1,6 @@
 //! `kuorum serve`: one node, with production seams: TCP listeners and dialer, the system
-//! clock, OS-seeded entropy, RocksDB engines in `--data-dir`.
+//! clock, OS-seeded entropy; in `--data-dir`, the Raft log in segment files (`log/`) and
+//! the objects in RocksDB (`objects/`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use futures::StreamExt;
 use kuorum_api::seams::{SplitMix64, SystemClock};
 use kuorum_node::{start_node, NodeConfig, NodeSeams};
 use kuorum_raft::{PeerIo, TcpDialer};
+use kuorum_store_file::FileLogEngine;
 use kuorum_store_rocks::RocksStore;
 use tokio_stream::wrappers::TcpListenerStream;
 
@@ -61,7 +63,17 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         bail!("--peers must include this node (id {})", args.id);
     }
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("creating {}", args.data_dir.display()))?;
-    let store = RocksStore::open(&args.data_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if args.data_dir.join("CURRENT").exists() {
+        bail!(
+            "{} holds a RocksDB database from an older kuorum, which kept the Raft log in it; \
+             this version keeps the log in {}/log and the objects in {}/objects: start from an empty directory",
+            args.data_dir.display(),
+            args.data_dir.display(),
+            args.data_dir.display()
+        );
+    }
+    let objects = RocksStore::open(&args.data_dir.join("objects")).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let log = FileLogEngine::open(&args.data_dir.join("log")).map_err(|e| anyhow::anyhow!("{e}"))?;
 
     let rest = tokio::net::TcpListener::bind(&args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let peer = tokio::net::TcpListener::bind(&args.peer_listen)
@@ -91,8 +103,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         dialer: Arc::new(TcpDialer),
         clock: Arc::new(SystemClock),
         entropy: Arc::new(SplitMix64::from_os()),
-        log_engine: Arc::new(store.log_engine()),
-        object_engine: Arc::new(store.object_engine()),
+        log_engine: Arc::new(log),
+        object_engine: Arc::new(objects.object_engine()),
         apply_tap: None,
     };
     let node = start_node(cfg, seams).await?;
