@@ -256,6 +256,8 @@ pub struct Node {
     child: Option<Child>,
     /// Starts so far (1 after the first start).
     pub starts: u32,
+    /// Started with `--join` (added to a running cluster rather than bootstrapping it).
+    pub join: bool,
 }
 
 impl Node {
@@ -360,6 +362,7 @@ impl Cluster {
                 log_path: root.join(format!("node{id}.log")),
                 child: None,
                 starts: 0,
+                join: false,
             });
         }
         let peers_arg =
@@ -472,8 +475,55 @@ impl Cluster {
             "--data-dir".into(),
             n.data_dir.display().to_string(),
         ];
+        if n.join {
+            args.push("--join".into());
+        }
         args.extend(self.opts.extra_args.iter().cloned());
         args
+    }
+
+    /// Starts one more node with `--join` on fresh ports and an empty data dir, and waits
+    /// until it answers `/healthz`. It is not a member until the leader adds it (`kuorum
+    /// member add`); only then does it become ready. Answers its id.
+    pub fn start_joining_node(&mut self) -> Result<u64> {
+        let id = self.nodes.iter().map(|n| n.id).max().unwrap_or(0) + 1;
+        let ports = free_ports(2);
+        let data_dir = self.root.join(format!("node{id}"));
+        fs::create_dir_all(&data_dir)?;
+        self.nodes.push(Node {
+            id,
+            rest_port: ports[0],
+            peer_port: ports[1],
+            data_dir,
+            log_path: self.root.join(format!("node{id}.log")),
+            child: None,
+            starts: 0,
+            join: true,
+        });
+        self.peers_arg = format!("{},{id}=127.0.0.1:{}", self.peers_arg, ports[1]);
+        self.spawn(id)?;
+        let deadline = Instant::now() + self.opts.wait;
+        let url = format!("{}/healthz", self.url(id));
+        loop {
+            self.check_alive()?;
+            if matches!(self.http.get(&url), Ok(r) if r.status == 200) {
+                return Ok(id);
+            }
+            if Instant::now() > deadline {
+                bail!("joining node {id} never answered /healthz");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Runs `kuorum <args>` (a CLI command, not a node) to completion; answers its stdout,
+    /// or an error with its stderr.
+    pub fn cli(&self, args: &[&str]) -> Result<String> {
+        let out = Command::new(&self.bin).args(args).output().with_context(|| format!("run kuorum {args:?}"))?;
+        if !out.status.success() {
+            bail!("kuorum {args:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     fn spawn(&mut self, id: u64) -> Result<()> {

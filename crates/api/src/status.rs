@@ -302,6 +302,12 @@ impl ApiError {
     }
 
     /// `Timeout: <message>` (504 Timeout), with `details.retryAfterSeconds` when nonzero.
+    /// 429: the server is at its in-flight limit (kube-apiserver's max-in-flight filter).
+    pub fn too_many_requests(retry_after_seconds: u32) -> Self {
+        ApiError::new(Reason::TooManyRequests, "Too many requests, please try again later.")
+            .with_details(Details { retry_after_seconds, ..Details::default() })
+    }
+
     pub fn timeout(message: &str, retry_after_seconds: u32) -> Self {
         ApiError::new(Reason::Timeout, format!("Timeout: {message}"))
             .with_details(Details { retry_after_seconds, ..Details::default() })

@@ -1,6 +1,8 @@
-//! The `kuorum` command: `serve` runs one node over TCP and RocksDB; `up` runs a local
-//! cluster of `serve` processes and writes a kubeconfig for it.
+//! The `kuorum` command: `serve` runs one node over TCP; `up` runs a local cluster of
+//! `serve` processes and writes a kubeconfig for it; `member` lists and changes a running
+//! cluster's membership.
 
+mod member;
 mod serve;
 mod up;
 
@@ -19,6 +21,8 @@ enum Cmd {
     Serve(serve::ServeArgs),
     /// Run a local cluster of N nodes on 127.0.0.1 until interrupted.
     Up(up::UpArgs),
+    /// List, add, promote or remove members, or move the leadership.
+    Member(member::MemberArgs),
 }
 
 /// glibc's malloc was about a sixth of a node's CPU under concurrent creates (many small,
@@ -39,9 +43,15 @@ fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    let command = match cli.command {
+        // A blocking HTTP client: no runtime around it.
+        Cmd::Member(args) => return member::run(args),
+        other => other,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    match cli.command {
+    match command {
         Cmd::Serve(args) => rt.block_on(serve::run(args)),
         Cmd::Up(args) => rt.block_on(up::run(args)),
+        Cmd::Member(_) => unreachable!("handled above"),
     }
 }

@@ -42,6 +42,17 @@ pub struct ServeArgs {
     /// and watch resumes older than it get 410 Gone).
     #[arg(long, default_value_t = 300)]
     pub compaction_window_secs: u64,
+    /// Non-mutating requests served at once; more get 429 with Retry-After (0: no limit).
+    /// Watches do not count. kube-apiserver's flag and default.
+    #[arg(long, default_value_t = 400)]
+    pub max_requests_inflight: usize,
+    /// Mutating requests served at once; more get 429 with Retry-After (0: no limit).
+    #[arg(long, default_value_t = 200)]
+    pub max_mutating_requests_inflight: usize,
+    /// Join a running cluster instead of bootstrapping one from --peers: start with an
+    /// empty --data-dir, then add this node with `kuorum member add`.
+    #[arg(long)]
+    pub join: bool,
 }
 
 fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, String>> {
@@ -91,6 +102,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let cfg = NodeConfig {
         request_timeout: Duration::from_secs(args.request_timeout_secs),
         compaction_window: Duration::from_secs(args.compaction_window_secs),
+        max_requests_inflight: args.max_requests_inflight,
+        max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+        join: args.join,
         ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {

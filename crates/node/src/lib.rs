@@ -13,6 +13,7 @@ mod bootstrap;
 mod compaction;
 mod crd_controller;
 mod debug;
+mod members;
 mod namespace_controller;
 
 use std::collections::BTreeMap;
@@ -45,6 +46,13 @@ pub struct NodeConfig {
     /// the leader compacts what is older than this.
     pub compaction_window: Duration,
     pub cache: CacheConfig,
+    /// Non-mutating requests served at once before 429 (0: no limit); watches do not count.
+    pub max_requests_inflight: usize,
+    /// Mutating requests served at once before 429 (0: no limit).
+    pub max_mutating_requests_inflight: usize,
+    /// Join an existing cluster (to be added by `kuorum member add`) instead of
+    /// bootstrapping `members`.
+    pub join: bool,
 }
 
 impl NodeConfig {
@@ -57,6 +65,9 @@ impl NodeConfig {
             request_timeout: Duration::from_secs(60),
             compaction_window: Duration::from_secs(300),
             cache: CacheConfig::default(),
+            max_requests_inflight: kuorum_rest::metrics::DEFAULT_MAX_READONLY_INFLIGHT,
+            max_mutating_requests_inflight: kuorum_rest::metrics::DEFAULT_MAX_MUTATING_INFLIGHT,
+            join: false,
         }
     }
 }
@@ -142,7 +153,8 @@ where
     R: axum::serve::Listener,
     R::Addr: std::fmt::Debug,
 {
-    let raft_cfg = RaftNodeConfig { id: cfg.id, members: cfg.members.clone(), timing: cfg.timing.clone() };
+    let raft_cfg =
+        RaftNodeConfig { id: cfg.id, members: cfg.members.clone(), timing: cfg.timing.clone(), join: cfg.join };
     let cache = WatchCache::new(cfg.cache.clone());
     let observer: Arc<dyn ApplyObserver> = match seams.apply_tap {
         None => cache.clone(),
@@ -170,7 +182,10 @@ where
         request_timeout: cfg.request_timeout,
         ..RestState::new(cluster.clone(), cache.clone(), seams.clock.clone(), seams.entropy.clone())
     };
-    let app = kuorum_rest::router(rest).merge(debug::router(started.raft.clone()));
+    rest.metrics.set_inflight_limits(cfg.max_requests_inflight, cfg.max_mutating_requests_inflight);
+    let app = kuorum_rest::router(rest)
+        .merge(debug::router(started.raft.clone()))
+        .merge(members::router(started.raft.clone()));
     let listener = seams.rest_listener;
     tasks.push(tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {

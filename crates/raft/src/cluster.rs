@@ -61,6 +61,8 @@ pub(crate) trait Replicator: Send + Sync + 'static {
     fn read_barrier(&self, deadline: Duration) -> futures::future::BoxFuture<'_, Result<u64, ClusterError>>;
     fn applied_index(&self) -> u64;
     fn leader(&self) -> Option<u64>;
+    fn status(&self) -> crate::status::RaftStatus;
+    fn counters(&self) -> crate::status::RaftCounters;
 }
 
 /// A cheap, cloneable handle to one node's replication and state.
@@ -94,6 +96,16 @@ impl Cluster {
     /// The current leader as this node knows it.
     pub fn leader(&self) -> Option<u64> {
         self.replicator.leader()
+    }
+
+    /// This node's replication as openraft last reported it.
+    pub fn status(&self) -> crate::status::RaftStatus {
+        self.replicator.status()
+    }
+
+    /// Counters kept beside openraft's metrics (shared: they keep counting).
+    pub fn counters(&self) -> crate::status::RaftCounters {
+        self.replicator.counters()
     }
 
     pub fn get(&self, key: &str) -> Result<Option<Bytes>, ClusterError> {

@@ -1,7 +1,8 @@
 //! Replication for kuorum: the openraft type config ([`types`]), the storage adaptors that
 //! put openraft on top of kuorum-store's engines ([`log_store`], [`state_machine`]), tonic
 //! peer RPC ([`network`] dials, [`service`] answers: raft, write forwarding, read index),
-//! and [`Cluster`], the handle the REST layer uses.
+//! [`Cluster`], the handle the REST layer uses, and [`status`], what a node reports to
+//! operators.
 
 pub mod cluster;
 pub(crate) mod codec;
@@ -11,6 +12,7 @@ pub mod node;
 pub(crate) mod replicator;
 pub mod service;
 pub mod state_machine;
+pub mod status;
 pub mod testing;
 pub mod types;
 
@@ -21,3 +23,4 @@ pub mod pb {
 pub use cluster::{Cluster, ClusterError, LocalReader};
 pub use network::{Dialer, PeerIo, TcpDialer};
 pub use node::{start_raft, RaftNodeConfig, RaftTiming, StartedRaft};
+pub use status::{RaftCounters, RaftStatus};

@@ -21,6 +21,7 @@ use kuorum_store::LogEngine;
 use openraft::entry::RaftEntry;
 use openraft::storage::{IOFlushed, LogState, RaftLogStorage};
 use openraft::{OptionalSend, RaftLogReader};
+use prometheus_client::metrics::histogram::Histogram;
 use tokio::sync::mpsc;
 
 use crate::codec::{decode, encode};
@@ -45,6 +46,11 @@ impl<E: LogEngine> Clone for LogStore<E> {
 impl<E: LogEngine> LogStore<E> {
     /// Wraps `engine` and starts its flusher task (on the current tokio runtime).
     pub fn new(engine: Arc<E>) -> Self {
+        Self::with_fsync_histogram(engine, crate::status::RaftCounters::default().log_fsync_seconds)
+    }
+
+    /// As [`LogStore::new`], recording how long each fsync takes in `fsync_seconds`.
+    pub fn with_fsync_histogram(engine: Arc<E>, fsync_seconds: Histogram) -> Self {
         let (flush_tx, mut flush_rx) = mpsc::unbounded_channel::<IOFlushed<TypeConfig>>();
         let flusher_engine = engine.clone();
         tokio::spawn(async move {
@@ -61,7 +67,9 @@ impl<E: LogEngine> LogStore<E> {
                     }
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 }
+                let started = tokio::time::Instant::now();
                 let res = flusher_engine.sync().await;
+                fsync_seconds.observe(started.elapsed().as_secs_f64());
                 for cb in batch.drain(..) {
                     cb.io_completed(res.as_ref().map(|_| ()).map_err(|e| io::Error::other(e.to_string())));
                 }

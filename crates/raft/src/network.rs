@@ -13,7 +13,10 @@ use futures::future::BoxFuture;
 use hyper_util::rt::TokioIo;
 use openraft::errors::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory};
-use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest, TransferLeaderResponse,
+    VoteRequest, VoteResponse,
+};
 use openraft::{AnyError, BasicNode, RaftNetworkV2};
 use serde::de::DeserializeOwned;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -177,6 +180,15 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
     ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
         let mut client = self.channels.client(&self.addr).map_err(unreachable)?;
         unary(option.hard_ttl(), client.pre_vote(msg(&rpc))).await
+    }
+
+    async fn transfer_leader(
+        &mut self,
+        req: TransferLeaderRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<TransferLeaderResponse<TypeConfig>, RPCError<TypeConfig>> {
+        let mut client = self.channels.client(&self.addr).map_err(unreachable)?;
+        unary(option.hard_ttl(), client.transfer_leader(msg(&req))).await
     }
 
     async fn full_snapshot(

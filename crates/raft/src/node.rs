@@ -62,6 +62,9 @@ pub struct RaftNodeConfig {
     /// cluster; a restarted node recovers its membership from disk instead.
     pub members: BTreeMap<NodeId, String>,
     pub timing: RaftTiming,
+    /// Join an existing cluster instead of bootstrapping one: never propose `members`;
+    /// wait to be added (as a learner) by the cluster's leader.
+    pub join: bool,
 }
 
 /// A running node's replication.
@@ -126,7 +129,8 @@ pub enum StartError {
 
 /// Starts replication on the current tokio runtime. On an empty store, the static
 /// membership in `cfg.members` is proposed (every node may do so: identical proposals
-/// are harmless, and an initialized node refuses a second one).
+/// are harmless, and an initialized node refuses a second one), unless the node joins an
+/// existing cluster (`cfg.join`).
 pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
     cfg: RaftNodeConfig,
     log_engine: Arc<L>,
@@ -149,7 +153,8 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
     let config = Arc::new(config.validate().map_err(|e| StartError::Config(e.to_string()))?);
 
     let channels = Channels::new(dialer, cfg.timing.peer_keepalive);
-    let log_store = LogStore::new(log_engine);
+    let counters = crate::status::RaftCounters::default();
+    let log_store = LogStore::with_fsync_histogram(log_engine, counters.log_fsync_seconds.clone());
     log_store.demote_saved_vote().await?;
     let state_machine = StateMachine::with_observer(object_engine.clone(), observer)?;
     let raft =
@@ -157,7 +162,7 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
             .await
             .map_err(|e| StartError::Raft(e.to_string()))?;
 
-    if !raft.is_initialized().await.map_err(|e| StartError::Raft(e.to_string()))? {
+    if !cfg.join && !raft.is_initialized().await.map_err(|e| StartError::Raft(e.to_string()))? {
         let members: BTreeMap<NodeId, BasicNode> =
             cfg.members.iter().map(|(id, addr)| (*id, BasicNode { addr: addr.clone() })).collect();
         if let Err(e) = raft.initialize(members).await {
@@ -166,12 +171,14 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
         }
     }
 
+    crate::status::count_leader_changes(raft.clone(), counters.leader_changes.clone());
     let replicator = RaftReplicator {
         id: cfg.id,
         raft: raft.clone(),
         channels,
         applied_rx: state_machine.applied_rx(),
         engine: object_engine.clone(),
+        counters,
     };
     let cluster = Cluster { replicator: Arc::new(replicator), reader: Arc::new(EngineReader(object_engine)) };
     Ok(StartedRaft { cluster, raft: raft.clone(), state_machine, peer_service: Some(PeerService::new(raft)) })

@@ -39,6 +39,7 @@ pub(crate) struct RaftReplicator<E: ObjectEngine> {
     pub(crate) channels: Channels,
     pub(crate) applied_rx: watch::Receiver<u64>,
     pub(crate) engine: Arc<E>,
+    pub(crate) counters: crate::status::RaftCounters,
 }
 
 enum Attempt<T> {
@@ -224,5 +225,13 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
 
     fn leader(&self) -> Option<u64> {
         self.current_leader()
+    }
+
+    fn status(&self) -> crate::status::RaftStatus {
+        crate::status::read_status(&self.raft)
+    }
+
+    fn counters(&self) -> crate::status::RaftCounters {
+        self.counters.clone()
     }
 }

@@ -130,6 +130,11 @@ impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_ser
         reply(&propose_local(&self.raft, cmd).await)
     }
 
+    async fn transfer_leader(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
+        let rpc = decode(&req.into_inner().data).map_err(bad)?;
+        reply(&self.raft.handle_transfer_leader(rpc).await.map_err(|e| e.to_string()))
+    }
+
     async fn read_index(&self, _req: Request<pb::ReadIndexRequest>) -> Result<Response<pb::RaftMessage>, Status> {
         reply(&read_index_local(&self.raft).await)
     }

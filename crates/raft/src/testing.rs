@@ -24,6 +24,7 @@ pub async fn single_node_observed(observer: Option<Arc<dyn ApplyObserver>>) -> C
         // A single voter never dials a peer, so the address is never used.
         members: BTreeMap::from([(1, "127.0.0.1:1".to_string())]),
         timing: RaftTiming::default(),
+        join: false,
     };
     let started = start_raft(
         cfg,

@@ -54,12 +54,26 @@ pub(crate) async fn healthy() -> Response {
     (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "ok").into_response()
 }
 
-/// `GET /readyz`: ready once a leader is known and this node has applied the namespaces
-/// every cluster starts with (so a create in `default` cannot meet "not found").
+/// How long `/readyz` waits for this node to apply what the leader has committed.
+const READY_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `GET /readyz`: ready once a leader is known, this node has caught up with it (a
+/// linearizable read barrier completes within a second: the leader's commit index is
+/// applied here), and it has applied the namespaces every cluster starts with (so a
+/// create in `default` cannot meet "not found").
 pub(crate) async fn ready(axum::extract::State(st): axum::extract::State<crate::RestState>) -> Response {
     let text = |code, body: String| (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response();
     if st.cluster.leader().is_none() {
         return text(StatusCode::INTERNAL_SERVER_ERROR, "[-]leader: no leader known\nreadyz check failed\n".into());
+    }
+    if let Err(e) = st.cluster.read_barrier(READY_CATCH_UP).await {
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!(
+                "[-]caught-up: applied {} and not caught up with the leader: {e}\nreadyz check failed\n",
+                st.cluster.applied_index()
+            ),
+        );
     }
     for ns in ["default", "kube-system", "kube-public"] {
         if st.cache.get(&kuorum_store::keys::namespace_key(ns)).1.is_none() {

@@ -37,6 +37,7 @@ mod fields;
 mod get;
 mod history;
 mod list;
+pub mod metrics;
 pub mod negotiate;
 mod object;
 mod openapi;
@@ -70,12 +71,15 @@ pub struct RestState {
     pub request_timeout: Duration,
     /// The custom resources this node serves, read from `cache`.
     pub custom: Arc<CustomResources>,
+    /// `/metrics` and the in-flight limits.
+    pub metrics: Arc<metrics::Metrics>,
 }
 
 impl RestState {
     /// A state with the default request timeout.
     pub fn new(cluster: Cluster, cache: Arc<WatchCache>, clock: Arc<dyn Clock>, entropy: Arc<dyn Entropy>) -> Self {
         RestState {
+            metrics: Arc::new(metrics::Metrics::new(cluster.counters())),
             cluster,
             cache,
             clock,
@@ -88,7 +92,9 @@ impl RestState {
 
 /// The whole REST API as one router.
 pub fn router(state: RestState) -> Router {
+    let observed = state.metrics.clone();
     Router::new()
+        .route("/metrics", get(metrics::serve))
         .route("/version", get(discovery::version))
         .route("/version/", get(discovery::version))
         .route("/healthz", get(discovery::healthy))
@@ -113,6 +119,8 @@ pub fn router(state: RestState) -> Router {
         .with_state(state)
         .layer(axum::middleware::from_fn(protobuf::answer_in_protobuf))
         .layer(CompressionLayer::new().gzip(true).no_br().no_deflate().no_zstd().compress_when(LargeBodies))
+        // Outermost: it sees every request, and the status code the client gets.
+        .layer(axum::middleware::from_fn_with_state(observed, metrics::observe))
 }
 
 /// Responses at least this large are gzipped for clients that accept it, as

@@ -1,0 +1,219 @@
+//! `/kuorum/v1/members` and `/kuorum/v1/leader`: membership and leadership, for
+//! `kuorum member ...` and operators.
+//!
+//! - `GET  /kuorum/v1/members`: the membership this node knows, with the leader and, on
+//!   the leader, how far each member's log matches.
+//! - `POST /kuorum/v1/members` `{"id": 4, "peerAddress": "10.0.0.4:6543"}`: adds a learner
+//!   and answers once it has caught up with the log (by snapshot if the log it needs is
+//!   purged). A learner receives everything but does not vote.
+//! - `POST /kuorum/v1/members/{id}/promote`: makes a learner a voter (joint consensus).
+//! - `DELETE /kuorum/v1/members/{id}`: removes a voter or a learner.
+//! - `POST /kuorum/v1/leader` `{"id": 2}`: hands leadership to a voter and answers once it
+//!   leads.
+//!
+//! Changes must be made on the leader: another node answers 421 Misdirected Request
+//! with a Status naming the leader, and the CLI tries its next server.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use kuorum_api::ApiError;
+use kuorum_raft::state_machine::StateMachine;
+use kuorum_raft::types::Raft;
+use kuorum_rest::RestError;
+use kuorum_store::ObjectEngine;
+use openraft::async_runtime::WatchReceiver;
+use openraft::{BasicNode, ChangeMembers};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// How long a leadership transfer may take before it is reported as failed.
+const TRANSFER_WAIT: Duration = Duration::from_secs(10);
+
+pub fn router<O: ObjectEngine>(raft: Raft<StateMachine<O>>) -> Router {
+    Router::new()
+        .route("/kuorum/v1/members", get(list::<O>).post(add::<O>))
+        .route("/kuorum/v1/members/{id}", axum::routing::delete(remove::<O>))
+        .route("/kuorum/v1/members/{id}/promote", post(promote::<O>))
+        .route("/kuorum/v1/leader", post(transfer::<O>))
+        .with_state(raft)
+}
+
+fn fail(e: ApiError) -> Response {
+    RestError(e).into_response()
+}
+
+/// The members as this node knows them.
+fn members<O: ObjectEngine>(raft: &Raft<StateMachine<O>>) -> Value {
+    let m = raft.metrics().borrow_watched().clone();
+    let membership = m.membership_config.membership();
+    let voters: BTreeSet<u64> = membership.voter_ids().collect();
+    let matched = |id: u64| m.replication.as_ref().and_then(|r| r.get(&id)).and_then(|l| l.as_ref()).map(|l| l.index);
+    let list: Vec<Value> = membership
+        .nodes()
+        .map(|(id, node)| {
+            json!({
+                "id": id,
+                "peerAddress": node.addr,
+                "role": if voters.contains(id) { "voter" } else { "learner" },
+                "leader": m.current_leader == Some(*id),
+                "matchedIndex": if *id == m.id { m.last_log_index } else { matched(*id) },
+            })
+        })
+        .collect();
+    json!({
+        "node": m.id,
+        "leader": m.current_leader,
+        "term": m.current_term,
+        "committedIndex": m.cluster_committed.map(|l| l.index),
+        "members": list,
+    })
+}
+
+/// The refusal of a change on a node that is not the leader (naming the leader), or
+/// `None` on the leader.
+fn not_leader<O: ObjectEngine>(raft: &Raft<StateMachine<O>>) -> Option<Response> {
+    let m = raft.metrics().borrow_watched().clone();
+    if m.current_leader == Some(m.id) {
+        return None;
+    }
+    let who = match m.current_leader {
+        Some(l) => format!("node {l} is"),
+        None => "no leader is known".into(),
+    };
+    let mut resp = fail(ApiError::service_unavailable(format!(
+        "node {} is not the leader ({who}); membership changes are made on the leader",
+        m.id
+    )));
+    *resp.status_mut() = StatusCode::MISDIRECTED_REQUEST;
+    Some(resp)
+}
+
+fn change_failed(e: impl std::fmt::Display) -> Response {
+    let msg = e.to_string();
+    if msg.contains("not found") || msg.contains("NotFound") {
+        return fail(ApiError::bad_request(msg));
+    }
+    fail(ApiError::service_unavailable(format!("membership change failed: {msg}")))
+}
+
+async fn list<O: ObjectEngine>(State(raft): State<Raft<StateMachine<O>>>) -> Response {
+    Json(members(&raft)).into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AddMember {
+    id: u64,
+    peer_address: String,
+}
+
+async fn add<O: ObjectEngine>(State(raft): State<Raft<StateMachine<O>>>, body: axum::body::Bytes) -> Response {
+    let req: AddMember = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return fail(ApiError::bad_request(format!("expected {{\"id\": N, \"peerAddress\": \"host:port\"}}: {e}")))
+        }
+    };
+    if req.id == 0 || req.peer_address.is_empty() {
+        return fail(ApiError::bad_request("a member needs a positive id and a peer address"));
+    }
+    if let Some(r) = not_leader(&raft) {
+        return r;
+    }
+    let known = raft.metrics().borrow_watched().membership_config.membership().get_node(&req.id).cloned();
+    if let Some(node) = known {
+        if node.addr != req.peer_address {
+            return fail(ApiError::bad_request(format!(
+                "node {} is already a member at {}; remove it first to move it",
+                req.id, node.addr
+            )));
+        }
+    }
+    // Blocking: answers once the learner's log has caught up with the leader's.
+    match raft.add_learner(req.id, BasicNode { addr: req.peer_address }, true).await {
+        Ok(_) => (StatusCode::CREATED, Json(members(&raft))).into_response(),
+        Err(e) => change_failed(e),
+    }
+}
+
+async fn promote<O: ObjectEngine>(State(raft): State<Raft<StateMachine<O>>>, Path(id): Path<u64>) -> Response {
+    if let Some(r) = not_leader(&raft) {
+        return r;
+    }
+    let learner = {
+        let m = raft.metrics().borrow_watched().clone();
+        let mem = m.membership_config.membership();
+        let learner = mem.get_node(&id).is_some() && !mem.voter_ids().any(|v| v == id);
+        learner
+    };
+    if !learner {
+        return fail(ApiError::bad_request(format!("node {id} is not a learner of this cluster")));
+    }
+    match raft.change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([id])), false).await {
+        Ok(_) => Json(members(&raft)).into_response(),
+        Err(e) => change_failed(e),
+    }
+}
+
+async fn remove<O: ObjectEngine>(State(raft): State<Raft<StateMachine<O>>>, Path(id): Path<u64>) -> Response {
+    if let Some(r) = not_leader(&raft) {
+        return r;
+    }
+    let (known, voter, voters) = {
+        let m = raft.metrics().borrow_watched().clone();
+        let mem = m.membership_config.membership();
+        let facts = (mem.get_node(&id).is_some(), mem.voter_ids().any(|v| v == id), mem.voter_ids().count());
+        facts
+    };
+    if !known {
+        return fail(ApiError::bad_request(format!("node {id} is not a member of this cluster")));
+    }
+    if voter && voters == 1 {
+        return fail(ApiError::bad_request("the last voter cannot be removed"));
+    }
+    let change = if voter {
+        // `retain: false`: the removed voter leaves the cluster rather than staying a learner.
+        ChangeMembers::RemoveVoters(BTreeSet::from([id]))
+    } else {
+        ChangeMembers::RemoveNodes(BTreeSet::from([id]))
+    };
+    match raft.change_membership(change, false).await {
+        Ok(_) => Json(members(&raft)).into_response(),
+        Err(e) => change_failed(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct Transfer {
+    id: u64,
+}
+
+async fn transfer<O: ObjectEngine>(State(raft): State<Raft<StateMachine<O>>>, body: axum::body::Bytes) -> Response {
+    let req: Transfer = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return fail(ApiError::bad_request(format!("expected {{\"id\": N}}: {e}"))),
+    };
+    if let Some(r) = not_leader(&raft) {
+        return r;
+    }
+    let voters: BTreeMap<u64, ()> =
+        raft.metrics().borrow_watched().membership_config.membership().voter_ids().map(|v| (v, ())).collect();
+    if !voters.contains_key(&req.id) {
+        return fail(ApiError::bad_request(format!("node {} is not a voter", req.id)));
+    }
+    if let Err(e) = raft.trigger().transfer_leader(req.id).await {
+        return fail(ApiError::internal(e));
+    }
+    let wanted = Some(req.id);
+    let waited = raft.wait(Some(TRANSFER_WAIT)).metrics(|m| m.current_leader == wanted, "leadership transferred").await;
+    match waited {
+        Ok(_) => Json(members(&raft)).into_response(),
+        Err(e) => fail(ApiError::timeout(&format!("node {} did not take over the leadership: {e}", req.id), 1)),
+    }
+}

@@ -1,0 +1,532 @@
+//! `/metrics`, and the one middleware every request passes: it names the request as
+//! kube-apiserver does (verb, group, version, resource, subresource, scope), counts it,
+//! times it, and enforces the in-flight limits (429 with `Retry-After`).
+//!
+//! Request metrics carry kube-apiserver's names and labels, so its dashboards and alerts
+//! work unchanged: `apiserver_request_total`, `apiserver_request_duration_seconds`,
+//! `apiserver_current_inflight_requests`, `apiserver_longrunning_requests`. Replication
+//! and the watch cache are this node's own (`kuorum_raft_*`, `kuorum_watch_*`), read at
+//! scrape time from [`kuorum_raft::Cluster::status`] and the cache.
+//!
+//! Worked example: `GET /api/v1/namespaces/default/configmaps?watch=1` is verb `WATCH`,
+//! group "", version `v1`, resource `configmaps`, scope `namespace`; it is long-running,
+//! so it counts in `apiserver_longrunning_requests` while its stream is open and is not
+//! timed, and no in-flight limit applies to it.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::{header, Method, StatusCode};
+use http_body::Frame;
+use kuorum_api::ApiError;
+use kuorum_raft::RaftCounters;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::error::RestError;
+use crate::RestState;
+
+/// kube-apiserver's defaults (`--max-requests-inflight`, `--max-mutating-requests-inflight`).
+pub const DEFAULT_MAX_READONLY_INFLIGHT: usize = 400;
+pub const DEFAULT_MAX_MUTATING_INFLIGHT: usize = 200;
+
+/// kube-apiserver's buckets for `apiserver_request_duration_seconds`.
+const DURATION_BUCKETS: [f64; 23] = [
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0,
+    45.0, 60.0,
+];
+
+/// What kube-apiserver's request-info filter makes of a request, for the labels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RequestInfo {
+    pub verb: &'static str,
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub subresource: String,
+    /// `resource` (a named object), `namespace`, `cluster`, or empty (not a resource).
+    pub scope: &'static str,
+    pub dry_run: String,
+}
+
+impl RequestInfo {
+    fn long_running(&self) -> bool {
+        self.verb == "WATCH"
+    }
+
+    fn mutating(&self) -> bool {
+        matches!(self.verb, "POST" | "PUT" | "PATCH" | "APPLY" | "DELETE" | "DELETECOLLECTION")
+    }
+}
+
+fn query_value<'q>(query: &'q str, key: &str) -> Vec<&'q str> {
+    query
+        .split('&')
+        .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
+        .filter(|(k, _)| *k == key)
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// Names a request from its method, path, query and content type.
+pub(crate) fn classify(method: &Method, path: &str, query: &str, content_type: &str) -> RequestInfo {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    let (group, version, mut rest) = match segs.as_slice() {
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => ("", "", &[][..]),
+    };
+    let mut dry: Vec<&str> = query_value(query, "dryRun");
+    dry.sort_unstable();
+    let dry_run = dry.join(",");
+    if rest.is_empty() {
+        // Discovery, health, metrics, openapi: not a resource.
+        let verb = match *method {
+            Method::GET | Method::HEAD => "GET",
+            Method::POST => "POST",
+            Method::PUT => "PUT",
+            Method::PATCH => "PATCH",
+            Method::DELETE => "DELETE",
+            _ => "OTHER",
+        };
+        return RequestInfo {
+            verb,
+            group: group.into(),
+            version: version.into(),
+            resource: String::new(),
+            subresource: String::new(),
+            scope: "",
+            dry_run,
+        };
+    }
+    let mut legacy_watch = false;
+    if rest[0] == "watch" {
+        legacy_watch = true;
+        rest = &rest[1..];
+    }
+    // /namespaces/{ns}/{resource}/..., except a namespace's own subresources.
+    let (namespaced, resource, name, sub) = match rest {
+        ["namespaces", _ns, r, tail @ ..] if !(tail.is_empty() && matches!(*r, "status" | "finalize")) => {
+            (true, *r, tail.first().copied(), tail.get(1).copied())
+        }
+        [r, tail @ ..] => (false, *r, tail.first().copied(), tail.get(1).copied()),
+        [] => (false, "", None, None),
+    };
+    let watch_param = query_value(query, "watch").iter().any(|v| matches!(*v, "true" | "1"));
+    let verb = match *method {
+        Method::GET | Method::HEAD if legacy_watch || watch_param => "WATCH",
+        Method::GET | Method::HEAD if name.is_some() => "GET",
+        Method::GET | Method::HEAD => "LIST",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH if content_type.starts_with("application/apply-patch") => "APPLY",
+        Method::PATCH => "PATCH",
+        Method::DELETE if name.is_some() => "DELETE",
+        Method::DELETE => "DELETECOLLECTION",
+        _ => "OTHER",
+    };
+    let scope = if name.is_some() {
+        "resource"
+    } else if namespaced {
+        "namespace"
+    } else {
+        "cluster"
+    };
+    RequestInfo {
+        verb,
+        group: group.into(),
+        version: version.into(),
+        resource: resource.into(),
+        subresource: sub.unwrap_or_default().into(),
+        scope,
+        dry_run,
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    verb: &'static str,
+    dry_run: String,
+    group: String,
+    version: String,
+    resource: String,
+    subresource: String,
+    scope: &'static str,
+    component: &'static str,
+    code: u16,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DurationLabels {
+    verb: &'static str,
+    dry_run: String,
+    group: String,
+    version: String,
+    resource: String,
+    subresource: String,
+    scope: &'static str,
+    component: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    request_kind: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LongRunningLabels {
+    verb: &'static str,
+    group: String,
+    version: String,
+    resource: String,
+    subresource: String,
+    scope: &'static str,
+    component: &'static str,
+}
+
+/// The gauges read from replication and the watch cache at each scrape.
+#[derive(Default)]
+struct NodeGauges {
+    term: Gauge,
+    is_leader: Gauge,
+    has_leader: Gauge,
+    last_log_index: Gauge,
+    commit_index: Gauge,
+    applied_index: Gauge,
+    apply_lag: Gauge,
+    snapshot_index: Gauge,
+    voters: Gauge,
+    learners: Gauge,
+    watchers: Gauge,
+    cache_rv: Gauge,
+    cache_oldest_rv: Gauge,
+}
+
+/// This node's metrics registry and the in-flight limits.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    durations: Family<DurationLabels, Histogram>,
+    inflight: Family<KindLabels, Gauge>,
+    longrunning: Family<LongRunningLabels, Gauge>,
+    node: NodeGauges,
+    /// Requests being served now, by kind; a request past its limit gets 429.
+    readonly_now: AtomicUsize,
+    mutating_now: AtomicUsize,
+    /// 0: no limit.
+    max_readonly: AtomicUsize,
+    max_mutating: AtomicUsize,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    /// A registry holding the request metrics, `raft`'s counters and the node gauges, with
+    /// kube-apiserver's default in-flight limits.
+    pub fn new(raft: RaftCounters) -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        let durations = Family::<DurationLabels, Histogram>::new_with_constructor(
+            (|| Histogram::new(DURATION_BUCKETS)) as fn() -> Histogram,
+        );
+        let inflight = Family::<KindLabels, Gauge>::default();
+        let longrunning = Family::<LongRunningLabels, Gauge>::default();
+        // Counters get `_total` appended by the encoder.
+        registry.register(
+            "apiserver_request",
+            "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
+            requests.clone(),
+        );
+        registry.register(
+            "apiserver_request_duration_seconds",
+            "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
+            durations.clone(),
+        );
+        registry.register(
+            "apiserver_current_inflight_requests",
+            "Maximal number of currently used inflight request limit of this apiserver per request kind in last second.",
+            inflight.clone(),
+        );
+        registry.register(
+            "apiserver_longrunning_requests",
+            "Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component.",
+            longrunning.clone(),
+        );
+        registry.register(
+            "kuorum_raft_leader_changes_seen",
+            "Times this node saw the Raft leader change.",
+            raft.leader_changes,
+        );
+        registry.register(
+            "kuorum_raft_log_fsync_duration_seconds",
+            "Duration of the Raft log's fsyncs (one per group commit).",
+            raft.log_fsync_seconds,
+        );
+        let node = NodeGauges::default();
+        let gauges: [(&str, &str, &Gauge); 13] = [
+            ("kuorum_raft_term", "This node's current Raft term.", &node.term),
+            ("kuorum_raft_is_leader", "1 if this node is the Raft leader.", &node.is_leader),
+            ("kuorum_raft_has_leader", "1 if this node knows a Raft leader.", &node.has_leader),
+            ("kuorum_raft_last_log_index", "The newest entry in this node's Raft log.", &node.last_log_index),
+            ("kuorum_raft_commit_index", "The newest entry this node knows to be committed.", &node.commit_index),
+            ("kuorum_raft_applied_index", "The newest entry applied here (its resourceVersion).", &node.applied_index),
+            ("kuorum_raft_apply_lag_entries", "Committed entries not yet applied here.", &node.apply_lag),
+            ("kuorum_raft_snapshot_index", "The last entry in this node's latest snapshot.", &node.snapshot_index),
+            ("kuorum_raft_voters", "Voting members in this node's membership.", &node.voters),
+            ("kuorum_raft_learners", "Non-voting members in this node's membership.", &node.learners),
+            ("kuorum_watch_cache_watchers", "Watches this node is serving.", &node.watchers),
+            ("kuorum_watch_cache_resource_version", "The newest resourceVersion in the watch cache.", &node.cache_rv),
+            (
+                "kuorum_watch_cache_oldest_resource_version",
+                "The oldest resourceVersion a watch can resume from here.",
+                &node.cache_oldest_rv,
+            ),
+        ];
+        for (name, help, gauge) in gauges {
+            registry.register(name, help, gauge.clone());
+        }
+        Metrics {
+            registry,
+            requests,
+            durations,
+            inflight,
+            longrunning,
+            node,
+            readonly_now: AtomicUsize::new(0),
+            mutating_now: AtomicUsize::new(0),
+            max_readonly: AtomicUsize::new(DEFAULT_MAX_READONLY_INFLIGHT),
+            max_mutating: AtomicUsize::new(DEFAULT_MAX_MUTATING_INFLIGHT),
+        }
+    }
+
+    /// Sets the in-flight limits (0: none), as `--max-requests-inflight` and
+    /// `--max-mutating-requests-inflight` do.
+    pub fn set_inflight_limits(&self, readonly: usize, mutating: usize) {
+        self.max_readonly.store(readonly, Ordering::Relaxed);
+        self.max_mutating.store(mutating, Ordering::Relaxed);
+    }
+
+    /// The registry in the OpenMetrics text format, with the node gauges read now.
+    pub fn render(&self, state: &RestState) -> String {
+        let st = state.cluster.status();
+        let n = &self.node;
+        let set = |g: &Gauge, v: u64| {
+            g.set(i64::try_from(v).unwrap_or(i64::MAX));
+        };
+        set(&n.term, st.term);
+        set(&n.is_leader, u64::from(st.leader == Some(st.id)));
+        set(&n.has_leader, u64::from(st.leader.is_some()));
+        set(&n.last_log_index, st.last_log_index);
+        set(&n.commit_index, st.committed);
+        set(&n.applied_index, st.applied);
+        set(&n.apply_lag, st.apply_lag());
+        set(&n.snapshot_index, st.snapshot);
+        set(&n.voters, st.voters.len() as u64);
+        set(&n.learners, st.learners.len() as u64);
+        set(&n.watchers, state.cache.watcher_count() as u64);
+        set(&n.cache_rv, state.cache.rv());
+        set(&n.cache_oldest_rv, state.cache.oldest());
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    fn count(&self, info: &RequestInfo, code: StatusCode) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                verb: info.verb,
+                dry_run: info.dry_run.clone(),
+                group: info.group.clone(),
+                version: info.version.clone(),
+                resource: info.resource.clone(),
+                subresource: info.subresource.clone(),
+                scope: info.scope,
+                component: "apiserver",
+                code: code.as_u16(),
+            })
+            .inc();
+    }
+
+    fn time(&self, info: &RequestInfo, seconds: f64) {
+        self.durations
+            .get_or_create(&DurationLabels {
+                verb: info.verb,
+                dry_run: info.dry_run.clone(),
+                group: info.group.clone(),
+                version: info.version.clone(),
+                resource: info.resource.clone(),
+                subresource: info.subresource.clone(),
+                scope: info.scope,
+                component: "apiserver",
+            })
+            .observe(seconds);
+    }
+}
+
+/// Gives back one in-flight slot when the request is answered.
+struct Slot<'m> {
+    now: &'m AtomicUsize,
+    gauge: Gauge,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let left = self.now.fetch_sub(1, Ordering::SeqCst) - 1;
+        self.gauge.set(left as i64);
+    }
+}
+
+/// A watch stream's body, counted in `apiserver_longrunning_requests` until it ends.
+struct LongRunning {
+    inner: Body,
+    gauge: Gauge<i64, AtomicI64>,
+}
+
+impl Drop for LongRunning {
+    fn drop(&mut self) {
+        self.gauge.dec();
+    }
+}
+
+impl http_body::Body for LongRunning {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The middleware: names, limits, counts and times every request (see the module docs).
+pub(crate) async fn observe(State(metrics): State<Arc<Metrics>>, req: Request, next: Next) -> Response {
+    let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let info = classify(req.method(), req.uri().path(), req.uri().query().unwrap_or_default(), content_type);
+
+    if info.long_running() {
+        let gauge = metrics
+            .longrunning
+            .get_or_create(&LongRunningLabels {
+                verb: info.verb,
+                group: info.group.clone(),
+                version: info.version.clone(),
+                resource: info.resource.clone(),
+                subresource: info.subresource.clone(),
+                scope: info.scope,
+                component: "apiserver",
+            })
+            .clone();
+        gauge.inc();
+        let resp = next.run(req).await;
+        metrics.count(&info, resp.status());
+        let (parts, body) = resp.into_parts();
+        return Response::from_parts(parts, Body::new(LongRunning { inner: body, gauge }));
+    }
+
+    let (now, max, kind) = if info.mutating() {
+        (&metrics.mutating_now, metrics.max_mutating.load(Ordering::Relaxed), "mutating")
+    } else {
+        (&metrics.readonly_now, metrics.max_readonly.load(Ordering::Relaxed), "readOnly")
+    };
+    let taken = now.fetch_add(1, Ordering::SeqCst) + 1;
+    let gauge = metrics.inflight.get_or_create(&KindLabels { request_kind: kind }).clone();
+    let slot = Slot { now, gauge };
+    if max > 0 && taken > max {
+        drop(slot);
+        let resp = RestError(ApiError::too_many_requests(1)).into_response();
+        metrics.count(&info, resp.status());
+        return resp;
+    }
+    slot.gauge.set(taken as i64);
+    let started = tokio::time::Instant::now();
+    let resp = next.run(req).await;
+    drop(slot);
+    metrics.time(&info, started.elapsed().as_secs_f64());
+    metrics.count(&info, resp.status());
+    resp
+}
+
+/// `GET /metrics`.
+pub(crate) async fn serve(State(state): State<RestState>) -> Response {
+    let body = state.metrics.render(&state);
+    (StatusCode::OK, [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body)
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verb_scope(method: Method, path: &str, query: &str) -> (&'static str, String, String, &'static str) {
+        let i = classify(&method, path, query, "application/json");
+        (i.verb, i.resource, i.subresource, i.scope)
+    }
+
+    #[test]
+    fn requests_are_named_as_kube_apiserver_names_them() {
+        let s = |v: &'static str, r: &str, sub: &str, scope: &'static str| (v, r.to_string(), sub.to_string(), scope);
+        assert_eq!(
+            verb_scope(Method::GET, "/api/v1/namespaces/default/configmaps", ""),
+            s("LIST", "configmaps", "", "namespace")
+        );
+        assert_eq!(
+            verb_scope(Method::GET, "/api/v1/namespaces/default/configmaps", "watch=1&resourceVersion=5"),
+            s("WATCH", "configmaps", "", "namespace")
+        );
+        assert_eq!(verb_scope(Method::GET, "/api/v1/watch/namespaces/a/pods", ""), s("WATCH", "pods", "", "namespace"));
+        assert_eq!(verb_scope(Method::GET, "/api/v1/namespaces/a/pods/p", ""), s("GET", "pods", "", "resource"));
+        assert_eq!(
+            verb_scope(Method::PUT, "/api/v1/namespaces/a/pods/p/status", ""),
+            s("PUT", "pods", "status", "resource")
+        );
+        assert_eq!(
+            verb_scope(Method::GET, "/api/v1/namespaces/kube-system", ""),
+            s("GET", "namespaces", "", "resource")
+        );
+        assert_eq!(
+            verb_scope(Method::PUT, "/api/v1/namespaces/x/finalize", ""),
+            s("PUT", "namespaces", "finalize", "resource")
+        );
+        assert_eq!(verb_scope(Method::GET, "/api/v1/nodes", ""), s("LIST", "nodes", "", "cluster"));
+        assert_eq!(
+            verb_scope(Method::DELETE, "/apis/apps/v1/namespaces/a/deployments", ""),
+            s("DELETECOLLECTION", "deployments", "", "namespace")
+        );
+        assert_eq!(verb_scope(Method::GET, "/healthz", ""), s("GET", "", "", ""));
+        let apply = classify(
+            &Method::PATCH,
+            "/apis/apps/v1/namespaces/a/deployments/d",
+            "dryRun=All",
+            "application/apply-patch+yaml",
+        );
+        assert_eq!(
+            (apply.verb, apply.group.as_str(), apply.version.as_str(), apply.dry_run.as_str()),
+            ("APPLY", "apps", "v1", "All")
+        );
+    }
+}
