@@ -475,6 +475,9 @@ impl Cluster {
             "--data-dir".into(),
             n.data_dir.display().to_string(),
         ];
+        // Plain HTTP and no authentication: the harness's clients are plain. TLS and
+        // authentication are tested through `kuorum up` (tests/tls_auth_e2e.rs).
+        args.push("--insecure".into());
         if n.join {
             args.push("--join".into());
         }

@@ -15,6 +15,7 @@ use crate::validation::FieldError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {
     BadRequest,
+    Unauthorized,
     Forbidden,
     NotFound,
     AlreadyExists,
@@ -36,6 +37,7 @@ impl Reason {
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::BadRequest => "BadRequest",
+            Reason::Unauthorized => "Unauthorized",
             Reason::Forbidden => "Forbidden",
             Reason::NotFound => "NotFound",
             Reason::AlreadyExists => "AlreadyExists",
@@ -58,6 +60,7 @@ impl Reason {
     pub fn code(self) -> u16 {
         match self {
             Reason::BadRequest => 400,
+            Reason::Unauthorized => 401,
             Reason::Forbidden => 403,
             Reason::NotFound => 404,
             Reason::AlreadyExists | Reason::Conflict => 409,
@@ -302,6 +305,17 @@ impl ApiError {
     }
 
     /// `Timeout: <message>` (504 Timeout), with `details.retryAfterSeconds` when nonzero.
+    /// 401: no credentials, or credentials no authenticator accepts (kube-apiserver's
+    /// message is just "Unauthorized").
+    pub fn unauthorized() -> Self {
+        ApiError::new(Reason::Unauthorized, "Unauthorized")
+    }
+
+    /// 403 on a non-resource path: `forbidden: User "alice" cannot get path "/debug/x"`.
+    pub fn forbidden_path(user: &str, path: &str) -> Self {
+        ApiError::new(Reason::Forbidden, format!("forbidden: User \"{user}\" cannot use path \"{path}\""))
+    }
+
     /// 429: the server is at its in-flight limit (kube-apiserver's max-in-flight filter).
     pub fn too_many_requests(retry_after_seconds: u32) -> Self {
         ApiError::new(Reason::TooManyRequests, "Too many requests, please try again later.")

@@ -3,7 +3,9 @@
 //! cluster's membership.
 
 mod member;
+mod pki;
 mod serve;
+mod tls;
 mod up;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +25,8 @@ enum Cmd {
     Up(up::UpArgs),
     /// List, add, promote or remove members, or move the leadership.
     Member(member::MemberArgs),
+    /// Make a CA and the certificates for a cluster's nodes and admin, or a user's.
+    Certs(pki::CertsArgs),
 }
 
 /// glibc's malloc was about a sixth of a node's CPU under concurrent creates (many small,
@@ -46,12 +50,13 @@ fn main() -> anyhow::Result<()> {
     let command = match cli.command {
         // A blocking HTTP client: no runtime around it.
         Cmd::Member(args) => return member::run(args),
+        Cmd::Certs(args) => return pki::run(args),
         other => other,
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match command {
         Cmd::Serve(args) => rt.block_on(serve::run(args)),
         Cmd::Up(args) => rt.block_on(up::run(args)),
-        Cmd::Member(_) => unreachable!("handled above"),
+        Cmd::Member(_) | Cmd::Certs(_) => unreachable!("handled above"),
     }
 }

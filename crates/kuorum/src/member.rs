@@ -11,8 +11,14 @@ use serde_json::{json, Value};
 #[derive(Args, Debug)]
 pub struct MemberArgs {
     /// REST URLs of the cluster's nodes, comma-separated (any subset; the leader is found).
-    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:6443", global = true)]
+    /// Default: every cluster in --kubeconfig, else http://127.0.0.1:6443.
+    #[arg(long, value_delimiter = ',', global = true)]
     pub server: Vec<String>,
+    /// Take the servers, the CA and the user's credentials (a client certificate or a
+    /// token, of a user in system:masters) from this kubeconfig, such as the one
+    /// `kuorum up` writes.
+    #[arg(long, global = true)]
+    pub kubeconfig: Option<std::path::PathBuf>,
     /// Print the answer as JSON rather than a table.
     #[arg(long, short = 'o', value_parser = ["table", "json"], default_value = "table", global = true)]
     pub output: String,
@@ -39,15 +45,79 @@ pub enum MemberAction {
     TransferLeader { id: u64 },
 }
 
+/// Where to send, and how to authenticate.
+struct Target {
+    servers: Vec<String>,
+    client: reqwest::blocking::Client,
+    token: Option<String>,
+}
+
+fn b64_field(v: &serde_yaml_ng::Value, key: &str) -> anyhow::Result<Option<Vec<u8>>> {
+    use base64::Engine;
+    match v.get(key).and_then(|x| x.as_str()) {
+        Some(s) => Ok(Some(base64::engine::general_purpose::STANDARD.decode(s.trim()).context(key.to_string())?)),
+        None => Ok(None),
+    }
+}
+
+fn target(args: &MemberArgs) -> anyhow::Result<Target> {
+    // Adding a learner waits for it to catch up, which can take a while on a big store.
+    let mut builder = reqwest::blocking::Client::builder().timeout(Duration::from_secs(600));
+    let mut servers = args.server.clone();
+    let mut token = None;
+    if let Some(path) = &args.kubeconfig {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let kc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).context("parsing the kubeconfig")?;
+        let clusters = kc.get("clusters").and_then(|c| c.as_sequence()).cloned().unwrap_or_default();
+        for c in &clusters {
+            let cluster = c.get("cluster").cloned().unwrap_or_default();
+            if args.server.is_empty() {
+                if let Some(s) = cluster.get("server").and_then(|s| s.as_str()) {
+                    servers.push(s.to_string());
+                }
+            }
+            if let Some(ca) = b64_field(&cluster, "certificate-authority-data")? {
+                builder = builder.add_root_certificate(reqwest::Certificate::from_pem(&ca)?);
+            }
+        }
+        let current = kc.get("current-context").and_then(|c| c.as_str()).unwrap_or_default().to_string();
+        let user_name = kc
+            .get("contexts")
+            .and_then(|c| c.as_sequence())
+            .and_then(|cs| cs.iter().find(|c| c.get("name").and_then(|n| n.as_str()) == Some(current.as_str())))
+            .and_then(|c| c.get("context")?.get("user")?.as_str().map(String::from));
+        let user = kc
+            .get("users")
+            .and_then(|u| u.as_sequence())
+            .and_then(|us| us.iter().find(|u| u.get("name").and_then(|n| n.as_str()) == user_name.as_deref()))
+            .and_then(|u| u.get("user").cloned())
+            .unwrap_or_default();
+        if let (Some(cert), Some(key)) =
+            (b64_field(&user, "client-certificate-data")?, b64_field(&user, "client-key-data")?)
+        {
+            let mut pem = cert;
+            pem.extend_from_slice(&key);
+            builder = builder.identity(reqwest::Identity::from_pem(&pem)?);
+        }
+        token = user.get("token").and_then(|t| t.as_str()).map(String::from);
+    }
+    if servers.is_empty() {
+        servers.push("http://127.0.0.1:6443".into());
+    }
+    Ok(Target { servers, client: builder.build()?, token })
+}
+
 /// Sends the request to each server until one that is the leader (or can answer a
 /// read) replies; a 421 means "not the leader", so the next server is tried.
 fn send(args: &MemberArgs, method: reqwest::Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
-    // Adding a learner waits for it to catch up, which can take a while on a big store.
-    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(600)).build()?;
-    let mut last = String::from("no --server given");
-    for server in &args.server {
+    let Target { servers, client, token } = target(args)?;
+    let mut last = String::from("no server given");
+    for server in &servers {
         let url = format!("{}{}", server.trim_end_matches('/'), path);
         let mut req = client.request(method.clone(), &url);
+        if let Some(t) = &token {
+            req = req.bearer_auth(t);
+        }
         if let Some(b) = &body {
             req = req.json(b);
         }
@@ -108,11 +178,13 @@ pub fn run(args: MemberArgs) -> anyhow::Result<()> {
             let any = send(&args, Method::GET, "/kuorum/v1/members", None)?;
             match any["leader"].as_u64() {
                 Some(l) if any["node"].as_u64() != Some(l) => {
-                    let leader_view = args.server.iter().find_map(|s| {
-                        let v: Value = reqwest::blocking::get(format!("{}/kuorum/v1/members", s.trim_end_matches('/')))
-                            .ok()?
-                            .json()
-                            .ok()?;
+                    let t = target(&args)?;
+                    let leader_view = t.servers.iter().find_map(|s| {
+                        let mut req = t.client.get(format!("{}/kuorum/v1/members", s.trim_end_matches('/')));
+                        if let Some(tok) = &t.token {
+                            req = req.bearer_auth(tok);
+                        }
+                        let v: Value = req.send().ok()?.json().ok()?;
                         (v["node"].as_u64() == Some(l)).then_some(v)
                     });
                     leader_view.unwrap_or(any)

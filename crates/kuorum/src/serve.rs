@@ -1,6 +1,11 @@
-//! `kuorum serve`: one node, with production seams: TCP listeners and dialer, the system
-//! clock, OS-seeded entropy; in `--data-dir`, the Raft log in segment files (`log/`) and
-//! the objects in RocksDB (`objects/`).
+//! `kuorum serve`: one node, with production seams: TCP listeners and dialer (TLS on the
+//! REST port, mutual TLS between peers), the system clock, OS-seeded entropy; in
+//! `--data-dir`, the Raft log in segment files (`log/`) and the objects in RocksDB
+//! (`objects/`).
+//!
+//! A node serves TLS and refuses anonymous requests unless told otherwise: it will not
+//! start without `--tls-cert-file` and `--tls-private-key-file`, or `--insecure` (plain
+//! HTTP, every request anonymous and allowed: development and tests only).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -8,12 +13,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use axum::serve::ListenerExt;
 use clap::Args;
 use futures::StreamExt;
 use kuorum_api::seams::{SplitMix64, SystemClock};
 use kuorum_node::{start_node, NodeConfig, NodeSeams};
-use kuorum_raft::{PeerIo, TcpDialer};
+use kuorum_raft::{Dialer, PeerIo, TcpDialer};
+use kuorum_rest::auth::Authenticator;
 use kuorum_store_file::FileLogEngine;
 use kuorum_store_rocks::RocksStore;
 use tokio_stream::wrappers::TcpListenerStream;
@@ -53,6 +58,78 @@ pub struct ServeArgs {
     /// empty --data-dir, then add this node with `kuorum member add`.
     #[arg(long)]
     pub join: bool,
+    /// The REST port's certificate (PEM; the chain, leaf first).
+    #[arg(long)]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The REST port's private key (PEM).
+    #[arg(long)]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// CA that signs client certificates: a client certificate it verifies names the user
+    /// (subject CN) and groups (subject O), as kube-apiserver reads them.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+    /// Static bearer tokens, kube-apiserver's format: `token,user,uid,"group1,group2"`.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
+    /// Serve requests without credentials as `system:anonymous` instead of refusing them.
+    #[arg(long)]
+    pub anonymous_auth: bool,
+    /// Peer RPC over mutual TLS: this node's certificate, key, and the CA that signs every
+    /// member's. All three or none.
+    #[arg(long)]
+    pub peer_cert_file: Option<PathBuf>,
+    #[arg(long)]
+    pub peer_key_file: Option<PathBuf>,
+    #[arg(long)]
+    pub peer_ca_file: Option<PathBuf>,
+    /// Plain HTTP on the REST port and no authentication: every request is served,
+    /// anonymously. For development and tests on a private machine only.
+    #[arg(long)]
+    pub insecure: bool,
+}
+
+/// What the REST port speaks and who it serves.
+fn rest_security(args: &ServeArgs) -> anyhow::Result<(Option<Arc<rustls::ServerConfig>>, Authenticator)> {
+    match (&args.tls_cert_file, &args.tls_private_key_file, args.insecure) {
+        (Some(cert), Some(key), false) => {
+            let tls = crate::tls::rest_server_config(cert, key, args.client_ca_file.as_deref())?;
+            let tokens = match &args.token_auth_file {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+                    Authenticator::parse_token_file(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+                }
+                None => Default::default(),
+            };
+            if args.client_ca_file.is_none() && tokens.is_empty() && !args.anonymous_auth {
+                bail!("no way to authenticate: give --client-ca-file or --token-auth-file (or --anonymous-auth)");
+            }
+            Ok((Some(tls), Authenticator::new(tokens, args.anonymous_auth)))
+        }
+        (None, None, true) => Ok((None, Authenticator::allow_all())),
+        (_, _, true) => bail!("--insecure serves plain HTTP: it cannot be combined with --tls-cert-file"),
+        (Some(_), None, false) | (None, Some(_), false) => {
+            bail!("--tls-cert-file and --tls-private-key-file go together")
+        }
+        (None, None, false) => bail!(
+            "refusing to serve without TLS: give --tls-cert-file and --tls-private-key-file \
+             (`kuorum certs` makes them), or --insecure for plain HTTP with no authentication"
+        ),
+    }
+}
+
+/// How peers reach each other: plain TCP, or mutual TLS.
+fn peer_security(args: &ServeArgs) -> anyhow::Result<Option<(Arc<rustls::ServerConfig>, Arc<rustls::ClientConfig>)>> {
+    match (&args.peer_cert_file, &args.peer_key_file, &args.peer_ca_file) {
+        (Some(cert), Some(key), Some(ca)) => {
+            Ok(Some((crate::tls::peer_server_config(cert, key, ca)?, crate::tls::peer_client_config(cert, key, ca)?)))
+        }
+        (None, None, None) if args.insecure => Ok(None),
+        (None, None, None) => bail!(
+            "peer RPC needs mutual TLS: give --peer-cert-file, --peer-key-file and --peer-ca-file \
+             (or --insecure)"
+        ),
+        _ => bail!("--peer-cert-file, --peer-key-file and --peer-ca-file go together"),
+    }
 }
 
 fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, String>> {
@@ -86,18 +163,46 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let objects = RocksStore::open(&args.data_dir.join("objects")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let log = FileLogEngine::open(&args.data_dir.join("log")).map_err(|e| anyhow::anyhow!("{e}"))?;
 
+    let (rest_tls, auth) = rest_security(&args)?;
+    let peer_tls = peer_security(&args)?;
+
     let rest = tokio::net::TcpListener::bind(&args.listen).await.with_context(|| format!("binding {}", args.listen))?;
+    let rest = crate::tls::RestListener::new(rest, rest_tls)?;
     let peer = tokio::net::TcpListener::bind(&args.peer_listen)
         .await
         .with_context(|| format!("binding {}", args.peer_listen))?;
-    let peer_incoming = TcpListenerStream::new(peer)
-        .map(|r| {
-            r.map(|s| {
-                let _ = s.set_nodelay(true);
-                Box::new(s) as Box<dyn PeerIo>
-            })
-        })
-        .boxed();
+    let (peer_incoming, dialer): (_, Arc<dyn Dialer>) = match peer_tls {
+        None => (
+            TcpListenerStream::new(peer)
+                .map(|r| {
+                    r.map(|s| {
+                        let _ = s.set_nodelay(true);
+                        Box::new(s) as Box<dyn PeerIo>
+                    })
+                })
+                .boxed(),
+            Arc::new(TcpDialer),
+        ),
+        Some((server, client)) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(server);
+            // Handshakes run side by side; one that fails drops only its connection.
+            let incoming = TcpListenerStream::new(peer)
+                .filter_map(|r| futures::future::ready(r.ok()))
+                .map(move |s| crate::tls::accept_peer(acceptor.clone(), s))
+                .buffer_unordered(64)
+                .filter_map(|r| {
+                    futures::future::ready(match r {
+                        Ok(io) => Some(Ok(io)),
+                        Err(e) => {
+                            tracing::warn!("peer connection refused: {e}");
+                            None
+                        }
+                    })
+                })
+                .boxed();
+            (incoming, Arc::new(crate::tls::TlsDialer::new(client)))
+        }
+    };
 
     let cfg = NodeConfig {
         request_timeout: Duration::from_secs(args.request_timeout_secs),
@@ -105,16 +210,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_requests_inflight: args.max_requests_inflight,
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
         join: args.join,
+        auth: Arc::new(auth),
         ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {
-        // Watch streams write one small chunk per event: without TCP_NODELAY each would
-        // wait for the client's delayed ACK (tens of milliseconds).
-        rest_listener: rest.tap_io(|s| {
-            let _ = s.set_nodelay(true);
-        }),
+        rest_listener: rest,
         peer_incoming,
-        dialer: Arc::new(TcpDialer),
+        dialer,
         clock: Arc::new(SystemClock),
         entropy: Arc::new(SplitMix64::from_os()),
         log_engine: Arc::new(log),
@@ -122,7 +224,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         apply_tap: None,
     };
     let node = start_node(cfg, seams).await?;
-    tracing::info!(id = args.id, rest = %args.listen, peer = %args.peer_listen, "kuorum node serving");
+    tracing::info!(
+        id = args.id,
+        rest = %args.listen,
+        peer = %args.peer_listen,
+        tls = !args.insecure,
+        "kuorum node serving"
+    );
 
     shutdown_signal().await;
     tracing::info!("shutting down");

@@ -22,24 +22,61 @@ pub struct UpArgs {
     /// REST port of node 1; node i listens on base-port+i-1, its peer port is base-port+100+i-1.
     #[arg(long, default_value_t = 6443)]
     pub base_port: u16,
+    /// Plain HTTP and no authentication (every request allowed), instead of TLS with a
+    /// local CA, client certificates and mutual TLS between the nodes.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
-pub fn kubeconfig(ports: &[u16]) -> String {
+/// The credentials a TLS cluster's kubeconfig carries (PEM).
+pub struct KubeconfigTls {
+    pub ca: String,
+    pub client_cert: String,
+    pub client_key: String,
+}
+
+pub fn kubeconfig(ports: &[u16], tls: Option<&KubeconfigTls>) -> String {
+    use base64::Engine;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
     let mut s = String::from("apiVersion: v1\nkind: Config\nclusters:\n");
     for (i, p) in ports.iter().enumerate() {
-        let _ = write!(s, "- name: kuorum-node{n}\n  cluster:\n    server: http://127.0.0.1:{p}\n", n = i + 1);
+        match tls {
+            None => {
+                let _ = write!(s, "- name: kuorum-node{n}\n  cluster:\n    server: http://127.0.0.1:{p}\n", n = i + 1);
+            }
+            Some(t) => {
+                let _ = write!(
+                    s,
+                    "- name: kuorum-node{n}\n  cluster:\n    server: https://127.0.0.1:{p}\n    certificate-authority-data: {ca}\n",
+                    n = i + 1,
+                    ca = b64(&t.ca)
+                );
+            }
+        }
     }
     s.push_str("contexts:\n");
     for i in 0..ports.len() {
         let _ = write!(s, "- name: kuorum-node{n}\n  context:\n    cluster: kuorum-node{n}\n    user: kuorum-admin\n    namespace: default\n", n = i + 1);
     }
-    s.push_str("current-context: kuorum-node1\nusers:\n- name: kuorum-admin\n  user: {}\n");
+    s.push_str("current-context: kuorum-node1\nusers:\n- name: kuorum-admin\n");
+    match tls {
+        None => s.push_str("  user: {}\n"),
+        Some(t) => {
+            let _ = write!(
+                s,
+                "  user:\n    client-certificate-data: {}\n    client-key-data: {}\n",
+                b64(&t.client_cert),
+                b64(&t.client_key)
+            );
+        }
+    }
     s
 }
 
-async fn wait_ready(client: &reqwest::Client, port: u16, deadline: Instant) -> anyhow::Result<()> {
+async fn wait_ready(client: &reqwest::Client, scheme: &str, port: u16, deadline: Instant) -> anyhow::Result<()> {
     loop {
-        let url = format!("http://127.0.0.1:{port}/api/v1/namespaces/default");
+        // Open without credentials; ready means caught up and the system namespaces there.
+        let url = format!("{scheme}://127.0.0.1:{port}/readyz");
         if let Ok(r) = client.get(&url).send().await {
             if r.status().is_success() {
                 return Ok(());
@@ -52,20 +89,33 @@ async fn wait_ready(client: &reqwest::Client, port: u16, deadline: Instant) -> a
     }
 }
 
-fn spawn_node(exe: &Path, id: u64, args: &UpArgs, peers: &str) -> anyhow::Result<Child> {
+fn spawn_node(exe: &Path, id: u64, args: &UpArgs, peers: &str, pki: Option<&Path>) -> anyhow::Result<Child> {
     let rest = args.base_port + (id - 1) as u16;
     let peer = args.base_port + 100 + (id - 1) as u16;
     let dir = args.data_dir.join(format!("node{id}"));
     std::fs::create_dir_all(&dir)?;
     let log = std::fs::File::create(args.data_dir.join(format!("node{id}.log")))?;
-    let child = Command::new(exe)
-        .arg("serve")
+    let mut cmd = Command::new(exe);
+    cmd.arg("serve")
         .args(["--id", &id.to_string()])
         .args(["--listen", &format!("127.0.0.1:{rest}")])
         .args(["--peer-listen", &format!("127.0.0.1:{peer}")])
         .args(["--peers", peers])
         .arg("--data-dir")
-        .arg(&dir)
+        .arg(&dir);
+    match pki {
+        None => {
+            cmd.arg("--insecure");
+        }
+        Some(pki) => {
+            let (cert, key) = crate::pki::node_files(pki, id);
+            let ca = pki.join("ca.crt");
+            cmd.arg("--tls-cert-file").arg(&cert).arg("--tls-private-key-file").arg(&key);
+            cmd.arg("--client-ca-file").arg(&ca);
+            cmd.arg("--peer-cert-file").arg(&cert).arg("--peer-key-file").arg(&key).arg("--peer-ca-file").arg(&ca);
+        }
+    }
+    let child = cmd
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -86,19 +136,42 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     let peers: Vec<String> =
         (1..=args.nodes).map(|i| format!("{i}=127.0.0.1:{}", args.base_port + 100 + (i - 1) as u16)).collect();
     let peers = peers.join(",");
+    let pki = (!args.insecure).then(|| args.data_dir.join("pki"));
+    if let Some(pki) = &pki {
+        crate::pki::ensure_cluster(pki, args.nodes, &[])?;
+    }
     let mut children = Vec::new();
     for id in 1..=args.nodes {
-        children.push(spawn_node(&exe, id, &args, &peers)?);
+        children.push(spawn_node(&exe, id, &args, &peers, pki.as_deref())?);
     }
     let ports: Vec<u16> = (0..args.nodes).map(|i| args.base_port + i as u16).collect();
 
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(2)).build()?;
+    let tls = match &pki {
+        None => None,
+        Some(pki) => Some(KubeconfigTls {
+            ca: std::fs::read_to_string(pki.join("ca.crt"))?,
+            client_cert: std::fs::read_to_string(pki.join("admin.crt"))?,
+            client_key: std::fs::read_to_string(pki.join("admin.key"))?,
+        }),
+    };
+    let mut client = reqwest::Client::builder().timeout(Duration::from_secs(2));
+    if let Some(t) = &tls {
+        client = client.add_root_certificate(reqwest::Certificate::from_pem(t.ca.as_bytes())?);
+    }
+    let client = client.build()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let deadline = Instant::now() + Duration::from_secs(60);
     for p in &ports {
-        wait_ready(&client, *p, deadline).await?;
+        wait_ready(&client, scheme, *p, deadline).await?;
     }
     let kc = args.data_dir.join("kubeconfig");
-    std::fs::write(&kc, kubeconfig(&ports))?;
+    std::fs::write(&kc, kubeconfig(&ports, tls.as_ref()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // It holds the admin's private key.
+        std::fs::set_permissions(&kc, std::fs::Permissions::from_mode(0o600))?;
+    }
     println!(
         "kuorum: {} nodes up (REST on 127.0.0.1:{}..{}), logs in {}",
         args.nodes,
@@ -109,6 +182,9 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     println!("point kubectl at it:");
     println!("  kubectl --kubeconfig {} get namespaces", kc.display());
     println!("(one context per node: --context kuorum-node2, ...). Ctrl-C stops the cluster.");
+    if let Some(pki) = &pki {
+        println!("TLS with a local CA in {}; the kubeconfig's user is kuorum-admin (system:masters).", pki.display());
+    }
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let exited = async {

@@ -53,6 +53,8 @@ pub struct NodeConfig {
     /// Join an existing cluster (to be added by `kuorum member add`) instead of
     /// bootstrapping `members`.
     pub join: bool,
+    /// Who may use the REST API (default: everyone, anonymously).
+    pub auth: Arc<kuorum_rest::auth::Authenticator>,
 }
 
 impl NodeConfig {
@@ -68,6 +70,7 @@ impl NodeConfig {
             max_requests_inflight: kuorum_rest::metrics::DEFAULT_MAX_READONLY_INFLIGHT,
             max_mutating_requests_inflight: kuorum_rest::metrics::DEFAULT_MAX_MUTATING_INFLIGHT,
             join: false,
+            auth: Arc::new(kuorum_rest::auth::Authenticator::allow_all()),
         }
     }
 }
@@ -151,6 +154,7 @@ where
     L: LogEngine,
     O: ObjectEngine,
     R: axum::serve::Listener,
+    R::Io: kuorum_rest::auth::ClientIdentity,
     R::Addr: std::fmt::Debug,
 {
     let raft_cfg =
@@ -180,12 +184,27 @@ where
 
     let rest = RestState {
         request_timeout: cfg.request_timeout,
+        auth: cfg.auth.clone(),
         ..RestState::new(cluster.clone(), cache.clone(), seams.clock.clone(), seams.entropy.clone())
     };
     rest.metrics.set_inflight_limits(cfg.max_requests_inflight, cfg.max_mutating_requests_inflight);
-    let app = kuorum_rest::router(rest)
-        .merge(debug::router(started.raft.clone()))
-        .merge(members::router(started.raft.clone()));
+    let own = debug::router(started.raft.clone()).merge(members::router(started.raft.clone()));
+    let app = kuorum_rest::router_with(rest, own);
+    // Per connection: who its client certificate names, handed to each of its requests.
+    let app = tower::service_fn(move |incoming: axum::serve::IncomingStream<'_, R>| {
+        use kuorum_rest::auth::{ClientCert, ClientIdentity};
+        let cert = ClientCert(incoming.io().client_user());
+        let app = app.clone();
+        async move {
+            Ok::<_, std::convert::Infallible>(tower::util::MapRequest::new(
+                app,
+                move |mut req: axum::extract::Request| {
+                    req.extensions_mut().insert(cert.clone());
+                    req
+                },
+            ))
+        }
+    });
     let listener = seams.rest_listener;
     tasks.push(tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {

@@ -25,6 +25,7 @@ use kuorum_raft::Cluster;
 use kuorum_watch::WatchCache;
 use tower_http::compression::{CompressionLayer, Predicate};
 
+pub mod auth;
 mod consistency;
 mod crd_cleanup;
 mod create;
@@ -73,6 +74,8 @@ pub struct RestState {
     pub custom: Arc<CustomResources>,
     /// `/metrics` and the in-flight limits.
     pub metrics: Arc<metrics::Metrics>,
+    /// Who may ask: client certificates, tokens, anonymous or not.
+    pub auth: Arc<auth::Authenticator>,
 }
 
 impl RestState {
@@ -86,13 +89,21 @@ impl RestState {
             entropy,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             custom: Arc::new(CustomResources::default()),
+            auth: Arc::new(auth::Authenticator::allow_all()),
         }
     }
 }
 
 /// The whole REST API as one router.
 pub fn router(state: RestState) -> Router {
+    router_with(state, Router::new())
+}
+
+/// The REST API and `extra` routes (the node's own endpoints) behind the same
+/// authentication, limits and metrics.
+pub fn router_with(state: RestState, extra: Router) -> Router {
     let observed = state.metrics.clone();
+    let auth = state.auth.clone();
     Router::new()
         .route("/metrics", get(metrics::serve))
         .route("/version", get(discovery::version))
@@ -118,7 +129,9 @@ pub fn router(state: RestState) -> Router {
         .fallback(error::path_not_found)
         .with_state(state)
         .layer(axum::middleware::from_fn(protobuf::answer_in_protobuf))
+        .merge(extra)
         .layer(CompressionLayer::new().gzip(true).no_br().no_deflate().no_zstd().compress_when(LargeBodies))
+        .layer(axum::middleware::from_fn_with_state(auth, auth::authenticate))
         // Outermost: it sees every request, and the status code the client gets.
         .layer(axum::middleware::from_fn_with_state(observed, metrics::observe))
 }

@@ -1,0 +1,323 @@
+//! TLS for `kuorum serve` (rustls, ring): the REST listener (server certificate, optional
+//! client certificates checked against the client CA), and mutual TLS between peers (both
+//! sides present a certificate signed by the peer CA, and both check the other's).
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+use futures::future::BoxFuture;
+use kuorum_raft::{Dialer, PeerIo};
+use kuorum_rest::auth::{ClientIdentity, UserInfo};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+/// A client that has not finished its handshake by then is dropped.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+pub fn load_certs(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+    let certs: Vec<_> = CertificateDer::pem_file_iter(path)
+        .with_context(|| format!("reading certificates from {}", path.display()))?
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("parsing certificates in {}", path.display()))?;
+    if certs.is_empty() {
+        bail!("{} holds no certificate", path.display());
+    }
+    Ok(certs)
+}
+
+pub fn load_key(path: &Path) -> anyhow::Result<PrivateKeyDer<'static>> {
+    PrivateKeyDer::from_pem_file(path).with_context(|| format!("reading the private key in {}", path.display()))
+}
+
+fn roots(ca: &Path) -> anyhow::Result<Arc<RootCertStore>> {
+    let mut roots = RootCertStore::empty();
+    for c in load_certs(ca)? {
+        roots.add(c).with_context(|| format!("adding the CA in {}", ca.display()))?;
+    }
+    Ok(Arc::new(roots))
+}
+
+/// The REST port's configuration: this certificate; client certificates optional, and
+/// checked against `client_ca` when given (a request without one authenticates some
+/// other way or is anonymous).
+pub fn rest_server_config(cert: &Path, key: &Path, client_ca: Option<&Path>) -> anyhow::Result<Arc<ServerConfig>> {
+    let builder = ServerConfig::builder_with_provider(provider()).with_safe_default_protocol_versions()?;
+    let builder = match client_ca {
+        Some(ca) => builder.with_client_cert_verifier(
+            WebPkiClientVerifier::builder_with_provider(roots(ca)?, provider()).allow_unauthenticated().build()?,
+        ),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_single_cert(load_certs(cert)?, load_key(key)?)?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// The peer port's configuration: a client certificate signed by `ca` is required.
+pub fn peer_server_config(cert: &Path, key: &Path, ca: &Path) -> anyhow::Result<Arc<ServerConfig>> {
+    let verifier = WebPkiClientVerifier::builder_with_provider(roots(ca)?, provider()).build()?;
+    let mut config = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(load_certs(cert)?, load_key(key)?)?;
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// A peer client's configuration: trusts `ca`, presents this certificate.
+pub fn peer_client_config(cert: &Path, key: &Path, ca: &Path) -> anyhow::Result<Arc<ClientConfig>> {
+    let mut config = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots(ca)?)
+        .with_client_auth_cert(load_certs(cert)?, load_key(key)?)?;
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// The user a client certificate names: the subject's common name, its organizations as
+/// groups (kube-apiserver's rule).
+fn user_of(cert: &CertificateDer<'_>) -> Option<UserInfo> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    let subject = parsed.subject();
+    let name = subject.iter_common_name().next()?.as_str().ok()?.to_string();
+    let groups = subject.iter_organization().filter_map(|o| o.as_str().ok()).map(String::from).collect();
+    Some(UserInfo { name, uid: String::new(), groups })
+}
+
+/// A REST connection: plain TCP, or TLS with the user its client certificate names.
+pub enum RestStream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>, Option<UserInfo>),
+}
+
+impl ClientIdentity for RestStream {
+    fn client_user(&self) -> Option<UserInfo> {
+        match self {
+            RestStream::Plain(_) => None,
+            RestStream::Tls(_, user) => user.clone(),
+        }
+    }
+}
+
+impl AsyncRead for RestStream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            RestStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            RestStream::Tls(s, _) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for RestStream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            RestStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            RestStream::Tls(s, _) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            RestStream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            RestStream::Tls(s, _) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            RestStream::Plain(s) => s.is_write_vectored(),
+            RestStream::Tls(s, _) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            RestStream::Plain(s) => Pin::new(s).poll_flush(cx),
+            RestStream::Tls(s, _) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            RestStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            RestStream::Tls(s, _) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// The REST listener: accepts TCP connections (with `TCP_NODELAY`: watch streams write
+/// one small chunk per event) and, with TLS, completes each handshake on a task of its
+/// own, so a slow client never holds up the others.
+pub struct RestListener {
+    ready: mpsc::Receiver<(RestStream, SocketAddr)>,
+    local: SocketAddr,
+}
+
+impl RestListener {
+    pub fn new(tcp: TcpListener, tls: Option<Arc<ServerConfig>>) -> io::Result<Self> {
+        let local = tcp.local_addr()?;
+        let (tx, ready) = mpsc::channel(256);
+        let acceptor = tls.map(TlsAcceptor::from);
+        tokio::spawn(async move {
+            loop {
+                let (sock, addr) = match tcp.accept().await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        // Out of descriptors and the like: back off rather than spin.
+                        tracing::warn!("accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = sock.set_nodelay(true);
+                let tx = tx.clone();
+                match &acceptor {
+                    None => {
+                        if tx.send((RestStream::Plain(sock), addr)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Some(acceptor) => {
+                        let acceptor = acceptor.clone();
+                        tokio::spawn(async move {
+                            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(sock)).await {
+                                Ok(Ok(tls)) => {
+                                    let user =
+                                        tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(user_of);
+                                    let _ = tx.send((RestStream::Tls(Box::new(tls), user), addr)).await;
+                                }
+                                Ok(Err(e)) => tracing::debug!(%addr, "TLS handshake failed: {e}"),
+                                Err(_) => tracing::debug!(%addr, "TLS handshake timed out"),
+                            }
+                        });
+                    }
+                }
+            }
+        });
+        Ok(RestListener { ready, local })
+    }
+}
+
+impl axum::serve::Listener for RestListener {
+    type Io = RestStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.ready.recv().await {
+            Some(conn) => conn,
+            // The accept task is gone (the runtime is shutting down): nothing more comes.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        Ok(self.local)
+    }
+}
+
+/// The organization every node certificate carries (`kuorum certs` puts it there). A
+/// peer must present it: the CA may also sign users' client certificates, and a user
+/// must not be able to speak Raft.
+pub const NODE_GROUP: &str = "kuorum:nodes";
+
+/// Whether a certificate is a node's (see [`NODE_GROUP`]).
+pub fn is_node_cert(cert: &CertificateDer<'_>) -> bool {
+    user_of(cert).is_some_and(|u| u.groups.iter().any(|g| g == NODE_GROUP))
+}
+
+/// Accepts a peer connection over mutual TLS from a node certificate.
+pub async fn accept_peer(acceptor: TlsAcceptor, sock: TcpStream) -> io::Result<Box<dyn PeerIo>> {
+    let _ = sock.set_nodelay(true);
+    let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(sock))
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "peer TLS handshake timed out"))??;
+    let node = tls.get_ref().1.peer_certificates().and_then(|c| c.first()).is_some_and(is_node_cert);
+    if !node {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("the peer's certificate is not a node's (its subject lacks O={NODE_GROUP})"),
+        ));
+    }
+    Ok(Box::new(tls))
+}
+
+/// Dials peers over mutual TLS. The peer address's host (an IP or a name) must be in the
+/// peer's certificate.
+pub struct TlsDialer {
+    connector: TlsConnector,
+}
+
+impl TlsDialer {
+    pub fn new(config: Arc<ClientConfig>) -> Self {
+        TlsDialer { connector: TlsConnector::from(config) }
+    }
+}
+
+impl Dialer for TlsDialer {
+    fn dial(&self, addr: String) -> BoxFuture<'static, io::Result<Box<dyn PeerIo>>> {
+        let connector = self.connector.clone();
+        Box::pin(async move {
+            let host = addr.rsplit_once(':').map(|(h, _)| h).unwrap_or(&addr);
+            let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+            let name = ServerName::try_from(host)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("peer address {addr}: {e}")))?;
+            let sock = TcpStream::connect(&addr).await?;
+            let _ = sock.set_nodelay(true);
+            let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, connector.connect(name, sock))
+                .await
+                .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "peer TLS handshake timed out"))??;
+            Ok(Box::new(tls) as Box<dyn PeerIo>)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_certificates_name_users_and_only_node_certificates_pass_as_peers() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::pki::ensure_cluster(dir.path(), 1, &[]).unwrap();
+        let ca = crate::pki::Ca::load(dir.path()).unwrap();
+        ca.issue(dir.path(), "alice", "alice", &["dev".into()], &[], false).unwrap();
+
+        let alice = &load_certs(&dir.path().join("alice.crt")).unwrap()[0];
+        assert_eq!(
+            user_of(alice),
+            Some(UserInfo { name: "alice".into(), uid: String::new(), groups: vec!["dev".into()] })
+        );
+        assert!(!is_node_cert(alice), "a user is not a peer");
+        let admin = &load_certs(&dir.path().join("admin.crt")).unwrap()[0];
+        assert_eq!(user_of(admin).unwrap().groups, vec!["system:masters".to_string()]);
+        assert!(!is_node_cert(admin));
+        let node = &load_certs(&dir.path().join("node1.crt")).unwrap()[0];
+        assert!(is_node_cert(node));
+
+        // The configurations build from what `kuorum certs` wrote.
+        let (c, k) = crate::pki::node_files(dir.path(), 1);
+        rest_server_config(&c, &k, Some(&dir.path().join("ca.crt"))).unwrap();
+        peer_server_config(&c, &k, &dir.path().join("ca.crt")).unwrap();
+        peer_client_config(&c, &k, &dir.path().join("ca.crt")).unwrap();
+    }
+}

@@ -1,0 +1,221 @@
+//! Who is asking: authentication by client certificate or bearer token, as
+//! kube-apiserver does it, and the [`UserInfo`] every later layer reads.
+//!
+//! - A client certificate verified by the listener (against `--client-ca-file`) names the
+//!   user by its subject's common name and the groups by its organizations: `CN=alice,
+//!   O=dev` is user `alice` in group `dev`. The server reads it once per connection and
+//!   hands it to each request as [`ClientCert`].
+//! - `Authorization: Bearer <token>` is looked up in the static token file
+//!   (`--token-auth-file`, kube-apiserver's CSV: `token,user,uid,"group1,group2"`). An
+//!   unknown token is refused even when a certificate would do, as kube-apiserver does.
+//! - Otherwise the request is anonymous (`system:anonymous`, group
+//!   `system:unauthenticated`) if anonymous requests are allowed, and refused with 401
+//!   if not (the default of `kuorum serve`). `/livez`, `/readyz` and `/healthz` are
+//!   always open, so load balancers can probe without credentials.
+//!
+//! Authenticated users also get the group `system:authenticated`. Tokens are compared
+//! as whole strings and never logged.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::header;
+use kuorum_api::ApiError;
+
+use crate::error::RestError;
+
+/// A user as authentication found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserInfo {
+    pub name: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+}
+
+impl UserInfo {
+    pub fn new(name: impl Into<String>, groups: &[&str]) -> Self {
+        UserInfo { name: name.into(), uid: String::new(), groups: groups.iter().map(|g| g.to_string()).collect() }
+    }
+
+    fn anonymous() -> Self {
+        UserInfo::new("system:anonymous", &["system:unauthenticated"])
+    }
+
+    /// In `system:masters`, the group kube-apiserver lets do anything.
+    pub fn is_master(&self) -> bool {
+        self.groups.iter().any(|g| g == "system:masters")
+    }
+}
+
+/// The user a connection's client certificate names, if it presented one the listener
+/// verified. The server puts it in every request's extensions, read once per connection
+/// from the stream (see [`ClientIdentity`]).
+#[derive(Debug, Clone, Default)]
+pub struct ClientCert(pub Option<UserInfo>);
+
+/// A connection that may carry a verified client certificate.
+pub trait ClientIdentity {
+    fn client_user(&self) -> Option<UserInfo>;
+}
+
+impl ClientIdentity for tokio::net::TcpStream {
+    fn client_user(&self) -> Option<UserInfo> {
+        None
+    }
+}
+
+/// How requests are authenticated. Its `Debug` shows how many tokens it holds, never
+/// the tokens.
+#[derive(Clone)]
+pub struct Authenticator {
+    /// Bearer token → user.
+    tokens: HashMap<String, UserInfo>,
+    /// Requests without credentials are served as `system:anonymous` rather than refused.
+    anonymous: bool,
+    /// Anyone may use the node's own endpoints (`/kuorum/`, `/debug/`), not only
+    /// `system:masters`: only with no authentication at all.
+    admin_open: bool,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("tokens", &self.tokens.len())
+            .field("anonymous", &self.anonymous)
+            .field("admin_open", &self.admin_open)
+            .finish()
+    }
+}
+
+impl Authenticator {
+    /// Everyone is served, anonymously: for the simulator, tests and `--insecure`.
+    pub fn allow_all() -> Self {
+        Authenticator { tokens: HashMap::new(), anonymous: true, admin_open: true }
+    }
+
+    pub fn new(tokens: HashMap<String, UserInfo>, anonymous: bool) -> Self {
+        Authenticator { tokens, anonymous, admin_open: false }
+    }
+
+    /// Reads kube-apiserver's static token file: one `token,user,uid[,"group1,group2"]`
+    /// per line; blank lines and lines starting with `#` are skipped.
+    pub fn parse_token_file(text: &str) -> Result<HashMap<String, UserInfo>, String> {
+        let mut out = HashMap::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let fields = split_csv(line);
+            if fields.len() < 3 || fields[0].is_empty() || fields[1].is_empty() {
+                return Err(format!("line {}: expected token,user,uid[,\"groups\"]", n + 1));
+            }
+            let groups = fields
+                .get(3)
+                .map(|g| g.split(',').map(str::trim).filter(|g| !g.is_empty()).map(String::from).collect())
+                .unwrap_or_default();
+            let user = UserInfo { name: fields[1].clone(), uid: fields[2].clone(), groups };
+            if out.insert(fields[0].clone(), user).is_some() {
+                return Err(format!("line {}: a token appears twice", n + 1));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Who sent `req`, and whether they may use its path: `Ok(None)` for an open path,
+    /// `Err` for a refusal (401, or 403 for the node's own endpoints without
+    /// `system:masters`; every other path is open to every authenticated user until RBAC).
+    fn admit(&self, req: &Request) -> Result<Option<UserInfo>, ApiError> {
+        let user = self.authenticate(req)?;
+        let path = req.uri().path();
+        if let Some(u) = &user {
+            if (path.starts_with("/kuorum/") || path.starts_with("/debug/")) && !self.admin_open && !u.is_master() {
+                return Err(ApiError::forbidden_path(&u.name, path));
+            }
+        }
+        Ok(user)
+    }
+
+    fn authenticate(&self, req: &Request) -> Result<Option<UserInfo>, ApiError> {
+        if matches!(req.uri().path(), "/livez" | "/readyz" | "/healthz") {
+            return Ok(None);
+        }
+        let bearer = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        let user = if let Some(token) = bearer {
+            Some(self.tokens.get(token).cloned().ok_or_else(ApiError::unauthorized)?)
+        } else {
+            req.extensions().get::<ClientCert>().and_then(|c| c.0.clone())
+        };
+        match user {
+            Some(mut u) => {
+                if !u.groups.iter().any(|g| g == "system:authenticated") {
+                    u.groups.push("system:authenticated".into());
+                }
+                Ok(Some(u))
+            }
+            None if self.anonymous => Ok(Some(UserInfo::anonymous())),
+            None => Err(ApiError::unauthorized()),
+        }
+    }
+}
+
+/// Splits one CSV line, honouring double quotes (the token file quotes its group list).
+fn split_csv(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(std::mem::take(&mut cur).trim().to_string()),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur.trim().to_string());
+    out
+}
+
+/// The middleware: authenticates and puts the [`UserInfo`] in the request's extensions.
+pub(crate) async fn authenticate(State(auth): State<Arc<Authenticator>>, mut req: Request, next: Next) -> Response {
+    match auth.admit(&req) {
+        Ok(Some(user)) => {
+            req.extensions_mut().insert(user);
+            next.run(req).await
+        }
+        Ok(None) => next.run(req).await,
+        Err(e) => {
+            let unauthorized = e.code == 401;
+            let mut resp = RestError(e).into_response();
+            if unauthorized {
+                resp.headers_mut().insert(header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
+            }
+            resp
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_file_lines_follow_kube_apiserver() {
+        let text = "# tokens\nt1,alice,u-1,\"dev,ops\"\n\nt2,bob,u-2\n";
+        let tokens = Authenticator::parse_token_file(text).unwrap();
+        assert_eq!(
+            tokens["t1"],
+            UserInfo { name: "alice".into(), uid: "u-1".into(), groups: vec!["dev".into(), "ops".into()] }
+        );
+        assert_eq!(tokens["t2"].groups, Vec::<String>::new());
+        assert!(Authenticator::parse_token_file("only,two").is_err());
+        assert!(Authenticator::parse_token_file("t,a,1\nt,b,2").is_err(), "a token twice is ambiguous");
+    }
+}
