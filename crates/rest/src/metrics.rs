@@ -154,19 +154,6 @@ pub(crate) fn classify(method: &Method, path: &str, query: &str, content_type: &
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RequestLabels {
-    verb: &'static str,
-    dry_run: String,
-    group: String,
-    version: String,
-    resource: String,
-    subresource: String,
-    scope: &'static str,
-    component: &'static str,
-    code: u16,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DurationLabels {
     verb: &'static str,
     dry_run: String,
@@ -176,6 +163,41 @@ struct DurationLabels {
     subresource: String,
     scope: &'static str,
     component: &'static str,
+}
+
+/// `apiserver_request_total`'s labels: the request's, and the response code.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    #[prometheus(flatten)]
+    request: DurationLabels,
+    code: u16,
+}
+
+impl RequestInfo {
+    fn labels(&self) -> DurationLabels {
+        DurationLabels {
+            verb: self.verb,
+            dry_run: self.dry_run.clone(),
+            group: self.group.clone(),
+            version: self.version.clone(),
+            resource: self.resource.clone(),
+            subresource: self.subresource.clone(),
+            scope: self.scope,
+            component: "apiserver",
+        }
+    }
+
+    fn long_running_labels(&self) -> LongRunningLabels {
+        LongRunningLabels {
+            verb: self.verb,
+            group: self.group.clone(),
+            version: self.version.clone(),
+            resource: self.resource.clone(),
+            subresource: self.subresource.clone(),
+            scope: self.scope,
+            component: "apiserver",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -347,34 +369,11 @@ impl Metrics {
     }
 
     fn count(&self, info: &RequestInfo, code: StatusCode) {
-        self.requests
-            .get_or_create(&RequestLabels {
-                verb: info.verb,
-                dry_run: info.dry_run.clone(),
-                group: info.group.clone(),
-                version: info.version.clone(),
-                resource: info.resource.clone(),
-                subresource: info.subresource.clone(),
-                scope: info.scope,
-                component: "apiserver",
-                code: code.as_u16(),
-            })
-            .inc();
+        self.requests.get_or_create(&RequestLabels { request: info.labels(), code: code.as_u16() }).inc();
     }
 
     fn time(&self, info: &RequestInfo, seconds: f64) {
-        self.durations
-            .get_or_create(&DurationLabels {
-                verb: info.verb,
-                dry_run: info.dry_run.clone(),
-                group: info.group.clone(),
-                version: info.version.clone(),
-                resource: info.resource.clone(),
-                subresource: info.subresource.clone(),
-                scope: info.scope,
-                component: "apiserver",
-            })
-            .observe(seconds);
+        self.durations.get_or_create(&info.labels()).observe(seconds);
     }
 }
 
@@ -429,18 +428,7 @@ pub(crate) async fn observe(State(metrics): State<Arc<Metrics>>, req: Request, n
     let info = classify(req.method(), req.uri().path(), req.uri().query().unwrap_or_default(), content_type);
 
     if info.long_running() {
-        let gauge = metrics
-            .longrunning
-            .get_or_create(&LongRunningLabels {
-                verb: info.verb,
-                group: info.group.clone(),
-                version: info.version.clone(),
-                resource: info.resource.clone(),
-                subresource: info.subresource.clone(),
-                scope: info.scope,
-                component: "apiserver",
-            })
-            .clone();
+        let gauge = metrics.longrunning.get_or_create(&info.long_running_labels()).clone();
         gauge.inc();
         let resp = next.run(req).await;
         metrics.count(&info, resp.status());
@@ -482,42 +470,35 @@ pub(crate) async fn serve(State(state): State<RestState>) -> Response {
 mod tests {
     use super::*;
 
-    fn verb_scope(method: Method, path: &str, query: &str) -> (&'static str, String, String, &'static str) {
-        let i = classify(&method, path, query, "application/json");
-        (i.verb, i.resource, i.subresource, i.scope)
-    }
-
     #[test]
     fn requests_are_named_as_kube_apiserver_names_them() {
-        let s = |v: &'static str, r: &str, sub: &str, scope: &'static str| (v, r.to_string(), sub.to_string(), scope);
-        assert_eq!(
-            verb_scope(Method::GET, "/api/v1/namespaces/default/configmaps", ""),
-            s("LIST", "configmaps", "", "namespace")
-        );
-        assert_eq!(
-            verb_scope(Method::GET, "/api/v1/namespaces/default/configmaps", "watch=1&resourceVersion=5"),
-            s("WATCH", "configmaps", "", "namespace")
-        );
-        assert_eq!(verb_scope(Method::GET, "/api/v1/watch/namespaces/a/pods", ""), s("WATCH", "pods", "", "namespace"));
-        assert_eq!(verb_scope(Method::GET, "/api/v1/namespaces/a/pods/p", ""), s("GET", "pods", "", "resource"));
-        assert_eq!(
-            verb_scope(Method::PUT, "/api/v1/namespaces/a/pods/p/status", ""),
-            s("PUT", "pods", "status", "resource")
-        );
-        assert_eq!(
-            verb_scope(Method::GET, "/api/v1/namespaces/kube-system", ""),
-            s("GET", "namespaces", "", "resource")
-        );
-        assert_eq!(
-            verb_scope(Method::PUT, "/api/v1/namespaces/x/finalize", ""),
-            s("PUT", "namespaces", "finalize", "resource")
-        );
-        assert_eq!(verb_scope(Method::GET, "/api/v1/nodes", ""), s("LIST", "nodes", "", "cluster"));
-        assert_eq!(
-            verb_scope(Method::DELETE, "/apis/apps/v1/namespaces/a/deployments", ""),
-            s("DELETECOLLECTION", "deployments", "", "namespace")
-        );
-        assert_eq!(verb_scope(Method::GET, "/healthz", ""), s("GET", "", "", ""));
+        // method, path, query → verb, resource, subresource, scope
+        let cases = [
+            (Method::GET, "/api/v1/namespaces/default/configmaps", "", ("LIST", "configmaps", "", "namespace")),
+            (
+                Method::GET,
+                "/api/v1/namespaces/default/configmaps",
+                "watch=1&resourceVersion=5",
+                ("WATCH", "configmaps", "", "namespace"),
+            ),
+            (Method::GET, "/api/v1/watch/namespaces/a/pods", "", ("WATCH", "pods", "", "namespace")),
+            (Method::GET, "/api/v1/namespaces/a/pods/p", "", ("GET", "pods", "", "resource")),
+            (Method::PUT, "/api/v1/namespaces/a/pods/p/status", "", ("PUT", "pods", "status", "resource")),
+            (Method::GET, "/api/v1/namespaces/kube-system", "", ("GET", "namespaces", "", "resource")),
+            (Method::PUT, "/api/v1/namespaces/x/finalize", "", ("PUT", "namespaces", "finalize", "resource")),
+            (Method::GET, "/api/v1/nodes", "", ("LIST", "nodes", "", "cluster")),
+            (
+                Method::DELETE,
+                "/apis/apps/v1/namespaces/a/deployments",
+                "",
+                ("DELETECOLLECTION", "deployments", "", "namespace"),
+            ),
+            (Method::GET, "/healthz", "", ("GET", "", "", "")),
+        ];
+        for (method, path, query, want) in cases {
+            let i = classify(&method, path, query, "application/json");
+            assert_eq!((i.verb, i.resource.as_str(), i.subresource.as_str(), i.scope), want, "{method} {path}?{query}");
+        }
         let apply = classify(
             &Method::PATCH,
             "/apis/apps/v1/namespaces/a/deployments/d",

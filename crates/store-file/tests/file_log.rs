@@ -11,7 +11,7 @@ use bytes::Bytes;
 use kuorum_raft::log_store::LogStore;
 use kuorum_raft::state_machine::StateMachine;
 use kuorum_raft::types::TypeConfig;
-use kuorum_store::conformance::log_engine_suite;
+use kuorum_store::conformance::{log_engine_suite, log_reopen_suite};
 use kuorum_store::memory::MemoryObjectEngine;
 use kuorum_store::LogEngine;
 use kuorum_store_file::{FileLogEngine, FileLogOptions};
@@ -46,6 +46,14 @@ fn entry(i: u64) -> Bytes {
     Bytes::from(format!("{i:0>100}"))
 }
 
+/// Appends entries `1..=n`, one append each, and syncs.
+async fn fill(log: &FileLogEngine, n: u64) {
+    for i in 1..=n {
+        log.append(vec![(i, entry(i))]).await.unwrap();
+    }
+    log.sync().await.unwrap();
+}
+
 fn indexes(entries: &[(u64, Bytes)]) -> Vec<u64> {
     entries.iter().map(|(i, _)| *i).collect()
 }
@@ -71,32 +79,9 @@ async fn file_log_conforms() {
 async fn log_survives_reopen() {
     let dirs = Dirs::default();
     let path = dirs.fresh();
-    {
-        let log = FileLogEngine::open(&path).unwrap();
-        log.append((1..=5).map(|i| (i, b(&format!("e{i}")))).collect()).await.unwrap();
-        log.sync().await.unwrap();
-        log.truncate_from(4).await.unwrap();
-        log.append(vec![(4, b("e4-new"))]).await.unwrap();
-        log.purge_upto(1).await.unwrap();
-        log.put_meta("vote", b("v1")).await.unwrap();
-        log.put_meta("committed", b("c3")).await.unwrap();
-        log.append(vec![(5, b("e5-new"))]).await.unwrap();
-        log.sync().await.unwrap();
-    }
-    let log = FileLogEngine::open(&path).unwrap();
-    assert_eq!(log.read_range(0, 100).unwrap(), vec![(2, b("e2")), (3, b("e3")), (4, b("e4-new")), (5, b("e5-new"))]);
-    assert_eq!(log.last_entry().unwrap(), Some((5, b("e5-new"))));
-    assert_eq!(log.get_meta("vote").unwrap(), Some(b("v1")));
-    assert_eq!(log.get_meta("committed").unwrap(), Some(b("c3")));
-    assert_eq!(log.get_meta("absent").unwrap(), None);
-
-    // Appends made durable by a metadata write alone (no sync).
-    log.append(vec![(6, b("e6"))]).await.unwrap();
-    log.put_meta("vote", b("v2")).await.unwrap();
-    drop(log);
-    let log = FileLogEngine::open(&path).unwrap();
-    assert_eq!(log.last_entry().unwrap(), Some((6, b("e6"))));
-    assert_eq!(log.get_meta("vote").unwrap(), Some(b("v2")));
+    log_reopen_suite(|| FileLogEngine::open(&path).unwrap()).await;
+    let path = dirs.fresh();
+    log_reopen_suite(|| FileLogEngine::open_with(&path, tiny()).unwrap()).await;
 }
 
 #[tokio::test]
@@ -118,10 +103,7 @@ async fn appends_cross_segments_and_read_back_from_the_files() {
     let dirs = Dirs::default();
     let path = dirs.fresh();
     let log = FileLogEngine::open_with(&path, tiny()).unwrap();
-    for i in 1..=10 {
-        log.append(vec![(i, entry(i))]).await.unwrap();
-    }
-    log.sync().await.unwrap();
+    fill(&log, 10).await;
     assert!(log.segment_count() >= 3, "10 entries of 116 bytes span segments of 300 bytes");
     let all = log.read_range(1, 11).unwrap();
     assert_eq!(indexes(&all), (1..=10).collect::<Vec<_>>());
@@ -138,10 +120,7 @@ async fn purges_remove_whole_segments_and_stay_purged() {
     let dirs = Dirs::default();
     let path = dirs.fresh();
     let log = FileLogEngine::open_with(&path, tiny()).unwrap();
-    for i in 1..=10 {
-        log.append(vec![(i, entry(i))]).await.unwrap();
-    }
-    log.sync().await.unwrap();
+    fill(&log, 10).await;
     let before = segment_files(&path).len();
     log.purge_upto(5).await.unwrap();
     assert!(segment_files(&path).len() < before, "segments wholly below 6 are removed");
@@ -167,10 +146,7 @@ async fn truncation_across_segments_is_durable() {
     let dirs = Dirs::default();
     let path = dirs.fresh();
     let log = FileLogEngine::open_with(&path, tiny()).unwrap();
-    for i in 1..=10 {
-        log.append(vec![(i, entry(i))]).await.unwrap();
-    }
-    log.sync().await.unwrap();
+    fill(&log, 10).await;
     log.truncate_from(4).await.unwrap();
     assert_eq!(log.last_entry().unwrap().map(|e| e.0), Some(3));
     assert!(log.append(vec![(6, entry(6))]).await.is_err(), "an append must follow the last entry");
@@ -214,10 +190,7 @@ async fn a_segment_that_does_not_follow_is_dropped() {
     let path = dirs.fresh();
     {
         let log = FileLogEngine::open_with(&path, tiny()).unwrap();
-        for i in 1..=6 {
-            log.append(vec![(i, entry(i))]).await.unwrap();
-        }
-        log.sync().await.unwrap();
+        fill(&log, 6).await;
     }
     // Stale leftovers of an older log, past a gap.
     let mut stale = Vec::new();

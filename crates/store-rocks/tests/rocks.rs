@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use kuorum_store::conformance::{log_engine_suite, object_engine_suite};
+use kuorum_store::conformance::{log_engine_suite, log_reopen_suite, object_engine_suite};
 use kuorum_store::engine::{ObjectDump, ObjectWrite};
 use kuorum_store::memory::MemoryObjectEngine;
 use kuorum_store::{LogEngine, ObjectBatch, ObjectEngine};
@@ -73,33 +73,7 @@ async fn engines_of_one_store_conform() {
 async fn log_survives_reopen() {
     let dirs = Dirs::default();
     let path = dirs.fresh();
-    {
-        let log = RocksLogEngine::open(&path).unwrap();
-        log.append((1..=5).map(|i| (i, b(&format!("e{i}")))).collect()).await.unwrap();
-        log.sync().await.unwrap();
-        log.truncate_from(4).await.unwrap();
-        log.append(vec![(4, b("e4-new"))]).await.unwrap();
-        log.purge_upto(1).await.unwrap();
-        log.put_meta("vote", b("v1")).await.unwrap();
-        log.put_meta("committed", b("c3")).await.unwrap();
-        // Appended after the last durable write and synced on its own.
-        log.append(vec![(5, b("e5-new"))]).await.unwrap();
-        log.sync().await.unwrap();
-    }
-    let log = RocksLogEngine::open(&path).unwrap();
-    assert_eq!(log.read_range(0, 100).unwrap(), vec![(2, b("e2")), (3, b("e3")), (4, b("e4-new")), (5, b("e5-new"))]);
-    assert_eq!(log.last_entry().unwrap(), Some((5, b("e5-new"))));
-    assert_eq!(log.get_meta("vote").unwrap(), Some(b("v1")));
-    assert_eq!(log.get_meta("committed").unwrap(), Some(b("c3")));
-    assert_eq!(log.get_meta("absent").unwrap(), None);
-
-    // Appends made durable by a metadata write alone (no sync).
-    log.append(vec![(6, b("e6"))]).await.unwrap();
-    log.put_meta("vote", b("v2")).await.unwrap();
-    drop(log);
-    let log = RocksLogEngine::open(&path).unwrap();
-    assert_eq!(log.last_entry().unwrap(), Some((6, b("e6"))));
-    assert_eq!(log.get_meta("vote").unwrap(), Some(b("v2")));
+    log_reopen_suite(|| RocksLogEngine::open(&path).unwrap()).await;
 }
 
 #[tokio::test]
