@@ -316,6 +316,15 @@ impl ApiError {
         ApiError::new(Reason::Forbidden, format!("forbidden: User \"{user}\" cannot use path \"{path}\""))
     }
 
+    /// 429: a user already holds as many watches on this node as it may.
+    pub fn too_many_watches(user: &str, cap: usize) -> Self {
+        ApiError::new(
+            Reason::TooManyRequests,
+            format!("too many watches: user \"{user}\" has {cap} open on this server, the most it may; close one or try another server"),
+        )
+        .with_details(Details { retry_after_seconds: 1, ..Details::default() })
+    }
+
     /// 429: the server is at its in-flight limit (kube-apiserver's max-in-flight filter).
     pub fn too_many_requests(retry_after_seconds: u32) -> Self {
         ApiError::new(Reason::TooManyRequests, "Too many requests, please try again later.")

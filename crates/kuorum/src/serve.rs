@@ -74,6 +74,10 @@ pub struct ServeArgs {
     /// Serve requests without credentials as `system:anonymous` instead of refusing them.
     #[arg(long)]
     pub anonymous_auth: bool,
+    /// Watches one user may hold open on this node; one more gets 429 (0: no cap, as
+    /// kube-apiserver). Anonymous requests count as one user.
+    #[arg(long, default_value_t = 0)]
+    pub max_watches_per_user: usize,
     /// Peer RPC over mutual TLS: this node's certificate, key, and the CA that signs every
     /// member's. All three or none.
     #[arg(long)]
@@ -103,7 +107,7 @@ fn rest_security(args: &ServeArgs) -> anyhow::Result<(Option<Arc<rustls::ServerC
             if args.client_ca_file.is_none() && tokens.is_empty() && !args.anonymous_auth {
                 bail!("no way to authenticate: give --client-ca-file or --token-auth-file (or --anonymous-auth)");
             }
-            Ok((Some(tls), Authenticator::new(tokens, args.anonymous_auth)))
+            Ok((Some(tls), Authenticator::new(tokens, args.anonymous_auth).with_watch_cap(args.max_watches_per_user)))
         }
         (None, None, true) => Ok((None, Authenticator::allow_all())),
         (_, _, true) => bail!("--insecure serves plain HTTP: it cannot be combined with --tls-cert-file"),

@@ -15,6 +15,9 @@
 //!
 //! Authenticated users also get the group `system:authenticated`. Tokens are compared
 //! as whole strings and never logged.
+//!
+//! This layer also caps the watches one user holds open on the node
+//! (`--max-watches-per-user`), since it is the first to know who is asking.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -78,6 +81,28 @@ pub struct Authenticator {
     /// Anyone may use the node's own endpoints (`/kuorum/`, `/debug/`), not only
     /// `system:masters`: only with no authentication at all.
     admin_open: bool,
+    /// Watches one user may hold open on this node (0: no cap).
+    max_watches_per_user: usize,
+    /// Open watches by user name. Shared by the clones of one authenticator.
+    watches: Arc<std::sync::Mutex<HashMap<String, usize>>>,
+}
+
+/// One open watch of a user; gives its place back when dropped.
+struct WatchSlot {
+    user: String,
+    watches: Arc<std::sync::Mutex<HashMap<String, usize>>>,
+}
+
+impl Drop for WatchSlot {
+    fn drop(&mut self) {
+        let mut open = self.watches.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.user) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.user);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -86,6 +111,7 @@ impl std::fmt::Debug for Authenticator {
             .field("tokens", &self.tokens.len())
             .field("anonymous", &self.anonymous)
             .field("admin_open", &self.admin_open)
+            .field("max_watches_per_user", &self.max_watches_per_user)
             .finish()
     }
 }
@@ -93,11 +119,28 @@ impl std::fmt::Debug for Authenticator {
 impl Authenticator {
     /// Everyone is served, anonymously: for the simulator, tests and `--insecure`.
     pub fn allow_all() -> Self {
-        Authenticator { tokens: HashMap::new(), anonymous: true, admin_open: true }
+        Authenticator { anonymous: true, admin_open: true, ..Authenticator::new(HashMap::new(), true) }
     }
 
     pub fn new(tokens: HashMap<String, UserInfo>, anonymous: bool) -> Self {
-        Authenticator { tokens, anonymous, admin_open: false }
+        Authenticator { tokens, anonymous, admin_open: false, max_watches_per_user: 0, watches: Arc::default() }
+    }
+
+    /// Caps the watches one user may hold open on this node (0: no cap); one more gets
+    /// 429 with `Retry-After`. Anonymous requests count as one user.
+    pub fn with_watch_cap(self, max_watches_per_user: usize) -> Self {
+        Authenticator { max_watches_per_user, ..self }
+    }
+
+    /// A place for one more watch of `user`, or `None` at the cap.
+    fn take_watch(&self, user: &str) -> Option<WatchSlot> {
+        let mut open = self.watches.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(user.to_string()).or_insert(0);
+        if *n >= self.max_watches_per_user {
+            return None;
+        }
+        *n += 1;
+        Some(WatchSlot { user: user.to_string(), watches: self.watches.clone() })
     }
 
     /// Reads kube-apiserver's static token file: one `token,user,uid[,"group1,group2"]`
@@ -187,8 +230,18 @@ fn split_csv(line: &str) -> Vec<String> {
 pub(crate) async fn authenticate(State(auth): State<Arc<Authenticator>>, mut req: Request, next: Next) -> Response {
     match auth.admit(&req) {
         Ok(Some(user)) => {
+            let watch = auth.max_watches_per_user > 0
+                && crate::metrics::classify(req.method(), req.uri().path(), req.uri().query().unwrap_or_default(), "")
+                    .long_running();
+            if !watch {
+                req.extensions_mut().insert(user);
+                return next.run(req).await;
+            }
+            let Some(slot) = auth.take_watch(&user.name) else {
+                return RestError(ApiError::too_many_watches(&user.name, auth.max_watches_per_user)).into_response();
+            };
             req.extensions_mut().insert(user);
-            next.run(req).await
+            crate::metrics::GuardedBody::wrap(next.run(req).await, slot)
         }
         Ok(None) => next.run(req).await,
         Err(e) => {

@@ -60,7 +60,7 @@ pub(crate) struct RequestInfo {
 }
 
 impl RequestInfo {
-    fn long_running(&self) -> bool {
+    pub(crate) fn long_running(&self) -> bool {
         self.verb == "WATCH"
     }
 
@@ -390,19 +390,31 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// A watch stream's body, counted in `apiserver_longrunning_requests` until it ends.
-struct LongRunning {
-    inner: Body,
-    gauge: Gauge<i64, AtomicI64>,
-}
+/// Takes one off a gauge when dropped: a watch stream leaves
+/// `apiserver_longrunning_requests` when its body is dropped.
+struct GaugeDec(Gauge<i64, AtomicI64>);
 
-impl Drop for LongRunning {
+impl Drop for GaugeDec {
     fn drop(&mut self) {
-        self.gauge.dec();
+        self.0.dec();
     }
 }
 
-impl http_body::Body for LongRunning {
+/// A response body that holds `guard` until the body is dropped (the stream ends or
+/// the client goes away).
+pub(crate) struct GuardedBody<G: Send + Unpin + 'static> {
+    inner: Body,
+    _guard: G,
+}
+
+impl<G: Send + Unpin + 'static> GuardedBody<G> {
+    pub(crate) fn wrap(resp: Response, guard: G) -> Response {
+        let (parts, body) = resp.into_parts();
+        Response::from_parts(parts, Body::new(GuardedBody { inner: body, _guard: guard }))
+    }
+}
+
+impl<G: Send + Unpin + 'static> http_body::Body for GuardedBody<G> {
     type Data = bytes::Bytes;
     type Error = axum::Error;
 
@@ -432,8 +444,7 @@ pub(crate) async fn observe(State(metrics): State<Arc<Metrics>>, req: Request, n
         gauge.inc();
         let resp = next.run(req).await;
         metrics.count(&info, resp.status());
-        let (parts, body) = resp.into_parts();
-        return Response::from_parts(parts, Body::new(LongRunning { inner: body, gauge }));
+        return GuardedBody::wrap(resp, GaugeDec(gauge));
     }
 
     let (now, max, kind) = if info.mutating() {

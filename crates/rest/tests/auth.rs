@@ -129,3 +129,40 @@ async fn the_authenticators_debug_output_holds_no_token() {
     assert!(!shown.contains("s3cret"), "{shown}");
     assert!(shown.contains("tokens: 2"), "{shown}");
 }
+
+#[tokio::test]
+async fn a_user_holds_at_most_the_cap_of_watches() {
+    let base = common::app().await;
+    base.namespace("default").await;
+    let tokens = Authenticator::parse_token_file(TOKENS).unwrap();
+    let state = kuorum_rest::RestState {
+        auth: Arc::new(Authenticator::new(tokens, false).with_watch_cap(2)),
+        ..base.state.clone()
+    };
+    let app = router_with(state, Router::new());
+    let watch = |token: &'static str| {
+        let app = app.clone();
+        async move {
+            let req = Request::get("/api/v1/namespaces/default/configmaps?watch=1")
+                .header("authorization", format!("Bearer {token}"))
+                .body(Body::empty())
+                .unwrap();
+            app.oneshot(req).await.unwrap()
+        }
+    };
+    let first = watch("s3cret-dev").await;
+    let second = watch("s3cret-dev").await;
+    assert_eq!((first.status(), second.status()), (StatusCode::OK, StatusCode::OK));
+    let third = watch("s3cret-dev").await;
+    assert_eq!(third.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(third.headers().get("retry-after").unwrap(), "1");
+    let body = third.into_body().collect().await.unwrap().to_bytes();
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert!(v["message"].as_str().unwrap().contains("dev-user"), "{v}");
+    // Another user is not affected, and lists are not watches.
+    assert_eq!(watch("s3cret-admin").await.status(), StatusCode::OK);
+    assert_eq!(call(&app, "/api/v1/namespaces/default/configmaps", Some("s3cret-dev"), None).await.0, StatusCode::OK);
+    // Closing a watch (dropping its stream) gives its place back.
+    drop(first);
+    assert_eq!(watch("s3cret-dev").await.status(), StatusCode::OK);
+}
