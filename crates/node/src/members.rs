@@ -14,7 +14,7 @@
 //! Changes must be made on the leader: another node answers 421 Misdirected Request
 //! with a Status naming the leader, and the CLI tries its next server.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -202,9 +202,8 @@ async fn transfer<O: ObjectEngine>(State(raft): State<Raft<StateMachine<O>>>, bo
     if let Some(r) = not_leader(&raft) {
         return r;
     }
-    let voters: BTreeMap<u64, ()> =
-        raft.metrics().borrow_watched().membership_config.membership().voter_ids().map(|v| (v, ())).collect();
-    if !voters.contains_key(&req.id) {
+    let voter = raft.metrics().borrow_watched().membership_config.membership().voter_ids().any(|v| v == req.id);
+    if !voter {
         return fail(ApiError::bad_request(format!("node {} is not a voter", req.id)));
     }
     if let Err(e) = raft.trigger().transfer_leader(req.id).await {

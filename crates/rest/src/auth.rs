@@ -230,9 +230,9 @@ fn split_csv(line: &str) -> Vec<String> {
 pub(crate) async fn authenticate(State(auth): State<Arc<Authenticator>>, mut req: Request, next: Next) -> Response {
     match auth.admit(&req) {
         Ok(Some(user)) => {
-            let watch = auth.max_watches_per_user > 0
-                && crate::metrics::classify(req.method(), req.uri().path(), req.uri().query().unwrap_or_default(), "")
-                    .long_running();
+            // The metrics layer, outside this one, marks watches.
+            let watch =
+                auth.max_watches_per_user > 0 && req.extensions().get::<crate::metrics::WatchRequest>().is_some();
             if !watch {
                 req.extensions_mut().insert(user);
                 return next.run(req).await;

@@ -46,21 +46,28 @@ const DURATION_BUCKETS: [f64; 23] = [
     45.0, 60.0,
 ];
 
-/// What kube-apiserver's request-info filter makes of a request, for the labels.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What kube-apiserver's request-info filter makes of a request. It is also the label
+/// set of `apiserver_request_duration_seconds`, in kube-apiserver's label order.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct RequestInfo {
     pub verb: &'static str,
+    pub dry_run: String,
     pub group: String,
     pub version: String,
     pub resource: String,
     pub subresource: String,
     /// `resource` (a named object), `namespace`, `cluster`, or empty (not a resource).
     pub scope: &'static str,
-    pub dry_run: String,
+    pub component: &'static str,
 }
 
+/// Marks a long-running (watch) request in its extensions, for the layers inside this
+/// one (the per-user watch cap), so they need not name the request again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WatchRequest;
+
 impl RequestInfo {
-    pub(crate) fn long_running(&self) -> bool {
+    fn long_running(&self) -> bool {
         self.verb == "WATCH"
     }
 
@@ -107,6 +114,7 @@ pub(crate) fn classify(method: &Method, path: &str, query: &str, content_type: &
             subresource: String::new(),
             scope: "",
             dry_run,
+            component: "apiserver",
         };
     }
     let mut legacy_watch = false;
@@ -150,43 +158,19 @@ pub(crate) fn classify(method: &Method, path: &str, query: &str, content_type: &
         subresource: sub.unwrap_or_default().into(),
         scope,
         dry_run,
+        component: "apiserver",
     }
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DurationLabels {
-    verb: &'static str,
-    dry_run: String,
-    group: String,
-    version: String,
-    resource: String,
-    subresource: String,
-    scope: &'static str,
-    component: &'static str,
 }
 
 /// `apiserver_request_total`'s labels: the request's, and the response code.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     #[prometheus(flatten)]
-    request: DurationLabels,
+    request: RequestInfo,
     code: u16,
 }
 
 impl RequestInfo {
-    fn labels(&self) -> DurationLabels {
-        DurationLabels {
-            verb: self.verb,
-            dry_run: self.dry_run.clone(),
-            group: self.group.clone(),
-            version: self.version.clone(),
-            resource: self.resource.clone(),
-            subresource: self.subresource.clone(),
-            scope: self.scope,
-            component: "apiserver",
-        }
-    }
-
     fn long_running_labels(&self) -> LongRunningLabels {
         LongRunningLabels {
             verb: self.verb,
@@ -195,7 +179,7 @@ impl RequestInfo {
             resource: self.resource.clone(),
             subresource: self.subresource.clone(),
             scope: self.scope,
-            component: "apiserver",
+            component: self.component,
         }
     }
 }
@@ -238,7 +222,7 @@ struct NodeGauges {
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
-    durations: Family<DurationLabels, Histogram>,
+    durations: Family<RequestInfo, Histogram>,
     inflight: Family<KindLabels, Gauge>,
     longrunning: Family<LongRunningLabels, Gauge>,
     node: NodeGauges,
@@ -262,7 +246,7 @@ impl Metrics {
     pub fn new(raft: RaftCounters) -> Self {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
-        let durations = Family::<DurationLabels, Histogram>::new_with_constructor(
+        let durations = Family::<RequestInfo, Histogram>::new_with_constructor(
             (|| Histogram::new(DURATION_BUCKETS)) as fn() -> Histogram,
         );
         let inflight = Family::<KindLabels, Gauge>::default();
@@ -368,12 +352,13 @@ impl Metrics {
         out
     }
 
-    fn count(&self, info: &RequestInfo, code: StatusCode) {
-        self.requests.get_or_create(&RequestLabels { request: info.labels(), code: code.as_u16() }).inc();
+    /// The last use of `info`: the counter's labels take it.
+    fn count(&self, info: RequestInfo, code: StatusCode) {
+        self.requests.get_or_create(&RequestLabels { request: info, code: code.as_u16() }).inc();
     }
 
     fn time(&self, info: &RequestInfo, seconds: f64) {
-        self.durations.get_or_create(&info.labels()).observe(seconds);
+        self.durations.get_or_create(info).observe(seconds);
     }
 }
 
@@ -435,15 +420,16 @@ impl<G: Send + Unpin + 'static> http_body::Body for GuardedBody<G> {
 }
 
 /// The middleware: names, limits, counts and times every request (see the module docs).
-pub(crate) async fn observe(State(metrics): State<Arc<Metrics>>, req: Request, next: Next) -> Response {
+pub(crate) async fn observe(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next) -> Response {
     let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let info = classify(req.method(), req.uri().path(), req.uri().query().unwrap_or_default(), content_type);
 
     if info.long_running() {
         let gauge = metrics.longrunning.get_or_create(&info.long_running_labels()).clone();
         gauge.inc();
+        req.extensions_mut().insert(WatchRequest);
         let resp = next.run(req).await;
-        metrics.count(&info, resp.status());
+        metrics.count(info, resp.status());
         return GuardedBody::wrap(resp, GaugeDec(gauge));
     }
 
@@ -458,7 +444,7 @@ pub(crate) async fn observe(State(metrics): State<Arc<Metrics>>, req: Request, n
     if max > 0 && taken > max {
         drop(slot);
         let resp = RestError(ApiError::too_many_requests(1)).into_response();
-        metrics.count(&info, resp.status());
+        metrics.count(info, resp.status());
         return resp;
     }
     slot.gauge.set(taken as i64);
@@ -466,7 +452,7 @@ pub(crate) async fn observe(State(metrics): State<Arc<Metrics>>, req: Request, n
     let resp = next.run(req).await;
     drop(slot);
     metrics.time(&info, started.elapsed().as_secs_f64());
-    metrics.count(&info, resp.status());
+    metrics.count(info, resp.status());
     resp
 }
 
