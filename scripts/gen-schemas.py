@@ -27,6 +27,11 @@ ROOTS = [
     "io.k8s.apimachinery.pkg.apis.meta.v1.Status", "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions",
     "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent", "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList",
     "io.k8s.apimachinery.pkg.apis.meta.v1.Patch",
+    "io.k8s.api.rbac.v1.Role", "io.k8s.api.rbac.v1.RoleBinding", "io.k8s.api.rbac.v1.ClusterRole",
+    "io.k8s.api.rbac.v1.ClusterRoleBinding", "io.k8s.api.rbac.v1.RoleList", "io.k8s.api.rbac.v1.RoleBindingList",
+    "io.k8s.api.rbac.v1.ClusterRoleList", "io.k8s.api.rbac.v1.ClusterRoleBindingList",
+    "io.k8s.api.authorization.v1.SelfSubjectAccessReview", "io.k8s.api.authorization.v1.SelfSubjectRulesReview",
+    "io.k8s.api.authentication.v1.SelfSubjectReview",
 ]
 LISTS = ["ConfigMap", "Event", "Namespace", "Node", "Pod", "Secret", "ServiceAccount", "Service"]
 ROOTS += [f"io.k8s.api.core.v1.{k}List" for k in LISTS]

@@ -12,6 +12,9 @@ const FILES: &[&str] = &[
     "api/apps/v1/generated.proto",
     "api/coordination/v1/generated.proto",
     "api/autoscaling/v1/generated.proto",
+    "api/rbac/v1/generated.proto",
+    "api/authorization/v1/generated.proto",
+    "api/authentication/v1/generated.proto",
     "apimachinery/pkg/apis/meta/v1/generated.proto",
 ];
 

@@ -2,7 +2,8 @@
 //! writes (the admin's client certificate), requests without credentials refused with
 //! 401, the health endpoints open, a user's own certificate (`kuorum certs --user`)
 //! authenticating as that user, the node's own endpoints for `system:masters` only, and
-//! `kuorum member list` through the kubeconfig.
+//! `kuorum member list` through the kubeconfig; then RBAC through kubectl: a user
+//! refused, granted by a binding, `kubectl auth can-i` and `kubectl auth whoami`.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -138,10 +139,11 @@ fn kuorum_up_serves_tls_and_authenticates_every_request() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let alice = client(&ca, Some((&pki.join("alice.crt"), &pki.join("alice.key"))));
-    assert_eq!(
-        alice.get(url("/api/v1/namespaces/default/configmaps/tls-check")).send().unwrap().status().as_u16(),
-        200
-    );
+    // Authenticated, and refused by RBAC: no binding grants alice anything yet.
+    let r = alice.get(url("/api/v1/namespaces/default/configmaps/tls-check")).send().unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    let status: Value = r.json().unwrap();
+    assert!(status["message"].as_str().unwrap().contains("User \"alice\" cannot get"), "{status}");
     let r = alice.get(url("/kuorum/v1/members")).send().unwrap();
     assert_eq!(r.status().as_u16(), 403);
     let status: Value = r.json().unwrap();
@@ -159,4 +161,96 @@ fn kuorum_up_serves_tls_and_authenticates_every_request() {
     // The kubeconfig holds the admin's key: only its owner may read it.
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&kc).unwrap().permissions().mode() & 0o077, 0);
+}
+
+#[test]
+fn rbac_through_kubectl() {
+    let Some(bin) = kuorum_bin() else {
+        eprintln!("SKIP: no kuorum binary (set KUORUM_BIN or run scripts/test.sh)");
+        return;
+    };
+    let Some(kubectl_path) = kubectl_bin() else {
+        eprintln!("SKIP: no kubectl (run scripts/setup.sh or set KUBECTL)");
+        return;
+    };
+    let up = up(&bin, free_base_port());
+    let kc = up.dir.join("kubeconfig");
+    let pki = up.dir.join("pki");
+    let out = Command::new(&bin)
+        .args(["certs", "--dir"])
+        .arg(&pki)
+        .args(["--user", "bob", "--group", "dev"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // kubectl as the admin, or as bob with his certificate in place of the admin's.
+    let run = |user: Option<&str>, args: &[&str]| {
+        let mut cmd = Command::new(&kubectl_path);
+        cmd.arg(format!("--kubeconfig={}", kc.display()));
+        if let Some(u) = user {
+            cmd.arg(format!("--client-certificate={}", pki.join(format!("{u}.crt")).display()));
+            cmd.arg(format!("--client-key={}", pki.join(format!("{u}.key")).display()));
+        }
+        let out = cmd.args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let admin = |args: &[&str]| {
+        let (code, out, err) = run(None, args);
+        assert_eq!(code, Some(0), "kubectl {args:?}: {err}\n{}", log_of(&up));
+        out
+    };
+    let bob = |args: &[&str]| run(Some("bob"), args);
+
+    admin(&["create", "configmap", "shared", "--from-literal=k=v"]);
+    // Who bob is, and that he may do nothing yet.
+    let (code, out, err) = bob(&["auth", "whoami", "-o", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let me: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(me["status"]["userInfo"]["username"], "bob");
+    assert_eq!(me["status"]["userInfo"]["groups"], serde_json::json!(["dev", "system:authenticated"]));
+    let (code, _, err) = bob(&["get", "configmaps"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("configmaps is forbidden: User \"bob\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""),
+        "{err}"
+    );
+    let (code, out, _) = bob(&["auth", "can-i", "list", "configmaps"]);
+    assert_eq!((code, out.trim()), (Some(1), "no"));
+
+    // The bootstrap view ClusterRole, bound to bob's group in default.
+    admin(&["create", "rolebinding", "dev-view", "--clusterrole=view", "--group=dev"]);
+    let (code, out, err) = bob(&["get", "configmap", "shared", "-o", "jsonpath={.data.k}"]);
+    assert_eq!((code, out.as_str()), (Some(0), "v"), "{err}");
+    let (code, out, _) = bob(&["auth", "can-i", "list", "configmaps"]);
+    assert_eq!((code, out.trim()), (Some(0), "yes"));
+    let (code, out, _) = bob(&["auth", "can-i", "list", "configmaps", "-n", "kube-system"]);
+    assert_eq!((code, out.trim()), (Some(1), "no"), "a RoleBinding grants in its namespace only");
+    let (code, _, err) = bob(&["create", "configmap", "mine"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("forbidden"), "{err}");
+    let (code, out, _) = bob(&["auth", "can-i", "get", "secrets"]);
+    assert_eq!((code, out.trim()), (Some(1), "no"), "view does not read secrets");
+
+    // A Role of kubectl's making, bound to bob by name: now he may create.
+    admin(&["create", "role", "cm-writer", "--verb=create,delete", "--resource=configmaps"]);
+    admin(&["create", "rolebinding", "bob-writer", "--role=cm-writer", "--user=bob"]);
+    let (code, _, err) = bob(&["create", "configmap", "mine", "--from-literal=a=b"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = bob(&["auth", "can-i", "--list"]);
+    assert_eq!(code, Some(0), "{err}");
+    // kubectl merges the rules of one resource: view's reads and the Role's writes.
+    assert!(out.lines().any(|l| l.starts_with("configmaps ") && l.contains("[create delete get list watch]")), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("secrets")), "{out}");
+
+    // Taking the binding away takes the grant away.
+    admin(&["delete", "rolebinding", "bob-writer"]);
+    let (code, out, _) = bob(&["auth", "can-i", "create", "configmaps"]);
+    assert_eq!((code, out.trim()), (Some(1), "no"));
+    // The admin (system:masters) may do anything.
+    let (code, out, _) = run(None, &["auth", "can-i", "*", "*"]);
+    assert_eq!((code, out.trim()), (Some(0), "yes"));
 }

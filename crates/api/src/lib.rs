@@ -5,6 +5,9 @@
 //!   the interning that gives a custom resource's definition the same `'static` shape.
 //! - [`crd`]: CustomResourceDefinitions: what a stored one says, its defaults, status and
 //!   validation.
+//! - [`rbac`]: role-based access control: request attributes, rules, subjects, and the
+//!   validation of roles and bindings.
+//! - [`bootstrap_policy`]: the ClusterRoles and bindings every cluster starts with.
 //! - [`discovery`]: the discovery documents and `/version`, built from the registry.
 //! - [`status`]: [`ApiError`], every failure as the `metav1.Status` kube-apiserver sends.
 //! - [`validation`]: name rules with kube-apiserver's exact error text.
@@ -12,9 +15,11 @@
 //! - [`seams`]: the seams through which a node gets time and randomness.
 //! - [`mutation`]: deliberate bugs, compiled in only for the simulator's checker tests.
 
+pub mod bootstrap_policy;
 pub mod crd;
 pub mod discovery;
 pub mod mutation;
+pub mod rbac;
 pub mod registry;
 pub mod seams;
 pub mod selector;

@@ -20,11 +20,19 @@ use std::fmt;
 use std::hash::Hash;
 use std::sync::{Mutex, OnceLock};
 
+/// The groups of `kubectl auth whoami`, `kubectl auth can-i`, and of roles and bindings.
+pub const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
+pub const AUTHORIZATION_GROUP: &str = "authorization.k8s.io";
+pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
 /// The verbs kube-apiserver lists for a fully featured resource, in its (sorted) order.
 pub const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
 /// Namespaces cannot be deleted as a collection.
 const NAMESPACE_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
+
+/// The access reviews: answered at once, never stored.
+const CREATE_ONLY: &[&str] = &["create"];
 
 /// The verbs of `status` and `scale` subresources.
 const SUB_VERBS: &[&str] = &["get", "patch", "update"];
@@ -186,6 +194,25 @@ const fn core(
     }
 }
 
+/// A resource of a named group served with every verb, without subresources.
+#[allow(clippy::too_many_arguments)]
+const fn grouped(
+    group: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    scope: Scope,
+    list_kind: &'static str,
+) -> ResourceDef {
+    ResourceDef { group, list_kind, ..core(kind, plural, singular, scope, &[], &[], &[], "") }
+}
+
+/// An access review of the authentication or authorization group: created, answered,
+/// not stored.
+const fn review(group: &'static str, kind: &'static str, plural: &'static str, singular: &'static str) -> ResourceDef {
+    ResourceDef { verbs: CREATE_ONLY, ..grouped(group, kind, plural, singular, Scope::Cluster, "") }
+}
+
 /// Every resource kuorum serves, grouped by group/version, sorted by plural within one.
 pub static RESOURCES: &[ResourceDef] = &[
     core("ConfigMap", "configmaps", "configmap", Scope::Namespaced, &["cm"], &[], &[], "ConfigMapList"),
@@ -225,6 +252,9 @@ pub static RESOURCES: &[ResourceDef] = &[
         list_kind: "DeploymentList",
         tracks_generation: true,
     },
+    review(AUTHENTICATION_GROUP, "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview"),
+    review(AUTHORIZATION_GROUP, "SelfSubjectAccessReview", "selfsubjectaccessreviews", "selfsubjectaccessreview"),
+    review(AUTHORIZATION_GROUP, "SelfSubjectRulesReview", "selfsubjectrulesreviews", "selfsubjectrulesreview"),
     ResourceDef {
         group: "coordination.k8s.io",
         version: "v1",
@@ -239,6 +269,17 @@ pub static RESOURCES: &[ResourceDef] = &[
         list_kind: "LeaseList",
         tracks_generation: false,
     },
+    grouped(
+        RBAC_GROUP,
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        "clusterrolebinding",
+        Scope::Cluster,
+        "ClusterRoleBindingList",
+    ),
+    grouped(RBAC_GROUP, "ClusterRole", "clusterroles", "clusterrole", Scope::Cluster, "ClusterRoleList"),
+    grouped(RBAC_GROUP, "RoleBinding", "rolebindings", "rolebinding", Scope::Namespaced, "RoleBindingList"),
+    grouped(RBAC_GROUP, "Role", "roles", "role", Scope::Namespaced, "RoleList"),
     ResourceDef {
         group: crate::crd::GROUP,
         version: "v1",
@@ -423,13 +464,23 @@ mod tests {
     fn groups_list_named_groups_only() {
         assert_eq!(
             groups(),
-            vec![("apps", vec!["v1"]), ("coordination.k8s.io", vec!["v1"]), ("apiextensions.k8s.io", vec!["v1"])]
+            vec![
+                ("apps", vec!["v1"]),
+                ("authentication.k8s.io", vec!["v1"]),
+                ("authorization.k8s.io", vec!["v1"]),
+                ("coordination.k8s.io", vec!["v1"]),
+                ("rbac.authorization.k8s.io", vec!["v1"]),
+                ("apiextensions.k8s.io", vec!["v1"])
+            ]
         );
         assert!(serves_group_version("", "v1"));
         assert!(!serves_group_version("apps", "v1beta1"));
         let crd = lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions").unwrap();
         assert_eq!((crd.scope, crd.short_names), (Scope::Cluster, &["crd", "crds"][..]));
         assert_eq!(crd.subresource("status").unwrap().response, None);
+        let review = lookup("authorization.k8s.io", "v1", "selfsubjectaccessreviews").unwrap();
+        assert_eq!((review.scope, review.verbs), (Scope::Cluster, &["create"][..]));
+        assert!(lookup("rbac.authorization.k8s.io", "v1", "rolebindings").unwrap().namespaced());
     }
 
     #[test]

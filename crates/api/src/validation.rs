@@ -121,6 +121,8 @@ pub enum NameRule {
     Dns1123Label,
     /// A DNS-1123 label that starts with a letter (Service).
     Dns1035Label,
+    /// Anything that can be a URL path segment (roles and bindings: `system:discovery`).
+    PathSegment,
 }
 
 impl NameRule {
@@ -129,6 +131,7 @@ impl NameRule {
         match kind {
             "Namespace" => NameRule::Dns1123Label,
             "Service" => NameRule::Dns1035Label,
+            "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding" => NameRule::PathSegment,
             _ => NameRule::Dns1123Subdomain,
         }
     }
@@ -147,6 +150,11 @@ impl NameRule {
             NameRule::Dns1123Subdomain => is_dns1123_subdomain(name),
             NameRule::Dns1123Label => is_dns1123_label(name),
             NameRule::Dns1035Label => is_dns1035_label(name),
+            // A prefix is only checked for the characters a segment cannot hold.
+            NameRule::PathSegment if prefix => {
+                is_valid_path_segment_name(name).into_iter().filter(|e| e.starts_with("may not contain")).collect()
+            }
+            NameRule::PathSegment => is_valid_path_segment_name(name),
         }
     }
 }

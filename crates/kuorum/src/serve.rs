@@ -19,6 +19,7 @@ use kuorum_api::seams::{SplitMix64, SystemClock};
 use kuorum_node::{start_node, NodeConfig, NodeSeams};
 use kuorum_raft::{Dialer, PeerIo, TcpDialer};
 use kuorum_rest::auth::Authenticator;
+use kuorum_rest::authz::Authorization;
 use kuorum_store_file::FileLogEngine;
 use kuorum_store_rocks::RocksStore;
 use tokio_stream::wrappers::TcpListenerStream;
@@ -86,10 +87,32 @@ pub struct ServeArgs {
     pub peer_key_file: Option<PathBuf>,
     #[arg(long)]
     pub peer_ca_file: Option<PathBuf>,
+    /// How authenticated requests are authorized: `RBAC` (Roles, ClusterRoles and their
+    /// bindings; `system:masters` may do anything) or `AlwaysAllow`. `--insecure` implies
+    /// `AlwaysAllow`.
+    #[arg(long, value_enum, default_value = "RBAC")]
+    pub authorization_mode: AuthorizationMode,
     /// Plain HTTP on the REST port and no authentication: every request is served,
     /// anonymously. For development and tests on a private machine only.
     #[arg(long)]
     pub insecure: bool,
+}
+
+/// kube-apiserver's `--authorization-mode` values kuorum has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuthorizationMode {
+    #[value(name = "RBAC")]
+    Rbac,
+    #[value(name = "AlwaysAllow")]
+    AlwaysAllow,
+}
+
+/// What authenticated users may do.
+fn authorization(args: &ServeArgs) -> Authorization {
+    match (args.insecure, args.authorization_mode) {
+        (false, AuthorizationMode::Rbac) => Authorization::Rbac,
+        _ => Authorization::AlwaysAllow,
+    }
 }
 
 /// What the REST port speaks and who it serves.
@@ -215,6 +238,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
         join: args.join,
         auth: Arc::new(auth),
+        authorization: authorization(&args),
         ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {

@@ -55,6 +55,8 @@ pub struct NodeConfig {
     pub join: bool,
     /// Who may use the REST API (default: everyone, anonymously).
     pub auth: Arc<kuorum_rest::auth::Authenticator>,
+    /// What authenticated users may do (default: everything).
+    pub authorization: kuorum_rest::authz::Authorization,
 }
 
 impl NodeConfig {
@@ -71,6 +73,7 @@ impl NodeConfig {
             max_mutating_requests_inflight: kuorum_rest::metrics::DEFAULT_MAX_MUTATING_INFLIGHT,
             join: false,
             auth: Arc::new(kuorum_rest::auth::Authenticator::allow_all()),
+            authorization: kuorum_rest::authz::Authorization::AlwaysAllow,
         }
     }
 }
@@ -185,6 +188,7 @@ where
     let rest = RestState {
         request_timeout: cfg.request_timeout,
         auth: cfg.auth.clone(),
+        authorization: cfg.authorization,
         ..RestState::new(cluster.clone(), cache.clone(), seams.clock.clone(), seams.entropy.clone())
     };
     rest.metrics.set_inflight_limits(cfg.max_requests_inflight, cfg.max_mutating_requests_inflight);
@@ -212,7 +216,7 @@ where
         }
     }));
 
-    tasks.push(tokio::spawn(bootstrap::ensure_system_namespaces(cluster.clone(), seams.clock.clone(), seams.entropy)));
+    tasks.push(tokio::spawn(bootstrap::ensure_bootstrap_objects(cluster.clone(), seams.clock.clone(), seams.entropy)));
     tasks.push(tokio::spawn(namespace_controller::run(cluster.clone(), seams.clock.clone())));
     tasks.push(tokio::spawn(crd_controller::run(cluster.clone(), seams.clock)));
     tasks.push(tokio::spawn(compaction::run(cluster.clone(), cfg.compaction_window)));

@@ -94,6 +94,17 @@ const KINDS: &[(&str, &str, &str)] = &[
     ("coordination.k8s.io/v1", "Lease", "api.coordination.v1.Lease"),
     ("coordination.k8s.io/v1", "LeaseList", "api.coordination.v1.LeaseList"),
     ("autoscaling/v1", "Scale", "api.autoscaling.v1.Scale"),
+    ("rbac.authorization.k8s.io/v1", "Role", "api.rbac.v1.Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleList", "api.rbac.v1.RoleList"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding", "api.rbac.v1.RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "RoleBindingList", "api.rbac.v1.RoleBindingList"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole", "api.rbac.v1.ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleList", "api.rbac.v1.ClusterRoleList"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "api.rbac.v1.ClusterRoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBindingList", "api.rbac.v1.ClusterRoleBindingList"),
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview", "api.authorization.v1.SelfSubjectAccessReview"),
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview", "api.authorization.v1.SelfSubjectRulesReview"),
+    ("authentication.k8s.io/v1", "SelfSubjectReview", "api.authentication.v1.SelfSubjectReview"),
     // Status is unversioned ("v1" in every group); meta.k8s.io/v1 is accepted too.
     ("v1", "Status", META_STATUS),
     ("meta.k8s.io/v1", "Status", META_STATUS),
@@ -102,6 +113,7 @@ const KINDS: &[(&str, &str, &str)] = &[
     ("apps/v1", "DeleteOptions", META_DELETE_OPTIONS),
     ("coordination.k8s.io/v1", "DeleteOptions", META_DELETE_OPTIONS),
     ("autoscaling/v1", "DeleteOptions", META_DELETE_OPTIONS),
+    ("rbac.authorization.k8s.io/v1", "DeleteOptions", META_DELETE_OPTIONS),
     ("meta.k8s.io/v1", "DeleteOptions", META_DELETE_OPTIONS),
 ];
 

@@ -68,7 +68,10 @@ impl Special {
             "apimachinery.pkg.apis.meta.v1.MicroTime" => Special::MicroTime,
             "apimachinery.pkg.apis.meta.v1.Duration" => Special::Duration,
             "apimachinery.pkg.apis.meta.v1.FieldsV1" => Special::FieldsV1,
-            "apimachinery.pkg.apis.meta.v1.Verbs" => Special::Verbs,
+            // A string list in a message of its own, as JSON shows it: a plain array.
+            "apimachinery.pkg.apis.meta.v1.Verbs"
+            | "api.authentication.v1.ExtraValue"
+            | "api.authorization.v1.ExtraValue" => Special::Verbs,
             "apimachinery.pkg.util.intstr.IntOrString" => Special::IntOrString,
             "apimachinery.pkg.api.resource.Quantity" => Special::Quantity,
             "apimachinery.pkg.runtime.RawExtension" => Special::RawExtension,

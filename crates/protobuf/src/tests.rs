@@ -165,6 +165,8 @@ impl<'a> Walk<'a> {
         let ty = prop.get("type").and_then(Value::as_str);
         let format = prop.get("format").and_then(Value::as_str);
         let ok = match kind {
+            // A string list wrapped in a message (ExtraValue) that the schema writes inline.
+            Kind::Message(m) if matches!(Special::of(m), Some(Special::Verbs)) && ty == Some("array") => true,
             Kind::Message(m) => {
                 let Some((name, target)) = self.target(prop) else {
                     self.problems.push(format!("{at}: message {}, but the schema has no $ref", m.full_name()));

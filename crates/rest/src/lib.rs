@@ -26,6 +26,7 @@ use kuorum_watch::WatchCache;
 use tower_http::compression::{CompressionLayer, Predicate};
 
 pub mod auth;
+pub mod authz;
 mod consistency;
 mod crd_cleanup;
 mod create;
@@ -76,6 +77,8 @@ pub struct RestState {
     pub metrics: Arc<metrics::Metrics>,
     /// Who may ask: client certificates, tokens, anonymous or not.
     pub auth: Arc<auth::Authenticator>,
+    /// What the users authentication found may do.
+    pub authorization: authz::Authorization,
 }
 
 impl RestState {
@@ -90,6 +93,7 @@ impl RestState {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             custom: Arc::new(CustomResources::default()),
             auth: Arc::new(auth::Authenticator::allow_all()),
+            authorization: authz::Authorization::AlwaysAllow,
         }
     }
 }
@@ -127,9 +131,10 @@ pub fn router_with(state: RestState, extra: Router) -> Router {
         .route("/apis/{group}/{version}/{*rest}", axum::routing::any(route::dispatch))
         .method_not_allowed_fallback(error::method_not_allowed)
         .fallback(error::path_not_found)
-        .with_state(state)
+        .with_state(state.clone())
         .layer(axum::middleware::from_fn(protobuf::answer_in_protobuf))
         .merge(extra)
+        .layer(axum::middleware::from_fn_with_state(state, authz::authorize))
         .layer(CompressionLayer::new().gzip(true).no_br().no_deflate().no_zstd().compress_when(LargeBodies))
         .layer(axum::middleware::from_fn_with_state(auth, auth::authenticate))
         // Outermost: it sees every request, and the status code the client gets.

@@ -25,11 +25,12 @@ use kuorum_api::validation::is_valid_path_segment_name;
 use kuorum_api::{ApiError, GroupResource};
 use kuorum_schema::{Schema, Schemas};
 
+use crate::auth::UserInfo;
 use crate::consistency::{wait_fresh, Freshness};
 use crate::custom::CustomRef;
 use crate::error::RestError;
 use crate::query::{decode_component, Query};
-use crate::{create, delete, get, list, negotiate, patch, subresource, update, watch, RestState};
+use crate::{authz, create, delete, get, list, negotiate, patch, subresource, update, watch, RestState};
 
 /// What a resource path names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,7 +173,14 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
     negotiate::check_accept(&parts.headers)?;
     let gr = target.def.group_resource();
     let method = parts.method;
+    let user = parts.extensions.get::<UserInfo>().cloned();
     let ctx = Ctx { target, query, headers: parts.headers, body };
+    if authz::is_review(ctx.target.def) {
+        return match (method, &ctx.target.name) {
+            (Method::POST, None) => authz::review(st, user, ctx).await,
+            _ => Err(ApiError::method_not_allowed()),
+        };
+    }
 
     match (&ctx.target.name, &ctx.target.subresource) {
         // A collection.

@@ -9,10 +9,14 @@
 //! - a custom resource is validated against its version's schema (422 Invalid), and is
 //!   not created while its CRD is being deleted (405, as kube-apiserver answers);
 //!
+//! - a Role, ClusterRole or binding is validated as kube-apiserver's RBAC strategy does
+//!   (rules name verbs and resources or URLs; a binding's roleRef cannot change);
+//!
 //! and [`stored`] gives the bytes to store: a custom resource at its CRD's storage
 //! version.
 
-use kuorum_api::{crd, ApiError, GroupResource};
+use kuorum_api::registry::RBAC_GROUP;
+use kuorum_api::{crd, rbac, ApiError, GroupResource};
 use serde_json::Value;
 
 use crate::object::{self, Object};
@@ -33,6 +37,17 @@ pub(crate) fn before_write(t: &Target, old: Option<&Object>, obj: &mut Object, n
             return Err(e);
         }
         return crate::custom::validate(t.def, c, obj);
+    }
+    if t.custom.is_none() && t.def.group == RBAC_GROUP {
+        let new = Value::Object(obj.clone());
+        let errs = match t.def.kind {
+            "Role" | "ClusterRole" => rbac::validate_role(&new, t.def.namespaced()),
+            _ => rbac::validate_binding(&new, old.map(|o| Value::Object(o.clone())).as_ref(), t.def.namespaced()),
+        };
+        if !errs.is_empty() {
+            let name = object::meta_str(obj, "name").unwrap_or("");
+            return Err(ApiError::invalid(t.def.group_kind(), name, &errs));
+        }
     }
     if is_crd(t) {
         if t.subresource.as_deref() != Some("status") {

@@ -67,7 +67,17 @@ async fn aggregated_discovery_has_the_exact_content_type() {
     assert_eq!(r.content_type(), AGGREGATED_CONTENT_TYPE);
     let v = r.json();
     let names: Vec<_> = v["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].clone()).collect();
-    assert_eq!(names, [json!("apps"), json!("coordination.k8s.io"), json!("apiextensions.k8s.io")]);
+    assert_eq!(
+        names,
+        [
+            "apps",
+            "authentication.k8s.io",
+            "authorization.k8s.io",
+            "coordination.k8s.io",
+            "rbac.authorization.k8s.io",
+            "apiextensions.k8s.io"
+        ]
+    );
 }
 
 #[tokio::test]

@@ -812,7 +812,18 @@ mod tests {
         let index: Value = serde_json::from_slice(&api.index().json).unwrap();
         let paths = index["paths"].as_object().unwrap();
         let keys: Vec<&str> = paths.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["api/v1", "apis/apiextensions.k8s.io/v1", "apis/apps/v1", "apis/coordination.k8s.io/v1"]);
+        assert_eq!(
+            keys,
+            [
+                "api/v1",
+                "apis/apiextensions.k8s.io/v1",
+                "apis/apps/v1",
+                "apis/authentication.k8s.io/v1",
+                "apis/authorization.k8s.io/v1",
+                "apis/coordination.k8s.io/v1",
+                "apis/rbac.authorization.k8s.io/v1"
+            ]
+        );
         for (path, entry) in paths {
             let url = entry["serverRelativeURL"].as_str().unwrap();
             let d = api.document(path).unwrap();
@@ -823,7 +834,7 @@ mod tests {
             assert_eq!(api.url_of(path).as_deref(), Some(url));
         }
         assert!(api.document("apis/apps/v2").is_none());
-        assert_eq!(api.paths().count(), 4);
+        assert_eq!(api.paths().count(), 7);
     }
 
     #[test]
@@ -981,8 +992,9 @@ mod tests {
         }
         // configmaps, events, namespaces(+status), nodes(+status), pods(+status), secrets,
         // serviceaccounts, services(+status), deployments(+status, scale), leases,
-        // customresourcedefinitions(+status).
-        assert_eq!(patches, 18);
+        // customresourcedefinitions(+status), clusterroles, clusterrolebindings, roles,
+        // rolebindings.
+        assert_eq!(patches, 22);
     }
 
     /// `kubectl explain` finds the kind through an operation's GVK, then the component
@@ -997,12 +1009,15 @@ mod tests {
             } else {
                 format!("/apis/{}/{}", def.group, def.version)
             };
-            let path = if def.namespaced() {
-                format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", def.plural)
+            // A review is only created: its operation is the collection's POST.
+            let (path, method) = if def.verbs == ["create"] {
+                (format!("{prefix}/{}", def.plural), "post")
+            } else if def.namespaced() {
+                (format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", def.plural), "get")
             } else {
-                format!("{prefix}/{}/{{name}}", def.plural)
+                (format!("{prefix}/{}/{{name}}", def.plural), "get")
             };
-            let gvk = &d["paths"][&path]["get"]["x-kubernetes-group-version-kind"];
+            let gvk = &d["paths"][&path][method]["x-kubernetes-group-version-kind"];
             assert_eq!(gvk["kind"], def.kind, "{path}");
             let found: Vec<&String> = d["components"]["schemas"]
                 .as_object()
@@ -1133,7 +1148,7 @@ mod tests {
         let served = OpenApiV3::new(
             builtin_documents().into_iter().chain([(group_version_path("stable.example.com", "v1"), d)]),
         );
-        assert_eq!(served.paths().count(), 5);
+        assert_eq!(served.paths().count(), 8);
         assert!(served
             .url_of("apis/stable.example.com/v1")
             .unwrap()

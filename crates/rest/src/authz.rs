@@ -1,0 +1,208 @@
+//! Who may do what: the authorization layer, after authentication, and the access reviews
+//! (`kubectl auth can-i`, `kubectl auth can-i --list`, `kubectl auth whoami`).
+//!
+//! With [`Authorization::Rbac`] every request is checked against the Roles,
+//! ClusterRoles and their bindings in this node's watch cache (as kube-apiserver checks
+//! its informers' copies: a binding takes effect on a node once the node has applied it).
+//! `system:masters` is allowed everything without a look, as in kube-apiserver. A
+//! refusal is 403 Forbidden with kube-apiserver's message. The rules themselves are
+//! [`kuorum_api::rbac`]'s.
+//!
+//! [`Authorization::AlwaysAllow`] (the simulator, the tests, `--insecure`) allows all.
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use kuorum_api::rbac::{subject_matches, Attributes, PolicyRule};
+use kuorum_api::registry::{AUTHENTICATION_GROUP, AUTHORIZATION_GROUP, RBAC_GROUP};
+use kuorum_api::{ApiError, GroupResource};
+use kuorum_store::keys::{collection_prefix, ObjectKey};
+use kuorum_watch::{WatchCache, WatchFilter};
+use serde_json::{json, Value};
+
+use crate::auth::UserInfo;
+use crate::error::RestError;
+use crate::negotiate::{self, json_response};
+use crate::object::{self, BodyFormat};
+use crate::query::decode_component;
+use crate::route::Ctx;
+use crate::RestState;
+
+/// How requests are authorized (kube-apiserver's `--authorization-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Authorization {
+    /// Every authenticated request is allowed.
+    #[default]
+    AlwaysAllow,
+    /// Roles and bindings decide; `system:masters` may do anything.
+    Rbac,
+}
+
+/// The middleware: lets the request through or answers 403.
+pub(crate) async fn authorize(State(st): State<RestState>, req: Request, next: Next) -> Response {
+    if st.authorization == Authorization::AlwaysAllow {
+        return next.run(req).await;
+    }
+    // No user: a path authentication leaves open (the health checks).
+    let Some(user) = req.extensions().get::<UserInfo>() else {
+        return next.run(req).await;
+    };
+    if user.is_master() {
+        return next.run(req).await;
+    }
+    let attrs = attributes(&req);
+    if allowed(&st.cache, user, &attrs) {
+        return next.run(req).await;
+    }
+    let gr = GroupResource { group: &attrs.api_group, resource: &attrs.resource };
+    RestError(ApiError::forbidden(gr, &attrs.name, &attrs.denial(&user.name))).into_response()
+}
+
+fn attributes(req: &Request) -> Attributes {
+    let uri = req.uri();
+    Attributes::from_request(req.method().as_str(), uri.path(), uri.query().unwrap_or(""), |s| {
+        decode_component(s, false)
+    })
+}
+
+/// Whether RBAC lets `user` do what `attrs` asks.
+pub(crate) fn allowed(cache: &WatchCache, user: &UserInfo, attrs: &Attributes) -> bool {
+    user.is_master() || rules_of(cache, user, &attrs.namespace).iter().any(|r| r.allows(attrs))
+}
+
+/// Every rule granted to `user`: by ClusterRoleBindings everywhere, and by RoleBindings
+/// in `namespace` (none when it is empty).
+pub(crate) fn rules_of(cache: &WatchCache, user: &UserInfo, namespace: &str) -> Vec<PolicyRule> {
+    let mut rules = Vec::new();
+    let role = |resource: &'static str, ns: Option<&str>, name: &str| {
+        let key = ObjectKey { group: RBAC_GROUP, resource, namespace: ns, name }.encode();
+        cache.get(&key).1.and_then(|obj| obj.value().map(PolicyRule::of_role)).unwrap_or_default()
+    };
+    let bindings = |resource: &'static str, ns: Option<&str>| {
+        cache.list(&WatchFilter::prefix(collection_prefix(RBAC_GROUP, resource, ns)), None, usize::MAX).items
+    };
+    for b in bindings("clusterrolebindings", None) {
+        let Some(v) = b.value() else { continue };
+        if binds(v, user, "") && v.pointer("/roleRef/kind").and_then(Value::as_str) == Some("ClusterRole") {
+            rules.extend(role("clusterroles", None, role_name(v)));
+        }
+    }
+    if !namespace.is_empty() {
+        for b in bindings("rolebindings", Some(namespace)) {
+            let Some(v) = b.value() else { continue };
+            if !binds(v, user, namespace) {
+                continue;
+            }
+            match v.pointer("/roleRef/kind").and_then(Value::as_str) {
+                Some("ClusterRole") => rules.extend(role("clusterroles", None, role_name(v))),
+                Some("Role") => rules.extend(role("roles", Some(namespace), role_name(v))),
+                _ => {}
+            }
+        }
+    }
+    rules
+}
+
+fn role_name(binding: &Value) -> &str {
+    binding.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or("")
+}
+
+fn binds(binding: &Value, user: &UserInfo, namespace: &str) -> bool {
+    binding
+        .get("subjects")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|s| subject_matches(s, &user.name, &user.groups, namespace))
+}
+
+/// Whether a resource is one of the reviews answered here rather than stored.
+pub(crate) fn is_review(def: &kuorum_api::ResourceDef) -> bool {
+    def.group == AUTHORIZATION_GROUP || def.group == AUTHENTICATION_GROUP
+}
+
+/// POST of a SelfSubjectAccessReview, SelfSubjectRulesReview or SelfSubjectReview: the
+/// review as sent, with the answer in its `status` (201 Created, nothing stored).
+pub(crate) async fn review(st: &RestState, user: Option<UserInfo>, ctx: Ctx) -> Result<Response, ApiError> {
+    let def = ctx.target.def;
+    let format = BodyFormat::of(&ctx.headers)?;
+    let body = negotiate::read_body(&ctx.headers, ctx.body).await?;
+    let mut obj = object::decode_as(format, &body)?;
+    object::check_type_meta(&mut obj, def)?;
+    let user = user.unwrap_or_else(|| UserInfo::new("system:anonymous", &["system:unauthenticated"]));
+    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    let status = match def.kind {
+        "SelfSubjectReview" => json!({"userInfo": {"username": user.name, "uid": user.uid, "groups": user.groups}}),
+        "SelfSubjectAccessReview" => access_review(st, &user, &spec)?,
+        "SelfSubjectRulesReview" => rules_review(st, &user, &spec),
+        _ => return Err(ApiError::method_not_allowed()),
+    };
+    obj.insert("status".into(), status);
+    obj.entry("metadata").or_insert_with(|| json!({"creationTimestamp": null}));
+    Ok(json_response(StatusCode::CREATED, object::to_vec(&obj)))
+}
+
+fn access_review(st: &RestState, user: &UserInfo, spec: &Value) -> Result<Value, ApiError> {
+    let s = |v: Option<&Value>, k: &str| v.and_then(|v| v.get(k)).and_then(Value::as_str).unwrap_or("").to_string();
+    let attrs = match (spec.get("resourceAttributes"), spec.get("nonResourceAttributes")) {
+        (Some(r), None) => Attributes {
+            verb: s(Some(r), "verb"),
+            resource_request: true,
+            api_group: s(Some(r), "group"),
+            resource: s(Some(r), "resource"),
+            subresource: s(Some(r), "subresource"),
+            namespace: s(Some(r), "namespace"),
+            name: s(Some(r), "name"),
+            path: String::new(),
+        },
+        (None, Some(n)) => Attributes { verb: s(Some(n), "verb"), path: s(Some(n), "path"), ..Attributes::default() },
+        _ => {
+            let e = kuorum_api::validation::FieldError::invalid(
+                "spec.resourceAttributes",
+                "",
+                "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+            );
+            return Err(ApiError::invalid(
+                kuorum_api::GroupKind { group: AUTHORIZATION_GROUP, kind: "SelfSubjectAccessReview" },
+                "",
+                &[e],
+            ));
+        }
+    };
+    let allowed = st.authorization == Authorization::AlwaysAllow || allowed(&st.cache, user, &attrs);
+    Ok(if allowed { json!({"allowed": true, "reason": allow_reason(st, user)}) } else { json!({"allowed": false}) })
+}
+
+fn allow_reason(st: &RestState, user: &UserInfo) -> &'static str {
+    if st.authorization == Authorization::AlwaysAllow {
+        "every request is allowed (authorization mode AlwaysAllow)"
+    } else if user.is_master() {
+        "member of system:masters"
+    } else {
+        "allowed by RBAC"
+    }
+}
+
+fn rules_review(st: &RestState, user: &UserInfo, spec: &Value) -> Value {
+    let namespace = spec.get("namespace").and_then(Value::as_str).unwrap_or("");
+    let rules = if st.authorization == Authorization::AlwaysAllow || user.is_master() {
+        vec![
+            PolicyRule {
+                verbs: vec!["*".into()],
+                api_groups: vec!["*".into()],
+                resources: vec!["*".into()],
+                ..PolicyRule::default()
+            },
+            PolicyRule { verbs: vec!["*".into()], non_resource_urls: vec!["*".into()], ..PolicyRule::default() },
+        ]
+    } else {
+        rules_of(&st.cache, user, namespace)
+    };
+    let (urls, resources): (Vec<_>, Vec<_>) = rules.iter().partition(|r| !r.non_resource_urls.is_empty());
+    json!({
+        "resourceRules": resources.iter().map(|r| r.to_value()).collect::<Vec<_>>(),
+        "nonResourceRules": urls.iter().map(|r| json!({"verbs": r.verbs, "nonResourceURLs": r.non_resource_urls})).collect::<Vec<_>>(),
+        "incomplete": false,
+    })
+}

@@ -1,0 +1,268 @@
+//! RBAC over a real single-node cluster: requests refused with kube-apiserver's 403 until
+//! a binding grants them, RoleBindings confined to their namespace, subresources and
+//! resource names, service accounts, the validation of roles and bindings, and the
+//! access reviews `kubectl auth can-i` and `kubectl auth whoami` send.
+
+mod common;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::Method;
+use kuorum_api::bootstrap_policy::{cluster_role_bindings, cluster_roles};
+use kuorum_rest::auth::Authenticator;
+use kuorum_rest::authz::Authorization;
+use serde_json::{json, Value};
+
+const TOKENS: &str = "\
+root-token,root,u-0,\"system:masters\"
+alice-token,alice,u-1,\"dev\"
+ci-token,system:serviceaccount:dev:ci,u-2
+";
+
+async fn app() -> common::App {
+    let base = common::app().await;
+    for ns in ["default", "dev", "prod"] {
+        base.namespace(ns).await;
+    }
+    let tokens = Authenticator::parse_token_file(TOKENS).unwrap();
+    let state = kuorum_rest::RestState {
+        auth: Arc::new(Authenticator::new(tokens, false)),
+        authorization: Authorization::Rbac,
+        ..base.state.clone()
+    };
+    let app = common::App { router: kuorum_rest::router(state.clone()), state };
+    // The bootstrap policy a node creates: reviews for every authenticated user.
+    for (resource, object) in cluster_roles().into_iter().chain(cluster_role_bindings()) {
+        admin(&app, &format!("{RBAC}/{resource}"), object).await;
+    }
+    app
+}
+
+async fn as_user(app: &common::App, token: &str, method: Method, uri: &str, body: Option<Value>) -> common::Reply {
+    let auth = format!("Bearer {token}");
+    let headers = [("authorization", auth.as_str()), ("content-type", "application/json")];
+    let body = body.map(|b| Body::from(serde_json::to_vec(&b).unwrap())).unwrap_or_else(Body::empty);
+    app.request(method, uri, &headers, body).await
+}
+
+async fn admin(app: &common::App, uri: &str, body: Value) -> Value {
+    let r = as_user(app, "root-token", Method::POST, uri, Some(body)).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    r.json()
+}
+
+const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
+
+fn role(kind: &str, name: &str, rules: Value) -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": {"name": name}, "rules": rules})
+}
+
+fn binding(kind: &str, name: &str, role_kind: &str, role: &str, subjects: Value) -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+        "subjects": subjects,
+    })
+}
+
+async fn can_i(app: &common::App, token: &str, attrs: Value) -> bool {
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                        "spec": {"resourceAttributes": attrs}});
+    let r =
+        as_user(app, token, Method::POST, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", Some(review)).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    r.json()["status"]["allowed"].as_bool().unwrap()
+}
+
+#[tokio::test]
+async fn nothing_is_allowed_until_a_binding_grants_it() {
+    let app = app().await;
+    let r = as_user(&app, "alice-token", Method::GET, "/api/v1/namespaces/dev/configmaps", None).await;
+    r.status_of(
+        403,
+        "Forbidden",
+        "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"dev\"",
+    );
+    let r = as_user(&app, "alice-token", Method::GET, "/apis/apps/v1/deployments", None).await;
+    r.status_of(
+        403,
+        "Forbidden",
+        "deployments.apps is forbidden: User \"alice\" cannot list resource \"deployments\" in API group \"apps\" at the cluster scope",
+    );
+    let r = as_user(&app, "alice-token", Method::GET, "/metrics", None).await;
+    r.status_of(403, "Forbidden", "forbidden: User \"alice\" cannot get path \"/metrics\"");
+    // system:masters needs no binding.
+    assert_eq!(as_user(&app, "root-token", Method::GET, "/api/v1/namespaces/dev/configmaps", None).await.status, 200);
+
+    // The view ClusterRole bound in dev: reads in dev, nothing in prod, no writes.
+    let view = json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]);
+    admin(&app, &format!("{RBAC}/clusterroles"), role("ClusterRole", "cm-view", view)).await;
+    let subjects = json!([{"kind": "Group", "name": "dev", "apiGroup": "rbac.authorization.k8s.io"}]);
+    admin(
+        &app,
+        &format!("{RBAC}/namespaces/dev/rolebindings"),
+        binding("RoleBinding", "dev-view", "ClusterRole", "cm-view", subjects),
+    )
+    .await;
+    assert_eq!(as_user(&app, "alice-token", Method::GET, "/api/v1/namespaces/dev/configmaps", None).await.status, 200);
+    assert_eq!(as_user(&app, "alice-token", Method::GET, "/api/v1/namespaces/prod/configmaps", None).await.status, 403);
+    assert_eq!(as_user(&app, "alice-token", Method::GET, "/api/v1/configmaps", None).await.status, 403);
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+    let r = as_user(&app, "alice-token", Method::POST, "/api/v1/namespaces/dev/configmaps", Some(cm.clone())).await;
+    assert_eq!(r.status.as_u16(), 403);
+
+    // A Role naming one object and one subresource, bound to alice by name.
+    let rules = json!([
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["a"], "verbs": ["delete"]},
+        {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["get"]},
+    ]);
+    admin(&app, &format!("{RBAC}/namespaces/dev/roles"), role("Role", "writer", rules)).await;
+    let subjects = json!([{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}]);
+    admin(
+        &app,
+        &format!("{RBAC}/namespaces/dev/rolebindings"),
+        binding("RoleBinding", "alice-writer", "Role", "writer", subjects),
+    )
+    .await;
+    let r = as_user(&app, "alice-token", Method::POST, "/api/v1/namespaces/dev/configmaps", Some(cm)).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    assert_eq!(
+        as_user(&app, "alice-token", Method::DELETE, "/api/v1/namespaces/dev/configmaps/b", None).await.status,
+        403
+    );
+    assert_eq!(
+        as_user(&app, "alice-token", Method::DELETE, "/api/v1/namespaces/dev/configmaps/a", None).await.status,
+        200
+    );
+    assert_eq!(as_user(&app, "alice-token", Method::GET, "/api/v1/namespaces/dev/pods/p", None).await.status, 403);
+    // Allowed, and then not found: authorization comes first.
+    assert_eq!(
+        as_user(&app, "alice-token", Method::GET, "/api/v1/namespaces/dev/pods/p/status", None).await.status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn cluster_role_bindings_reach_every_namespace_and_service_accounts_are_subjects() {
+    let app = app().await;
+    let rules = json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["list"]}]);
+    admin(&app, &format!("{RBAC}/clusterroles"), role("ClusterRole", "lister", rules)).await;
+    let subjects = json!([{"kind": "ServiceAccount", "name": "ci", "namespace": "dev"}]);
+    admin(
+        &app,
+        &format!("{RBAC}/clusterrolebindings"),
+        binding("ClusterRoleBinding", "ci-lists", "ClusterRole", "lister", subjects),
+    )
+    .await;
+    for path in ["/api/v1/configmaps", "/api/v1/namespaces/prod/configmaps", "/apis/apps/v1/deployments"] {
+        assert_eq!(as_user(&app, "ci-token", Method::GET, path, None).await.status, 200, "{path}");
+    }
+    assert_eq!(as_user(&app, "ci-token", Method::GET, "/api/v1/namespaces/prod/configmaps/x", None).await.status, 403);
+    assert_eq!(as_user(&app, "alice-token", Method::GET, "/api/v1/configmaps", None).await.status, 403);
+    // Deleting the binding takes the grant away.
+    let r = as_user(&app, "root-token", Method::DELETE, &format!("{RBAC}/clusterrolebindings/ci-lists"), None).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(as_user(&app, "ci-token", Method::GET, "/api/v1/configmaps", None).await.status, 403);
+}
+
+#[tokio::test]
+async fn roles_and_bindings_are_validated() {
+    let app = app().await;
+    let r = as_user(
+        &app,
+        "root-token",
+        Method::POST,
+        &format!("{RBAC}/namespaces/dev/roles"),
+        Some(role("Role", "bad", json!([{"apiGroups": [""], "resources": ["pods"], "verbs": []}]))),
+    )
+    .await;
+    let v = r.json();
+    assert_eq!((r.status.as_u16(), v["reason"].as_str()), (422, Some("Invalid")), "{v}");
+    assert_eq!(v["details"]["causes"][0]["field"], "rules[0].verbs");
+
+    let b = binding("ClusterRoleBinding", "b", "Role", "r", json!([{"kind": "User", "name": "x"}]));
+    let r = as_user(&app, "root-token", Method::POST, &format!("{RBAC}/clusterrolebindings"), Some(b)).await;
+    assert_eq!(r.status.as_u16(), 422, "a ClusterRoleBinding names a ClusterRole: {}", r.json());
+
+    let mut b = admin(
+        &app,
+        &format!("{RBAC}/namespaces/dev/rolebindings"),
+        binding("RoleBinding", "b", "Role", "r", json!([{"kind": "User", "name": "x"}])),
+    )
+    .await;
+    b["roleRef"]["name"] = json!("other");
+    let r = as_user(&app, "root-token", Method::PUT, &format!("{RBAC}/namespaces/dev/rolebindings/b"), Some(b)).await;
+    let v = r.json();
+    assert_eq!(r.status.as_u16(), 422, "{v}");
+    assert_eq!(v["details"]["causes"][0]["field"], "roleRef");
+}
+
+#[tokio::test]
+async fn access_reviews_answer_for_the_asking_user() {
+    let app = app().await;
+    let attrs = json!({"namespace": "dev", "verb": "list", "resource": "configmaps"});
+    assert!(can_i(&app, "root-token", attrs.clone()).await, "system:masters may do anything");
+    assert!(!can_i(&app, "alice-token", attrs.clone()).await);
+    let rules = json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]);
+    admin(&app, &format!("{RBAC}/namespaces/dev/roles"), role("Role", "r", rules)).await;
+    let subjects = json!([{"kind": "User", "name": "alice"}]);
+    admin(&app, &format!("{RBAC}/namespaces/dev/rolebindings"), binding("RoleBinding", "b", "Role", "r", subjects))
+        .await;
+    assert!(can_i(&app, "alice-token", attrs).await);
+    assert!(!can_i(&app, "alice-token", json!({"namespace": "prod", "verb": "list", "resource": "configmaps"})).await);
+    assert!(!can_i(&app, "alice-token", json!({"namespace": "dev", "verb": "delete", "resource": "configmaps"})).await);
+
+    // The rules alice holds in dev.
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                        "spec": {"namespace": "dev"}});
+    let r = as_user(
+        &app,
+        "alice-token",
+        Method::POST,
+        "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+        Some(review),
+    )
+    .await;
+    assert_eq!(r.status.as_u16(), 201);
+    let status = &r.json()["status"];
+    let granted = status["resourceRules"].as_array().unwrap();
+    assert!(granted.contains(&json!({"verbs": ["list"], "apiGroups": [""], "resources": ["configmaps"]})), "{status}");
+    assert!(
+        granted.iter().any(|r| r["resources"].as_array().unwrap().contains(&json!("selfsubjectaccessreviews"))),
+        "system:basic-user's: {status}"
+    );
+    assert!(status["nonResourceRules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["nonResourceURLs"].as_array().unwrap().contains(&json!("/version"))));
+    assert_eq!(status["incomplete"], false);
+
+    // Who alice is.
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let r =
+        as_user(&app, "alice-token", Method::POST, "/apis/authentication.k8s.io/v1/selfsubjectreviews", Some(review))
+            .await;
+    assert_eq!(r.status.as_u16(), 201);
+    assert_eq!(
+        r.json()["status"]["userInfo"],
+        json!({"username": "alice", "uid": "u-1", "groups": ["dev", "system:authenticated"]})
+    );
+
+    // A review is created, never read back.
+    let r =
+        as_user(&app, "root-token", Method::GET, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", None).await;
+    assert_eq!(r.status.as_u16(), 405);
+    let empty = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": {}});
+    let r = as_user(
+        &app,
+        "root-token",
+        Method::POST,
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        Some(empty),
+    )
+    .await;
+    assert_eq!(r.status.as_u16(), 422, "{}", r.json());
+}
