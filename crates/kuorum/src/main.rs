@@ -1,10 +1,12 @@
 //! The `kuorum` command: `serve` runs one node over TCP; `up` runs a local cluster of
 //! `serve` processes and writes a kubeconfig for it; `member` lists and changes a running
-//! cluster's membership.
+//! cluster's membership; `certs` makes certificates; `snapshot` saves and restores
+//! backups.
 
 mod member;
 mod pki;
 mod serve;
+mod snapshot;
 mod tls;
 mod up;
 
@@ -27,6 +29,8 @@ enum Cmd {
     Member(member::MemberArgs),
     /// Make a CA and the certificates for a cluster's nodes and admin, or a user's.
     Certs(pki::CertsArgs),
+    /// Save a backup of a running cluster, or restore one into a new cluster's node.
+    Snapshot(snapshot::SnapshotArgs),
 }
 
 /// glibc's malloc was about a sixth of a node's CPU under concurrent creates (many small,
@@ -51,12 +55,13 @@ fn main() -> anyhow::Result<()> {
         // A blocking HTTP client: no runtime around it.
         Cmd::Member(args) => return member::run(args),
         Cmd::Certs(args) => return pki::run(args),
+        Cmd::Snapshot(args) => return snapshot::run(args),
         other => other,
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match command {
         Cmd::Serve(args) => rt.block_on(serve::run(args)),
         Cmd::Up(args) => rt.block_on(up::run(args)),
-        Cmd::Member(_) | Cmd::Certs(_) => unreachable!("handled above"),
+        Cmd::Member(_) | Cmd::Certs(_) | Cmd::Snapshot(_) => unreachable!("handled above"),
     }
 }

@@ -10,15 +10,8 @@ use serde_json::{json, Value};
 
 #[derive(Args, Debug)]
 pub struct MemberArgs {
-    /// REST URLs of the cluster's nodes, comma-separated (any subset; the leader is found).
-    /// Default: every cluster in --kubeconfig, else http://127.0.0.1:6443.
-    #[arg(long, value_delimiter = ',', global = true)]
-    pub server: Vec<String>,
-    /// Take the servers, the CA and the user's credentials (a client certificate or a
-    /// token, of a user in system:masters) from this kubeconfig, such as the one
-    /// `kuorum up` writes.
-    #[arg(long, global = true)]
-    pub kubeconfig: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub connect: Connect,
     /// Print the answer as JSON rather than a table.
     #[arg(long, short = 'o', value_parser = ["table", "json"], default_value = "table", global = true)]
     pub output: String,
@@ -45,11 +38,25 @@ pub enum MemberAction {
     TransferLeader { id: u64 },
 }
 
+/// How the CLI reaches a cluster's nodes (`kuorum member`, `kuorum snapshot save`).
+#[derive(Args, Debug)]
+pub struct Connect {
+    /// REST URLs of the cluster's nodes, comma-separated (any subset; the leader is found).
+    /// Default: every cluster in --kubeconfig, else http://127.0.0.1:6443.
+    #[arg(long, value_delimiter = ',', global = true)]
+    pub server: Vec<String>,
+    /// Take the servers, the CA and the user's credentials (a client certificate or a
+    /// token, of a user in system:masters) from this kubeconfig, such as the one
+    /// `kuorum up` writes.
+    #[arg(long, global = true)]
+    pub kubeconfig: Option<std::path::PathBuf>,
+}
+
 /// Where to send, and how to authenticate.
-struct Target {
-    servers: Vec<String>,
-    client: reqwest::blocking::Client,
-    token: Option<String>,
+pub(crate) struct Target {
+    pub servers: Vec<String>,
+    pub client: reqwest::blocking::Client,
+    pub token: Option<String>,
 }
 
 fn b64_field(v: &serde_yaml_ng::Value, key: &str) -> anyhow::Result<Option<Vec<u8>>> {
@@ -60,7 +67,7 @@ fn b64_field(v: &serde_yaml_ng::Value, key: &str) -> anyhow::Result<Option<Vec<u
     }
 }
 
-fn target(args: &MemberArgs) -> anyhow::Result<Target> {
+pub(crate) fn target(args: &Connect) -> anyhow::Result<Target> {
     // Adding a learner waits for it to catch up, which can take a while on a big store.
     let mut builder = reqwest::blocking::Client::builder().timeout(Duration::from_secs(600));
     let mut servers = args.server.clone();
@@ -110,7 +117,7 @@ fn target(args: &MemberArgs) -> anyhow::Result<Target> {
 /// Sends the request to each server until one that is the leader (or can answer a
 /// read) replies; a 421 means "not the leader", so the next server is tried.
 fn send(args: &MemberArgs, method: reqwest::Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
-    let Target { servers, client, token } = target(args)?;
+    let Target { servers, client, token } = target(&args.connect)?;
     let mut last = String::from("no server given");
     for server in &servers {
         let url = format!("{}{}", server.trim_end_matches('/'), path);
@@ -143,7 +150,7 @@ fn send(args: &MemberArgs, method: reqwest::Method, path: &str, body: Option<Val
 }
 
 /// A Status' message, or the raw text.
-fn message(text: &str) -> String {
+pub(crate) fn message(text: &str) -> String {
     serde_json::from_str::<Value>(text)
         .ok()
         .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))
@@ -178,7 +185,7 @@ pub fn run(args: MemberArgs) -> anyhow::Result<()> {
             let any = send(&args, Method::GET, "/kuorum/v1/members", None)?;
             match any["leader"].as_u64() {
                 Some(l) if any["node"].as_u64() != Some(l) => {
-                    let t = target(&args)?;
+                    let t = target(&args.connect)?;
                     let leader_view = t.servers.iter().find_map(|s| {
                         let mut req = t.client.get(format!("{}/kuorum/v1/members", s.trim_end_matches('/')));
                         if let Some(tok) = &t.token {

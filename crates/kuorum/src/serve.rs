@@ -159,7 +159,7 @@ fn peer_security(args: &ServeArgs) -> anyhow::Result<Option<(Arc<rustls::ServerC
     }
 }
 
-fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, String>> {
+pub(crate) fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, String>> {
     let mut out = BTreeMap::new();
     for p in peers {
         let (id, addr) = p.split_once('=').with_context(|| format!("peer {p:?} is not ID=ADDR"))?;

@@ -9,6 +9,7 @@
 //! and CustomResourceDefinitions that are being deleted, and proposes compaction of history
 //! older than the window.
 
+mod backup;
 mod bootstrap;
 mod compaction;
 mod crd_controller;
@@ -192,7 +193,9 @@ where
         ..RestState::new(cluster.clone(), cache.clone(), seams.clock.clone(), seams.entropy.clone())
     };
     rest.metrics.set_inflight_limits(cfg.max_requests_inflight, cfg.max_mutating_requests_inflight);
-    let own = debug::router(started.raft.clone()).merge(members::router(started.raft.clone()));
+    let own = debug::router(started.raft.clone())
+        .merge(members::router(started.raft.clone()))
+        .merge(backup::router(started.state_machine.clone(), cluster.clone()));
     let app = kuorum_rest::router_with(rest, own);
     // Per connection: who its client certificate names, handed to each of its requests.
     let app = tower::service_fn(move |incoming: axum::serve::IncomingStream<'_, R>| {

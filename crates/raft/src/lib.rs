@@ -4,6 +4,7 @@
 //! [`Cluster`], the handle the REST layer uses, and [`status`], what a node reports to
 //! operators.
 
+pub mod backup;
 pub mod cluster;
 pub(crate) mod codec;
 pub mod log_store;

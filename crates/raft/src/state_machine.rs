@@ -25,8 +25,8 @@ use tokio::sync::watch;
 use crate::codec::{decode, encode};
 use crate::types::{LogId, SnapshotMeta, StoredMembership, TypeConfig};
 
-const META_APPLIED: &str = "last_applied";
-const META_MEMBERSHIP: &str = "membership";
+pub(crate) const META_APPLIED: &str = "last_applied";
+pub(crate) const META_MEMBERSHIP: &str = "membership";
 /// History at or below this rv has been compacted away.
 const META_COMPACTED: &str = "compacted";
 
@@ -42,10 +42,10 @@ pub type Snapshot = openraft::alias::SnapshotOf<TypeConfig, SnapshotData>;
 
 /// What a snapshot carries: the engine's dump, in a form bincode can encode.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct SnapshotBody {
-    objects: Vec<(String, Bytes)>,
-    history: Vec<(String, u64, Option<Bytes>)>,
-    meta: Vec<(String, Bytes)>,
+pub(crate) struct SnapshotBody {
+    pub objects: Vec<(String, Bytes)>,
+    pub history: Vec<(String, u64, Option<Bytes>)>,
+    pub meta: Vec<(String, Bytes)>,
 }
 
 impl From<ObjectDump> for SnapshotBody {

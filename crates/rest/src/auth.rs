@@ -230,6 +230,7 @@ fn split_csv(line: &str) -> Vec<String> {
 pub(crate) async fn authenticate(State(auth): State<Arc<Authenticator>>, mut req: Request, next: Next) -> Response {
     match auth.admit(&req) {
         Ok(Some(user)) => {
+            tracing::Span::current().record("user", tracing::field::display(&user.name));
             // The metrics layer, outside this one, marks watches.
             let watch =
                 auth.max_watches_per_user > 0 && req.extensions().get::<crate::metrics::WatchRequest>().is_some();

@@ -124,13 +124,13 @@ pub(crate) fn is_review(def: &kuorum_api::ResourceDef) -> bool {
 
 /// POST of a SelfSubjectAccessReview, SelfSubjectRulesReview or SelfSubjectReview: the
 /// review as sent, with the answer in its `status` (201 Created, nothing stored).
-pub(crate) async fn review(st: &RestState, user: Option<UserInfo>, ctx: Ctx) -> Result<Response, ApiError> {
+pub(crate) async fn review(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
     let def = ctx.target.def;
     let format = BodyFormat::of(&ctx.headers)?;
     let body = negotiate::read_body(&ctx.headers, ctx.body).await?;
     let mut obj = object::decode_as(format, &body)?;
     object::check_type_meta(&mut obj, def)?;
-    let user = user.unwrap_or_else(|| UserInfo::new("system:anonymous", &["system:unauthenticated"]));
+    let user = ctx.user.unwrap_or_else(|| UserInfo::new("system:anonymous", &["system:unauthenticated"]));
     let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
     let status = match def.kind {
         "SelfSubjectReview" => json!({"userInfo": {"username": user.name, "uid": user.uid, "groups": user.groups}}),
@@ -205,4 +205,61 @@ fn rules_review(st: &RestState, user: &UserInfo, spec: &Value) -> Value {
         "nonResourceRules": urls.iter().map(|r| json!({"verbs": r.verbs, "nonResourceURLs": r.non_resource_urls})).collect::<Vec<_>>(),
         "incomplete": false,
     })
+}
+
+/// kube-apiserver's guard against privilege escalation through RBAC itself: a user may
+/// write a Role or ClusterRole only if they hold every permission it grants (or may
+/// `escalate` on it), and a binding only if they hold every permission of the role it
+/// names (or may `bind` it). `value` is the object about to be stored through `t`.
+pub(crate) fn check_escalation(
+    st: &RestState,
+    user: Option<&UserInfo>,
+    t: &crate::route::Target,
+    value: &Value,
+) -> Result<(), ApiError> {
+    let Some(user) = user else { return Ok(()) };
+    if st.authorization == Authorization::AlwaysAllow || user.is_master() {
+        return Ok(());
+    }
+    let namespace = t.namespace.as_deref().unwrap_or("");
+    let name = value.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let may = |verb: &str, resource: &str, name: &str| {
+        let attrs = Attributes {
+            verb: verb.into(),
+            resource_request: true,
+            api_group: RBAC_GROUP.into(),
+            resource: resource.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+            ..Attributes::default()
+        };
+        allowed(&st.cache, user, &attrs)
+    };
+    let (wanted, exempt) = match t.def.kind {
+        "Role" | "ClusterRole" => (PolicyRule::of_role(value), may("escalate", t.def.plural, name)),
+        _ => {
+            let role_kind = value.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or("");
+            let role = role_name(value);
+            let (resource, ns) = if role_kind == "Role" { ("roles", Some(namespace)) } else { ("clusterroles", None) };
+            let key = ObjectKey { group: RBAC_GROUP, resource, namespace: ns, name: role }.encode();
+            let rules = st.cache.get(&key).1.and_then(|o| o.value().map(PolicyRule::of_role)).unwrap_or_default();
+            (rules, may("bind", resource, role))
+        }
+    };
+    if exempt {
+        return Ok(());
+    }
+    let held = rules_of(&st.cache, user, namespace);
+    let missing: Vec<String> =
+        wanted.iter().filter(|r| !kuorum_api::rbac::covers(&held, r)).map(|r| r.to_value().to_string()).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let why = format!(
+        "user {:?} (groups={:?}) is attempting to grant RBAC permissions not currently held:\n{}",
+        user.name,
+        user.groups,
+        missing.join("\n")
+    );
+    Err(ApiError::forbidden(t.def.group_resource(), name, &why))
 }

@@ -72,7 +72,7 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.group_kind(), &name, &errs));
         }
-        strategy::before_write(&ctx.target, None, &mut obj, &now)?;
+        strategy::before_write(st, ctx.user.as_ref(), &ctx.target, None, &mut obj, &now)?;
         if dry_run {
             return Ok(fields::with_warnings(json_response(StatusCode::CREATED, object::to_vec(&obj)), &warnings));
         }

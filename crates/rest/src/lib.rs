@@ -46,6 +46,7 @@ mod openapi;
 mod patch;
 mod protobuf;
 pub mod query;
+pub mod request_log;
 mod route;
 mod strategy;
 mod subresource;
@@ -137,8 +138,9 @@ pub fn router_with(state: RestState, extra: Router) -> Router {
         .layer(axum::middleware::from_fn_with_state(state, authz::authorize))
         .layer(CompressionLayer::new().gzip(true).no_br().no_deflate().no_zstd().compress_when(LargeBodies))
         .layer(axum::middleware::from_fn_with_state(auth, auth::authenticate))
-        // Outermost: it sees every request, and the status code the client gets.
         .layer(axum::middleware::from_fn_with_state(observed, metrics::observe))
+        // Outermost: every request gets its id and span first, and is logged as answered.
+        .layer(axum::middleware::from_fn(request_log::trace))
 }
 
 /// Responses at least this large are gzipped for clients that accept it, as

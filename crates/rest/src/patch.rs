@@ -24,6 +24,7 @@ use kuorum_patch::{PatchError, PatchType};
 use kuorum_store::{Command, Precondition, WriteError};
 use serde_json::Value;
 
+use crate::auth::UserInfo;
 use crate::consistency::read_for_write;
 use crate::defaults;
 use crate::error::{cluster_error, write_error};
@@ -60,6 +61,7 @@ enum Kind {
 /// Everything an attempt needs, decided once per request.
 struct Request<'a> {
     target: &'a Target,
+    user: Option<&'a UserInfo>,
     kind: Kind,
     body: &'a [u8],
     /// The decoded apply configuration (apply only).
@@ -100,7 +102,8 @@ pub(crate) async fn patch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
         Kind::Apply => Some(decode_apply_config(t, &body, validation, &mut warnings)?),
         Kind::Patch(_) => None,
     };
-    let req = Request { target: t, kind, body: &body, config, manager, force, dry_run, validation };
+    let req =
+        Request { target: t, user: ctx.user.as_ref(), kind, body: &body, config, manager, force, dry_run, validation };
 
     // Read, patch, store; again if the object moved on.
     for attempt in 1..=MAX_ATTEMPTS {
@@ -243,7 +246,7 @@ async fn update_by_patch(
     if def.kind == "Namespace" && def.group.is_empty() {
         crate::update::keep_namespace_active(&mut new);
     }
-    strategy::before_write(t, Some(&current), &mut new, &now)?;
+    strategy::before_write(st, req.user, t, Some(&current), &mut new, &now)?;
     if req.dry_run {
         if let Some(rv) = client_rv {
             return Err(ApiError::rv_precondition_conflict(def.group_resource(), t.name(), &rv, &current_rv));
@@ -286,7 +289,7 @@ async fn create_by_apply(st: &RestState, req: &Request<'_>) -> Result<Attempt, A
     if !errs.is_empty() {
         return Err(ApiError::invalid(def.group_kind(), t.name(), &errs));
     }
-    strategy::before_write(t, None, &mut obj, &now)?;
+    strategy::before_write(st, req.user, t, None, &mut obj, &now)?;
     if req.dry_run {
         return Ok(Attempt::Done(object::to_vec(&obj)));
     }

@@ -93,6 +93,8 @@ pub(crate) struct Ctx {
     pub query: Query,
     pub headers: HeaderMap,
     pub body: Body,
+    /// Who asks, as authentication found it (none on the open paths).
+    pub user: Option<UserInfo>,
 }
 
 /// Parses a resource path (404 NotFound when it names nothing `resolve` finds).
@@ -174,10 +176,10 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
     let gr = target.def.group_resource();
     let method = parts.method;
     let user = parts.extensions.get::<UserInfo>().cloned();
-    let ctx = Ctx { target, query, headers: parts.headers, body };
+    let ctx = Ctx { target, query, headers: parts.headers, body, user };
     if authz::is_review(ctx.target.def) {
         return match (method, &ctx.target.name) {
-            (Method::POST, None) => authz::review(st, user, ctx).await,
+            (Method::POST, None) => authz::review(st, ctx).await,
             _ => Err(ApiError::method_not_allowed()),
         };
     }

@@ -10,7 +10,8 @@
 //!   not created while its CRD is being deleted (405, as kube-apiserver answers);
 //!
 //! - a Role, ClusterRole or binding is validated as kube-apiserver's RBAC strategy does
-//!   (rules name verbs and resources or URLs; a binding's roleRef cannot change);
+//!   (rules name verbs and resources or URLs; a binding's roleRef cannot change), and
+//!   written only by a user who holds what it grants ([`crate::authz::check_escalation`]);
 //!
 //! and [`stored`] gives the bytes to store: a custom resource at its CRD's storage
 //! version.
@@ -19,8 +20,10 @@ use kuorum_api::registry::RBAC_GROUP;
 use kuorum_api::{crd, rbac, ApiError, GroupResource};
 use serde_json::Value;
 
+use crate::auth::UserInfo;
 use crate::object::{self, Object};
 use crate::route::Target;
+use crate::RestState;
 
 /// Whether `t` is the CustomResourceDefinition resource itself.
 pub(crate) fn is_crd(t: &Target) -> bool {
@@ -28,7 +31,14 @@ pub(crate) fn is_crd(t: &Target) -> bool {
 }
 
 /// The last step of every write of `obj` (over `old`, none for a create) through `t`.
-pub(crate) fn before_write(t: &Target, old: Option<&Object>, obj: &mut Object, now: &str) -> Result<(), ApiError> {
+pub(crate) fn before_write(
+    st: &RestState,
+    user: Option<&UserInfo>,
+    t: &Target,
+    old: Option<&Object>,
+    obj: &mut Object,
+    now: &str,
+) -> Result<(), ApiError> {
     if let Some(c) = &t.custom {
         if old.is_none() && c.terminating() {
             let gr = GroupResource { group: t.def.group, resource: t.def.plural };
@@ -48,6 +58,7 @@ pub(crate) fn before_write(t: &Target, old: Option<&Object>, obj: &mut Object, n
             let name = object::meta_str(obj, "name").unwrap_or("");
             return Err(ApiError::invalid(t.def.group_kind(), name, &errs));
         }
+        crate::authz::check_escalation(st, user, t, &new)?;
     }
     if is_crd(t) {
         if t.subresource.as_deref() != Some("status") {

@@ -266,3 +266,55 @@ async fn access_reviews_answer_for_the_asking_user() {
     .await;
     assert_eq!(r.status.as_u16(), 422, "{}", r.json());
 }
+
+#[tokio::test]
+async fn no_one_grants_what_they_do_not_hold() {
+    let app = app().await;
+    // alice may manage roles and bindings in dev, and read configmaps there. (Not with
+    // verb `*`: that includes `escalate` and `bind`, as in kube-apiserver.)
+    let rules = json!([
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
+         "verbs": ["create", "get", "list", "update", "patch", "delete"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]},
+    ]);
+    admin(&app, &format!("{RBAC}/namespaces/dev/roles"), role("Role", "manager", rules)).await;
+    let subjects = json!([{"kind": "User", "name": "alice"}]);
+    admin(
+        &app,
+        &format!("{RBAC}/namespaces/dev/rolebindings"),
+        binding("RoleBinding", "alice-manager", "Role", "manager", subjects.clone()),
+    )
+    .await;
+    let roles = format!("{RBAC}/namespaces/dev/roles");
+    // A role within what she holds: fine.
+    let reader = role("Role", "reader", json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]));
+    assert_eq!(as_user(&app, "alice-token", Method::POST, &roles, Some(reader)).await.status, 201);
+    // One granting secrets: refused, as kube-apiserver refuses it.
+    let thief = role("Role", "thief", json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]));
+    let r = as_user(&app, "alice-token", Method::POST, &roles, Some(thief)).await;
+    let v = r.json();
+    assert_eq!(r.status.as_u16(), 403, "{v}");
+    assert!(
+        v["message"].as_str().unwrap().contains("is attempting to grant RBAC permissions not currently held"),
+        "{v}"
+    );
+
+    // Binding herself to cluster-admin: refused; to a role within her rights: fine.
+    let bindings = format!("{RBAC}/namespaces/dev/rolebindings");
+    let grab = binding("RoleBinding", "grab", "ClusterRole", "cluster-admin", subjects.clone());
+    assert_eq!(as_user(&app, "alice-token", Method::POST, &bindings, Some(grab)).await.status, 403);
+    let fine = binding("RoleBinding", "fine", "Role", "reader", json!([{"kind": "User", "name": "bob"}]));
+    assert_eq!(as_user(&app, "alice-token", Method::POST, &bindings, Some(fine)).await.status, 201);
+
+    // With `bind` on cluster-admin granted by an admin, the binding goes through.
+    let binder = role(
+        "Role",
+        "binder",
+        json!([{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["bind"],
+                "resourceNames": ["cluster-admin"]}]),
+    );
+    admin(&app, &roles, binder).await;
+    admin(&app, &bindings, binding("RoleBinding", "alice-binder", "Role", "binder", subjects.clone())).await;
+    let grab = binding("RoleBinding", "grab", "ClusterRole", "cluster-admin", subjects);
+    assert_eq!(as_user(&app, "alice-token", Method::POST, &bindings, Some(grab)).await.status, 201);
+}

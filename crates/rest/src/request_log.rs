@@ -1,0 +1,92 @@
+//! Owns each request's id and its log lines. Every request gets an id, kube-apiserver's
+//! `Audit-Id`: the one the client sent, if it sent a usable one, else a new UUID. It is
+//! answered in the `Audit-Id` response header and names the tracing span the request is
+//! served in, so every line logged while serving it carries `request{id=...}` (and, once
+//! authentication knows it, the user). A served request is logged at debug level with its
+//! status and duration, at warn level when the server failed it (5xx).
+//!
+//! Ids are not drawn from the node's entropy seam: they never influence what the server
+//! does, and drawing them there would shift every simulated run's random choices.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use axum::extract::Request;
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::Response;
+use tracing::Instrument;
+
+/// The header kube-apiserver names a request's id in.
+pub const AUDIT_ID: &str = "audit-id";
+
+/// A new id: UUID-shaped, unique within the process (a counter) and across processes
+/// (a random half).
+fn new_id() -> String {
+    static SEED: OnceLock<u64> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let seed = *SEED.get_or_init(|| RandomState::new().hash_one(std::process::id()));
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        seed >> 32,
+        (seed >> 16) & 0xFFFF,
+        seed & 0xFFF,
+        0x8000 | ((n >> 48) & 0x3FFF),
+        n & 0xFFFF_FFFF_FFFF
+    )
+}
+
+/// A client's id is kept if it is short and printable (it goes into logs and headers).
+fn usable(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// The layer: names the request, serves it inside its span, logs the outcome.
+pub(crate) async fn trace(req: Request, next: Next) -> Response {
+    let id = match req.headers().get(AUDIT_ID).and_then(|v| v.to_str().ok()) {
+        Some(given) if usable(given) => given.to_string(),
+        _ => new_id(),
+    };
+    let span = tracing::info_span!(
+        "request",
+        id = %id,
+        method = %req.method(),
+        path = %req.uri().path(),
+        user = tracing::field::Empty,
+    );
+    let started = tokio::time::Instant::now();
+    let mut resp = next.run(req).instrument(span.clone()).await;
+    let status = resp.status().as_u16();
+    let micros = started.elapsed().as_micros() as u64;
+    span.in_scope(|| {
+        if status >= 500 {
+            tracing::warn!(status, micros, "request failed");
+        } else {
+            tracing::debug!(status, micros, "served");
+        }
+    });
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        resp.headers_mut().insert(AUDIT_ID, v);
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_uuids_and_only_tidy_client_ids_are_kept() {
+        let (a, b) = (new_id(), new_id());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(a.matches('-').count(), 4);
+        assert!(usable("0f5e1c2a-aaaa-4bbb-8ccc-123456789abc"));
+        assert!(!usable("two words"));
+        assert!(!usable(&"x".repeat(65)));
+        assert!(!usable(""));
+    }
+}
