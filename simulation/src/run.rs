@@ -4,6 +4,7 @@
 //! every checker.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kuorum_api::mutation::{self, Mutation};
@@ -13,8 +14,8 @@ use kuorum_watch::CacheConfig;
 use openraft::async_runtime::WatchReceiver;
 
 use crate::check::{self, Violation};
-use crate::client::request_within;
-use crate::cluster::{host_name, ClusterSpec, SimCluster, REST_PORT};
+use crate::client::{request_within, TurmoilDial};
+use crate::cluster::{ClusterSpec, SimCluster};
 use crate::faults::{Coverage, Faults};
 use crate::history::{OpKind, Outcome, ReadMode, Recorder, WatchItem};
 use crate::options::SimOptions;
@@ -81,7 +82,8 @@ fn run_opts(opts: &SimOptions, mutation_sel: Option<Mutation>) -> RunReport {
     };
     let cluster = SimCluster::start_spec(&mut sim, spec);
     let rec = Recorder::default();
-    let traffic = Traffic { rec: rec.clone(), nodes: opts.nodes, keys: opts.keys, seed: opts.seed };
+    let traffic =
+        Traffic { rec: rec.clone(), nodes: opts.nodes, keys: opts.keys, seed: opts.seed, dial: Arc::new(TurmoilDial) };
 
     // The clients: writers stop 12 s before the end so the liveness phase ends quiet;
     // watchers run to the end; then one linearizable list per node and resource.
@@ -188,15 +190,8 @@ fn run_opts(opts: &SimOptions, mutation_sel: Option<Mutation>) -> RunReport {
 async fn wait_ready(nodes: u64) {
     for id in 1..=nodes {
         loop {
-            let r = request_within(
-                Duration::from_secs(2),
-                &host_name(id),
-                REST_PORT,
-                "GET",
-                "/api/v1/namespaces/default",
-                None,
-            )
-            .await;
+            let r = request_within(Duration::from_secs(2), &TurmoilDial, id, "GET", "/api/v1/namespaces/default", None)
+                .await;
             if r.is_some_and(|r| r.status == 200) {
                 break;
             }

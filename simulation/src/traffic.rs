@@ -14,13 +14,13 @@
 //! by a partition may otherwise hang forever.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kuorum_api::seams::{Entropy, SplitMix64};
 use serde_json::{json, Value};
 
-use crate::client::{request_within, Reply, WatchLines};
-use crate::cluster::{host_name, REST_PORT};
+use crate::client::{request_within, Dial, Reply, WatchLines};
 use crate::history::{
     EventType, Key, Op, OpKind, Outcome, ReadMode, Recorder, Seen, SessionEnd, WatchItem, WatchSession, WatchStart,
 };
@@ -39,6 +39,8 @@ pub struct Traffic {
     pub nodes: u64,
     pub keys: u32,
     pub seed: u64,
+    /// How the clients reach the nodes.
+    pub dial: Arc<dyn Dial>,
 }
 
 fn prefix_of(resource: &str) -> String {
@@ -158,7 +160,7 @@ impl Traffic {
     async fn run_op(&self, client: u32, node: u64, kind: OpKind) -> Outcome {
         let (method, path, body) = http_request(&kind);
         let call = self.rec.tick();
-        let reply = request_within(REQUEST_DEADLINE, &host_name(node), REST_PORT, method, &path, body.as_ref()).await;
+        let reply = request_within(REQUEST_DEADLINE, self.dial.as_ref(), node, method, &path, body.as_ref()).await;
         let outcome = match &kind {
             k if k.is_write() => write_outcome(reply.as_ref()),
             OpKind::List { prefix, .. } => read_outcome(reply.as_ref(), Some(prefix)),
@@ -328,9 +330,8 @@ impl Traffic {
     ) -> ((SessionEnd, bool), Option<u64>) {
         let resource = prefix.split('/').next().unwrap_or_default();
         let path = format!("{}{query}", collection_path(resource));
-        let host = host_name(node);
         let mut last = None;
-        let open = tokio::time::timeout(REQUEST_DEADLINE, WatchLines::open(&host, REST_PORT, &path)).await;
+        let open = tokio::time::timeout(REQUEST_DEADLINE, WatchLines::open(self.dial.as_ref(), node, &path)).await;
         let mut lines = match open {
             Ok(Ok(l)) if l.status == 200 => l,
             Ok(Ok(l)) => {

@@ -260,7 +260,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         "kuorum node serving"
     );
 
-    shutdown_signal().await;
+    tokio::select! {
+        _ = shutdown_signal() => {}
+        why = node.stopped() => {
+            // Exit non-zero, so systemd or Kubernetes restarts the node once it can work.
+            tracing::error!("replication stopped: {why}; exiting");
+            node.shutdown().await;
+            bail!("replication stopped: {why}");
+        }
+    }
     tracing::info!("shutting down");
     node.shutdown().await;
     Ok(())

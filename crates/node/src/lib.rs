@@ -102,6 +102,22 @@ pub struct RunningNode<O: ObjectEngine> {
 }
 
 impl<O: ObjectEngine> RunningNode<O> {
+    /// Resolves, with the reason, when replication has stopped on its own: a storage
+    /// error (a full or failing disk) is fatal to openraft. The node cannot serve past
+    /// it; `kuorum serve` exits then, so a supervisor restarts it once the disk is fixed.
+    pub async fn stopped(&self) -> String {
+        use openraft::async_runtime::WatchReceiver;
+        let mut metrics = self.raft.metrics();
+        loop {
+            if let Err(fatal) = &metrics.borrow_watched().running_state {
+                return fatal.to_string();
+            }
+            if metrics.changed().await.is_err() {
+                return "replication stopped".into();
+            }
+        }
+    }
+
     /// Stops serving and stops replication.
     pub async fn shutdown(self) {
         for t in &self.tasks {
