@@ -87,6 +87,14 @@ else
     venv_ok || { say "venv at $KUORUM_VENV is not usable after install" >&2; exit 1; }
 fi
 
+# --- cargo-fuzz, for scripts/fuzz.sh ------------------------------------------------------
+if cargo fuzz --version >/dev/null 2>&1; then
+    say "ok      $(cargo fuzz --version)"
+else
+    say "install cargo-fuzz"
+    cargo install --locked cargo-fuzz --version 0.13.2
+fi
+
 KUBECTL="${KUBECTL:-$KUORUM_VENV/bin/kubectl}"
 export KUBECTL
 say "kubectl $("$KUBECTL" version --client 2>/dev/null | head -n1) at $KUBECTL"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The one test command: setup, release build of everything, every test.
+# The one test command: setup, release build of everything, every test, then every
+# fuzz target for a fixed budget.
 #
 # Everything builds with the release profile into a target dir outside the clone
 # (${CARGO_TARGET_DIR:-$HOME/.cache/kuorum-target}), so RocksDB's C++ build (about 20
@@ -32,5 +33,8 @@ cargo build --release --workspace --all-targets
 
 step "cargo test --release --workspace"
 cargo test --release --workspace "$@"
+
+step "fuzz targets, ${FUZZ_SECONDS:-15} s each (scripts/fuzz.sh)"
+FUZZ_SECONDS="${FUZZ_SECONDS:-15}" bash "$ROOT/scripts/fuzz.sh"
 
 step "all tests passed in $(( $(date +%s) - start )) s"

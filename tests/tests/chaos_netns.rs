@@ -198,7 +198,11 @@ impl Lab {
                 let log = std::fs::read_to_string(self.dir.path().join(format!("node{id}.log"))).unwrap_or_default();
                 let life = log.rsplit("===== chaos: start node").next().unwrap_or_default();
                 let why = life.lines().filter(|l| l.contains("replication stopped")).last().unwrap_or("");
-                assert!(why.contains("No space left on device"), "node {id} exited, not for a full disk:\n{}", self.log_tail(id));
+                assert!(
+                    why.contains("No space left on device"),
+                    "node {id} exited, not for a full disk:\n{}",
+                    self.log_tail(id)
+                );
                 self.kill(id);
                 self.start(id);
                 restarted += 1;

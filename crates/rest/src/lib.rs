@@ -43,6 +43,7 @@ pub mod metrics;
 pub mod negotiate;
 mod object;
 mod openapi;
+pub mod parse;
 mod patch;
 mod protobuf;
 pub mod query;
