@@ -110,7 +110,8 @@ pub fn router(state: RestState) -> Router {
 pub fn router_with(state: RestState, extra: Router) -> Router {
     let observed = state.metrics.clone();
     let auth = state.auth.clone();
-    Router::new()
+    let rbac = state.authorization == authz::Authorization::Rbac;
+    let api = Router::new()
         .route("/metrics", get(metrics::serve))
         .route("/version", get(discovery::version))
         .route("/version/", get(discovery::version))
@@ -135,9 +136,10 @@ pub fn router_with(state: RestState, extra: Router) -> Router {
         .fallback(error::path_not_found)
         .with_state(state.clone())
         .layer(axum::middleware::from_fn(protobuf::answer_in_protobuf))
-        .merge(extra)
-        .layer(axum::middleware::from_fn_with_state(state, authz::authorize))
-        .layer(CompressionLayer::new().gzip(true).no_br().no_deflate().no_zstd().compress_when(LargeBodies))
+        .merge(extra);
+    // With AlwaysAllow there is nothing to decide: no layer, no cost.
+    let api = if rbac { api.layer(axum::middleware::from_fn_with_state(state, authz::authorize)) } else { api };
+    api.layer(CompressionLayer::new().gzip(true).no_br().no_deflate().no_zstd().compress_when(LargeBodies))
         .layer(axum::middleware::from_fn_with_state(auth, auth::authenticate))
         .layer(axum::middleware::from_fn_with_state(observed, metrics::observe))
         // Outermost: every request gets its id and span first, and is logged as answered.
