@@ -15,8 +15,12 @@ use serde_json::Value;
 
 /// A base port with base..base+2 and base+100..base+102 free (`kuorum up`'s layout).
 fn free_base_port() -> u16 {
+    // Each call starts elsewhere: the tests of this file run in parallel in one process,
+    // and two `kuorum up`s probing the same free range at once would both take it.
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     for attempt in 0..200u32 {
-        let base = 20_000 + ((std::process::id() * 7 + attempt * 131) % 20_000) as u16;
+        let base = 20_000 + ((std::process::id() * 7 + call * 4_999 + attempt * 131) % 20_000) as u16;
         let ports = [base, base + 1, base + 2, base + 100, base + 101, base + 102];
         let held: Vec<_> = ports.iter().filter_map(|p| TcpListener::bind(("127.0.0.1", *p)).ok()).collect();
         if held.len() == ports.len() {
