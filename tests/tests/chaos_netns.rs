@@ -31,6 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use kuorum_api::seams::{Entropy, SplitMix64};
 use kuorum_e2e::{die_with_parent, kuorum_bin};
 use kuorum_sim::check;
 use kuorum_sim::client::{request_within, ClientIo, Dial, WatchLines};
@@ -299,7 +300,9 @@ fn chaos_on_real_processes_in_network_namespaces() {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
     });
     println!("chaos: seed {seed} (KUORUM_CHAOS_SEED={seed} repeats the fault order), {} s of faults", budget.as_secs());
-    let mut rng = kuorum_api_rng(seed);
+    // The fault order and timing repeat for a seed.
+    let entropy = SplitMix64::new(seed);
+    let rng = || entropy.next_u64();
 
     let mut lab = Lab::build(bin);
     for id in 1..=NODES {
@@ -408,18 +411,6 @@ fn chaos_on_real_processes_in_network_namespaces() {
     assert_eq!(fig.acknowledged_writes_lost, 0);
     assert!(fig.acknowledged_writes > 50, "too little got through to say anything: {fig:?}");
     assert!(fig.sigkill + fig.sigstop + fig.partition + fig.disk_full >= 4, "{fig:?}");
-}
-
-/// SplitMix64 from the seed: the fault order repeats for a seed.
-fn kuorum_api_rng(seed: u64) -> impl FnMut() -> u64 {
-    let mut s = seed;
-    move || {
-        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
 }
 
 /// Waits until every node answers `/readyz`, restarting nodes that exit on a full disk;

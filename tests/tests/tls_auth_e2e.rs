@@ -78,6 +78,19 @@ fn log_of(up: &Up) -> String {
     std::fs::read_to_string(up.dir.parent().unwrap().join("up.log")).unwrap_or_default()
 }
 
+/// The kuorum binary and kubectl, or `None` after a SKIP note.
+fn binaries() -> Option<(PathBuf, PathBuf)> {
+    let Some(bin) = kuorum_bin() else {
+        eprintln!("SKIP: no kuorum binary (set KUORUM_BIN or run scripts/test.sh)");
+        return None;
+    };
+    let Some(kubectl) = kubectl_bin() else {
+        eprintln!("SKIP: no kubectl (run scripts/setup.sh or set KUBECTL)");
+        return None;
+    };
+    Some((bin, kubectl))
+}
+
 fn client(ca: &Path, identity: Option<(&Path, &Path)>) -> reqwest::blocking::Client {
     let mut b = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(10))
@@ -92,14 +105,7 @@ fn client(ca: &Path, identity: Option<(&Path, &Path)>) -> reqwest::blocking::Cli
 
 #[test]
 fn kuorum_up_serves_tls_and_authenticates_every_request() {
-    let Some(bin) = kuorum_bin() else {
-        eprintln!("SKIP: no kuorum binary (set KUORUM_BIN or run scripts/test.sh)");
-        return;
-    };
-    let Some(kubectl) = kubectl_bin() else {
-        eprintln!("SKIP: no kubectl (run scripts/setup.sh or set KUBECTL)");
-        return;
-    };
+    let Some((bin, kubectl)) = binaries() else { return };
     let base = free_base_port();
     let up = up(&bin, base);
     let kc = up.dir.join("kubeconfig");
@@ -169,14 +175,7 @@ fn kuorum_up_serves_tls_and_authenticates_every_request() {
 
 #[test]
 fn rbac_through_kubectl() {
-    let Some(bin) = kuorum_bin() else {
-        eprintln!("SKIP: no kuorum binary (set KUORUM_BIN or run scripts/test.sh)");
-        return;
-    };
-    let Some(kubectl_path) = kubectl_bin() else {
-        eprintln!("SKIP: no kubectl (run scripts/setup.sh or set KUBECTL)");
-        return;
-    };
+    let Some((bin, kubectl_path)) = binaries() else { return };
     let up = up(&bin, free_base_port());
     let kc = up.dir.join("kubeconfig");
     let pki = up.dir.join("pki");
