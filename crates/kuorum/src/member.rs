@@ -67,6 +67,24 @@ fn b64_field(v: &serde_yaml_ng::Value, key: &str) -> anyhow::Result<Option<Vec<u
     }
 }
 
+impl Target {
+    /// `method path` to `server`, with the user's token if there is one.
+    pub(crate) fn request(
+        &self,
+        method: reqwest::Method,
+        server: &str,
+        path: &str,
+    ) -> (String, reqwest::blocking::RequestBuilder) {
+        let url = format!("{}{}", server.trim_end_matches('/'), path);
+        let req = self.client.request(method, &url);
+        let req = match &self.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        };
+        (url, req)
+    }
+}
+
 pub(crate) fn target(args: &Connect) -> anyhow::Result<Target> {
     // Adding a learner waits for it to catch up, which can take a while on a big store.
     let mut builder = reqwest::blocking::Client::builder().timeout(Duration::from_secs(600));
@@ -117,14 +135,10 @@ pub(crate) fn target(args: &Connect) -> anyhow::Result<Target> {
 /// Sends the request to each server until one that is the leader (or can answer a
 /// read) replies; a 421 means "not the leader", so the next server is tried.
 fn send(args: &MemberArgs, method: reqwest::Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
-    let Target { servers, client, token } = target(&args.connect)?;
+    let t = target(&args.connect)?;
     let mut last = String::from("no server given");
-    for server in &servers {
-        let url = format!("{}{}", server.trim_end_matches('/'), path);
-        let mut req = client.request(method.clone(), &url);
-        if let Some(t) = &token {
-            req = req.bearer_auth(t);
-        }
+    for server in &t.servers {
+        let (url, mut req) = t.request(method.clone(), server, path);
         if let Some(b) = &body {
             req = req.json(b);
         }
@@ -187,10 +201,7 @@ pub fn run(args: MemberArgs) -> anyhow::Result<()> {
                 Some(l) if any["node"].as_u64() != Some(l) => {
                     let t = target(&args.connect)?;
                     let leader_view = t.servers.iter().find_map(|s| {
-                        let mut req = t.client.get(format!("{}/kuorum/v1/members", s.trim_end_matches('/')));
-                        if let Some(tok) = &t.token {
-                            req = req.bearer_auth(tok);
-                        }
+                        let (_, req) = t.request(Method::GET, s, "/kuorum/v1/members");
                         let v: Value = req.send().ok()?.json().ok()?;
                         (v["node"].as_u64() == Some(l)).then_some(v)
                     });

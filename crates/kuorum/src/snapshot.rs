@@ -15,7 +15,7 @@ use clap::{Args, Subcommand};
 use kuorum_store_file::FileLogEngine;
 use kuorum_store_rocks::RocksStore;
 
-use crate::member::{message, target, Connect, Target};
+use crate::member::{message, target, Connect};
 
 #[derive(Args, Debug)]
 pub struct SnapshotArgs {
@@ -55,14 +55,10 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<()> {
 }
 
 fn save(file: &std::path::Path, connect: &Connect) -> anyhow::Result<()> {
-    let Target { servers, client, token } = target(connect)?;
+    let t = target(connect)?;
     let mut last = String::from("no server given");
-    for server in &servers {
-        let url = format!("{}/kuorum/v1/snapshot", server.trim_end_matches('/'));
-        let mut req = client.get(&url);
-        if let Some(t) = &token {
-            req = req.bearer_auth(t);
-        }
+    for server in &t.servers {
+        let (url, req) = t.request(reqwest::Method::GET, server, "/kuorum/v1/snapshot");
         let resp = match req.send() {
             Ok(r) => r,
             Err(e) => {
