@@ -1,8 +1,9 @@
 //! The `kuorum` command: `serve` runs one node over TCP; `up` runs a local cluster of
 //! `serve` processes and writes a kubeconfig for it; `member` lists and changes a running
 //! cluster's membership; `certs` makes certificates; `snapshot` saves and restores
-//! backups.
+//! backups; `chaos` injects faults into nodes started with `--enable-chaos`.
 
+mod chaos;
 mod member;
 mod pki;
 mod serve;
@@ -31,6 +32,9 @@ enum Cmd {
     Certs(pki::CertsArgs),
     /// Save a backup of a running cluster, or restore one into a new cluster's node.
     Snapshot(snapshot::SnapshotArgs),
+    /// Inject faults into nodes started with --enable-chaos: errors, latency, expired or
+    /// cut watches, a paused apply.
+    Chaos(chaos::ChaosArgs),
 }
 
 /// glibc's malloc was about a sixth of a node's CPU under concurrent creates (many small,
@@ -56,12 +60,13 @@ fn main() -> anyhow::Result<()> {
         Cmd::Member(args) => return member::run(args),
         Cmd::Certs(args) => return pki::run(args),
         Cmd::Snapshot(args) => return snapshot::run(args),
+        Cmd::Chaos(args) => return chaos::run(args),
         other => other,
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match command {
         Cmd::Serve(args) => rt.block_on(serve::run(args)),
         Cmd::Up(args) => rt.block_on(up::run(args)),
-        Cmd::Member(_) | Cmd::Certs(_) | Cmd::Snapshot(_) => unreachable!("handled above"),
+        Cmd::Member(_) | Cmd::Certs(_) | Cmd::Snapshot(_) | Cmd::Chaos(_) => unreachable!("handled above"),
     }
 }

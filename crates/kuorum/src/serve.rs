@@ -96,6 +96,11 @@ pub struct ServeArgs {
     /// anonymously. For development and tests on a private machine only.
     #[arg(long)]
     pub insecure: bool,
+    /// Serve `/kuorum/v1/chaos`, with which an admin injects faults into this node
+    /// (`kuorum chaos`): errors, latency, expired or cut watches, a paused apply. Off
+    /// unless given; never on a cluster users depend on.
+    #[arg(long)]
+    pub enable_chaos: bool,
 }
 
 /// kube-apiserver's `--authorization-mode` values kuorum has.
@@ -239,6 +244,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         join: args.join,
         auth: Arc::new(auth),
         authorization: authorization(&args),
+        chaos: args.enable_chaos,
         ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {

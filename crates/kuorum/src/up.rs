@@ -26,6 +26,9 @@ pub struct UpArgs {
     /// local CA, client certificates and mutual TLS between the nodes.
     #[arg(long)]
     pub insecure: bool,
+    /// Start every node with `--enable-chaos` (fault injection with `kuorum chaos`).
+    #[arg(long)]
+    pub enable_chaos: bool,
 }
 
 /// The credentials a TLS cluster's kubeconfig carries (PEM).
@@ -103,6 +106,9 @@ fn spawn_node(exe: &Path, id: u64, args: &UpArgs, peers: &str, pki: Option<&Path
         .args(["--peers", peers])
         .arg("--data-dir")
         .arg(&dir);
+    if args.enable_chaos {
+        cmd.arg("--enable-chaos");
+    }
     match pki {
         None => {
             cmd.arg("--insecure");

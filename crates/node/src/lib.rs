@@ -58,6 +58,9 @@ pub struct NodeConfig {
     pub auth: Arc<kuorum_rest::auth::Authenticator>,
     /// What authenticated users may do (default: everything).
     pub authorization: kuorum_rest::authz::Authorization,
+    /// Serve `/kuorum/v1/chaos` and inject the faults it is told to (off unless asked
+    /// for: `kuorum serve --enable-chaos`, or the simulator).
+    pub chaos: bool,
 }
 
 impl NodeConfig {
@@ -75,6 +78,7 @@ impl NodeConfig {
             join: false,
             auth: Arc::new(kuorum_rest::auth::Authenticator::allow_all()),
             authorization: kuorum_rest::authz::Authorization::AlwaysAllow,
+            chaos: false,
         }
     }
 }
@@ -98,6 +102,8 @@ pub struct RunningNode<O: ObjectEngine> {
     pub cluster: Cluster,
     pub cache: Arc<WatchCache>,
     pub raft: kuorum_raft::types::Raft<kuorum_raft::state_machine::StateMachine<O>>,
+    /// The fault injector, when the node was started with chaos enabled.
+    pub chaos: Option<Arc<kuorum_rest::chaos::Chaos>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -203,16 +209,25 @@ where
         }
     }));
 
-    let rest = RestState {
+    let mut rest = RestState {
         request_timeout: cfg.request_timeout,
         auth: cfg.auth.clone(),
         authorization: cfg.authorization,
         ..RestState::new(cluster.clone(), cache.clone(), seams.clock.clone(), seams.entropy.clone())
     };
     rest.metrics.set_inflight_limits(cfg.max_requests_inflight, cfg.max_mutating_requests_inflight);
-    let own = debug::router(started.raft.clone())
+    if cfg.chaos {
+        tracing::warn!("chaos mode: /kuorum/v1/chaos can inject faults into this node");
+        let gate = started.state_machine.apply_gate();
+        rest.chaos = Some(kuorum_rest::chaos::Chaos::new(gate, rest.entropy.clone(), &rest.metrics));
+    }
+    let chaos = rest.chaos.clone();
+    let mut own = debug::router(started.raft.clone())
         .merge(members::router(started.raft.clone()))
         .merge(backup::router(started.state_machine.clone(), cluster.clone()));
+    if let Some(c) = &chaos {
+        own = own.merge(kuorum_rest::chaos::router(c.clone(), cache.clone()));
+    }
     let app = kuorum_rest::router_with(rest, own);
     // Per connection: who its client certificate names, handed to each of its requests.
     let app = tower::service_fn(move |incoming: axum::serve::IncomingStream<'_, R>| {
@@ -248,5 +263,5 @@ where
         }
     }));
 
-    Ok(RunningNode { cluster, cache, raft: started.raft, tasks })
+    Ok(RunningNode { cluster, cache, raft: started.raft, chaos, tasks })
 }

@@ -67,6 +67,43 @@ struct Shared<E> {
     /// is installed over a state that was behind it (then it jumps forward too).
     applied_tx: watch::Sender<u64>,
     current_snapshot: Mutex<Option<(SnapshotMeta, SnapshotData)>>,
+    /// Closed, apply waits before each batch (fault injection; see [`ApplyGate`]).
+    gate: ApplyGate,
+}
+
+/// Holds the state machine's apply back while closed: committed entries wait, so this
+/// node's watch cache and its Any reads fall behind, and its consistent reads and the
+/// writes it leads wait. Only `kuorum serve --enable-chaos` and the simulator close it.
+#[derive(Clone, Debug)]
+pub struct ApplyGate(Arc<watch::Sender<bool>>);
+
+impl Default for ApplyGate {
+    fn default() -> Self {
+        ApplyGate(Arc::new(watch::channel(true).0))
+    }
+}
+
+impl ApplyGate {
+    pub fn pause(&self) {
+        self.0.send_replace(false);
+    }
+
+    pub fn resume(&self) {
+        self.0.send_replace(true);
+    }
+
+    pub fn is_paused(&self) -> bool {
+        !*self.0.borrow()
+    }
+
+    /// Resolves at once while open, else when opened.
+    async fn opened(&self) {
+        if *self.0.borrow() {
+            return;
+        }
+        let mut rx = self.0.subscribe();
+        let _ = rx.wait_for(|open| *open).await;
+    }
 }
 
 /// The applied state of one node. Cloning shares it.
@@ -90,7 +127,15 @@ impl<E: ObjectEngine> StateMachine<E> {
     pub fn with_observer(engine: Arc<E>, observer: Option<Arc<dyn ApplyObserver>>) -> io::Result<Self> {
         let applied: Option<LogId> = engine.get_meta(META_APPLIED)?.map(|b| decode(&b)).transpose()?;
         let (applied_tx, _) = watch::channel(applied.map(|l| l.index()).unwrap_or(0));
-        let sm = Self { shared: Arc::new(Shared { engine, observer, applied_tx, current_snapshot: Mutex::new(None) }) };
+        let sm = Self {
+            shared: Arc::new(Shared {
+                engine,
+                observer,
+                applied_tx,
+                current_snapshot: Mutex::new(None),
+                gate: ApplyGate::default(),
+            }),
+        };
         sm.reset_observer()?;
         Ok(sm)
     }
@@ -113,6 +158,11 @@ impl<E: ObjectEngine> StateMachine<E> {
     }
 
     /// Follows the applied index.
+    /// The gate in front of apply (open unless a fault closes it).
+    pub fn apply_gate(&self) -> ApplyGate {
+        self.shared.gate.clone()
+    }
+
     pub fn applied_rx(&self) -> watch::Receiver<u64> {
         self.shared.applied_tx.subscribe()
     }
@@ -181,6 +231,7 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
     where
         Strm: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + OptionalSend,
     {
+        self.shared.gate.opened().await;
         let engine = self.shared.engine.clone();
         let compacted_before = compacted_rv(engine.as_ref())?;
         let mut applier = BatchApplier::new(engine.as_ref());

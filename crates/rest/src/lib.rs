@@ -27,6 +27,7 @@ use tower_http::compression::{CompressionLayer, Predicate};
 
 pub mod auth;
 pub mod authz;
+pub mod chaos;
 mod consistency;
 mod crd_cleanup;
 mod create;
@@ -81,6 +82,8 @@ pub struct RestState {
     pub auth: Arc<auth::Authenticator>,
     /// What the users authentication found may do.
     pub authorization: authz::Authorization,
+    /// Fault injection, when this node was started with it enabled.
+    pub chaos: Option<Arc<chaos::Chaos>>,
 }
 
 impl RestState {
@@ -96,6 +99,7 @@ impl RestState {
             custom: Arc::new(CustomResources::default()),
             auth: Arc::new(auth::Authenticator::allow_all()),
             authorization: authz::Authorization::AlwaysAllow,
+            chaos: None,
         }
     }
 }
@@ -111,6 +115,7 @@ pub fn router_with(state: RestState, extra: Router) -> Router {
     let observed = state.metrics.clone();
     let auth = state.auth.clone();
     let rbac = state.authorization == authz::Authorization::Rbac;
+    let chaos = state.chaos.clone();
     let api = Router::new()
         .route("/metrics", get(metrics::serve))
         .route("/version", get(discovery::version))
@@ -139,6 +144,12 @@ pub fn router_with(state: RestState, extra: Router) -> Router {
         .merge(extra);
     // With AlwaysAllow there is nothing to decide: no layer, no cost.
     let api = if rbac { api.layer(axum::middleware::from_fn_with_state(state, authz::authorize)) } else { api };
+    // Without chaos mode there is nothing to inject: no layer, no cost. Inside
+    // authentication, so an injected error never hides a 401.
+    let api = match chaos {
+        Some(injector) => api.layer(axum::middleware::from_fn_with_state(injector, chaos::inject)),
+        None => api,
+    };
     api.layer(CompressionLayer::new().gzip(true).no_br().no_deflate().no_zstd().compress_when(LargeBodies))
         .layer(axum::middleware::from_fn_with_state(auth, auth::authenticate))
         .layer(axum::middleware::from_fn_with_state(observed, metrics::observe))

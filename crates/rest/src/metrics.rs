@@ -225,6 +225,8 @@ pub struct Metrics {
     durations: Family<RequestInfo, Histogram>,
     inflight: Family<KindLabels, Gauge>,
     longrunning: Family<LongRunningLabels, Gauge>,
+    /// Faults injected by [`crate::chaos`], by kind (empty unless chaos is enabled).
+    chaos_injected: Family<crate::chaos::FaultLabel, Counter>,
     node: NodeGauges,
     /// Requests being served now, by kind; a request past its limit gets 429.
     readonly_now: AtomicUsize,
@@ -282,6 +284,12 @@ impl Metrics {
             "Duration of the Raft log's fsyncs (one per group commit).",
             raft.log_fsync_seconds,
         );
+        let chaos_injected = Family::<crate::chaos::FaultLabel, Counter>::default();
+        registry.register(
+            "kuorum_chaos_faults_injected",
+            "Faults injected on this node by its chaos mode, by kind",
+            chaos_injected.clone(),
+        );
         let node = NodeGauges::default();
         let gauges: [(&str, &str, &Gauge); 13] = [
             ("kuorum_raft_term", "This node's current Raft term.", &node.term),
@@ -311,12 +319,18 @@ impl Metrics {
             durations,
             inflight,
             longrunning,
+            chaos_injected,
             node,
             readonly_now: AtomicUsize::new(0),
             mutating_now: AtomicUsize::new(0),
             max_readonly: AtomicUsize::new(DEFAULT_MAX_READONLY_INFLIGHT),
             max_mutating: AtomicUsize::new(DEFAULT_MAX_MUTATING_INFLIGHT),
         }
+    }
+
+    /// The counters [`crate::chaos::Chaos`] counts its faults in.
+    pub(crate) fn chaos_counters(&self) -> Family<crate::chaos::FaultLabel, Counter> {
+        self.chaos_injected.clone()
     }
 
     /// Sets the in-flight limits (0: none), as `--max-requests-inflight` and

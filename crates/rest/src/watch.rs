@@ -32,7 +32,6 @@
 //! shared encoded lines.
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,6 +45,7 @@ use kuorum_api::{ApiError, ResourceDef};
 use kuorum_watch::{event_line, Obj, TooOld, Watch, WatchCache, WatchItem, WatchStart};
 use tokio::time::{sleep_until, Instant, Sleep};
 
+use crate::chaos::{Chaos, WatchAction, WatchStrike};
 use crate::consistency::{wait_fresh, ListOptions, WatchPlan};
 use crate::list::{filter_of, has_type_meta, served_bytes};
 use crate::negotiate::{negotiate_output, Output, JSON};
@@ -157,9 +157,28 @@ pub(crate) async fn watch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
         cache: st.cache.clone(),
         last_write: None,
         flush_timer: Box::pin(sleep_until(now)),
+        strikes: st.chaos.as_ref().map(|c| (c.clone(), c.subscribe())),
+        ended: false,
     };
     let body = Body::from_stream(futures::stream::unfold(stream, EventStream::next));
     Ok(streaming_response(body))
+}
+
+/// Resolves with the action of the next strike that hits this stream; never without
+/// chaos mode.
+async fn struck(
+    strikes: &mut Option<(Arc<Chaos>, tokio::sync::watch::Receiver<(u64, Option<WatchStrike>)>)>,
+) -> WatchAction {
+    let Some((chaos, rx)) = strikes.as_mut() else { return std::future::pending().await };
+    loop {
+        if rx.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+        let strike = rx.borrow_and_update().1;
+        if let Some(strike) = strike.filter(|s| chaos.hits(s)) {
+            return strike.action;
+        }
+    }
 }
 
 /// A 200 watch response.
@@ -224,17 +243,38 @@ struct EventStream {
     /// Reset to the next allowed write when events come faster than the flush interval
     /// (one timer for the stream's life, like `deadline`).
     flush_timer: Pin<Box<Sleep>>,
+    /// Chaos mode only: the injector and the strikes it sends to open watches.
+    strikes: Option<(Arc<Chaos>, tokio::sync::watch::Receiver<(u64, Option<WatchStrike>)>)>,
+    /// The last chunk (a chaos 410) went out: end the stream.
+    ended: bool,
 }
 
+/// How a watch stream stops short: a cut connection, as a network fault would leave it.
+type Cut = std::io::Error;
+
 impl EventStream {
-    async fn next(mut self) -> Option<(Result<Bytes, Infallible>, EventStream)> {
+    async fn next(mut self) -> Option<(Result<Bytes, Cut>, EventStream)> {
         if let Some(chunk) = self.head.pop_front() {
             return Some((Ok(chunk), self));
+        }
+        if self.ended {
+            return None;
         }
         let first = loop {
             let item = tokio::select! {
                 item = self.watch.rx.recv() => item?,
                 _ = self.deadline.as_mut() => return None,
+                strike = struck(&mut self.strikes) => match strike {
+                    WatchAction::Expire => {
+                        self.ended = true;
+                        let gone = ApiError::expired("too old resource version: the watch was expired by a chaos fault");
+                        let line = event_line("ERROR", &serde_json::to_vec(&gone.to_json()).unwrap_or_default());
+                        return Some((Ok(line), self));
+                    }
+                    WatchAction::Close => {
+                        return Some((Err(Cut::new(std::io::ErrorKind::ConnectionAborted, "chaos: watch cut")), self));
+                    }
+                },
             };
             let line = self.line(item);
             if !line.is_empty() {
