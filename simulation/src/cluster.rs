@@ -101,6 +101,10 @@ pub struct ClusterSpec {
     pub timing: RaftTiming,
     pub compaction_window: Duration,
     pub cache: CacheConfig,
+    /// Start every node in chaos mode (API-level faults, [`SimCluster::chaos`]).
+    pub chaos: bool,
+    /// Keep every applied change whole in each node's tap ([`NodeTap::objects`]).
+    pub keep_objects: bool,
 }
 
 impl ClusterSpec {
@@ -111,6 +115,8 @@ impl ClusterSpec {
             timing: RaftTiming::default(),
             compaction_window: Duration::from_secs(300),
             cache: CacheConfig::default(),
+            chaos: false,
+            keep_objects: false,
         }
     }
 }
@@ -122,6 +128,8 @@ pub struct SimCluster {
     pub disks: BTreeMap<u64, SimNodeDisks>,
     pub caches: Arc<Mutex<BTreeMap<u64, Arc<WatchCache>>>>,
     pub rafts: Arc<Mutex<BTreeMap<u64, SimRaft>>>,
+    /// Each running node's fault injector (chaos mode only).
+    pub chaos: Arc<Mutex<BTreeMap<u64, Arc<kuorum_rest::chaos::Chaos>>>>,
 }
 
 pub fn host_name(id: u64) -> String {
@@ -145,10 +153,15 @@ impl SimCluster {
         let mut disks = BTreeMap::new();
         let caches: Arc<Mutex<BTreeMap<u64, Arc<WatchCache>>>> = Arc::default();
         let rafts: Arc<Mutex<BTreeMap<u64, SimRaft>>> = Arc::default();
+        let chaos: Arc<Mutex<BTreeMap<u64, Arc<kuorum_rest::chaos::Chaos>>>> = Arc::default();
         for id in 1..=spec.nodes {
             let caches_out = caches.clone();
             let rafts_out = rafts.clone();
+            let chaos_out = chaos.clone();
             let d = SimNodeDisks::default();
+            if spec.keep_objects {
+                d.tap.keep_objects();
+            }
             disks.insert(id, d.clone());
             let members = members.clone();
             let spec = spec.clone();
@@ -157,6 +170,7 @@ impl SimCluster {
             sim.host(host_name(id), move || {
                 let caches_out = caches_out.clone();
                 let rafts_out = rafts_out.clone();
+                let chaos_out = chaos_out.clone();
                 let d = d.clone();
                 let members = members.clone();
                 let spec = spec.clone();
@@ -169,6 +183,7 @@ impl SimCluster {
                         request_timeout: Duration::from_secs(3),
                         compaction_window: spec.compaction_window,
                         cache: spec.cache.clone(),
+                        chaos: spec.chaos,
                         ..NodeConfig::new(id, members)
                     };
                     let seams = NodeSeams {
@@ -186,12 +201,15 @@ impl SimCluster {
                     let node = start_node(cfg, seams).await.map_err(|e| e.to_string())?;
                     caches_out.lock().unwrap_or_else(|e| e.into_inner()).insert(id, node.cache.clone());
                     rafts_out.lock().unwrap_or_else(|e| e.into_inner()).insert(id, node.raft.clone());
+                    if let Some(c) = &node.chaos {
+                        chaos_out.lock().unwrap_or_else(|e| e.into_inner()).insert(id, c.clone());
+                    }
                     std::future::pending::<()>().await;
                     Ok(())
                 }
             });
         }
-        SimCluster { nodes: spec.nodes, disks, caches, rafts }
+        SimCluster { nodes: spec.nodes, disks, caches, rafts, chaos }
     }
 
     /// Crashes node `id` with a power loss (unsynced writes are lost).
@@ -200,6 +218,7 @@ impl SimCluster {
         self.disks[&id].crash();
         self.caches.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
         self.rafts.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        self.chaos.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
     }
 
     /// Restarts a crashed node from its disk.

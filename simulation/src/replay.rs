@@ -41,6 +41,9 @@ struct TapLog {
     applied: u64,
     compactions: BTreeSet<u64>,
     resets: u64,
+    /// Whole changes by rv, when asked for ([`NodeTap::keep_objects`]): the chaos
+    /// library's users check invariants over objects, not value ids.
+    objects: Option<BTreeMap<u64, Vec<Change>>>,
 }
 
 /// An apply tap for one node; clones share the log, which outlives the node's host.
@@ -61,8 +64,29 @@ impl NodeTap {
         self.lock().resets
     }
 
+    /// Also keep every change whole (see [`NodeTap::objects`]).
+    pub fn keep_objects(&self) {
+        let mut g = self.lock();
+        if g.objects.is_none() {
+            g.objects = Some(BTreeMap::new());
+        }
+    }
+
+    /// The whole changes this node applied, by rv (empty unless kept).
+    pub fn objects(&self) -> BTreeMap<u64, Vec<Change>> {
+        self.lock().objects.clone().unwrap_or_default()
+    }
+
     fn record(&self, changes: &[Change]) {
         let mut g = self.lock();
+        if let Some(objects) = g.objects.as_mut() {
+            for c in changes {
+                let slot = objects.entry(c.rv).or_default();
+                if !slot.contains(c) {
+                    slot.push(c.clone());
+                }
+            }
+        }
         for c in changes {
             if let Some(a) = to_applied(c) {
                 let slot = g.changes.entry(c.rv).or_default();

@@ -9,6 +9,7 @@
 //! kuorum chaos set --pause-apply --server http://127.0.0.1:6444
 //! kuorum chaos watches expire --fraction 0.5
 //! kuorum chaos watches close
+//! kuorum chaos compact
 //! kuorum chaos show
 //! kuorum chaos clear
 //! ```
@@ -58,6 +59,8 @@ pub enum ChaosAction {
         #[arg(long, default_value_t = 1.0)]
         fraction: f64,
     },
+    /// Compact the cluster's history up to now: watches and reads from before get 410.
+    Compact,
     /// Print each node's standing faults.
     Show,
     /// Remove each node's standing faults.
@@ -93,6 +96,7 @@ pub fn run(args: ChaosArgs) -> anyhow::Result<()> {
             };
             (Method::POST, "/kuorum/v1/chaos/watches", Some(json!({"action": action, "fraction": fraction})))
         }
+        ChaosAction::Compact => (Method::POST, "/kuorum/v1/chaos/compact", None),
         ChaosAction::Show => (Method::GET, "/kuorum/v1/chaos", None),
         ChaosAction::Clear => (Method::DELETE, "/kuorum/v1/chaos", None),
     };

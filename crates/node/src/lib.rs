@@ -226,7 +226,7 @@ where
         .merge(members::router(started.raft.clone()))
         .merge(backup::router(started.state_machine.clone(), cluster.clone()));
     if let Some(c) = &chaos {
-        own = own.merge(kuorum_rest::chaos::router(c.clone(), cache.clone()));
+        own = own.merge(kuorum_rest::chaos::router(c.clone(), cache.clone(), cluster.clone()));
     }
     let app = kuorum_rest::router_with(rest, own);
     // Per connection: who its client certificate names, handed to each of its requests.

@@ -11,6 +11,9 @@
 //! - **latency**: a fraction of API requests held back before they are served;
 //! - **watch strikes**: a fraction of the open watches ended now, either with a 410
 //!   Expired ERROR event (the client must relist) or cut without one (it must resume);
+//! - **compaction**: the cluster's history is compacted up to this node's applied
+//!   resourceVersion now, so a watch or read from before it gets 410 (replicated, like
+//!   the periodic compaction; not undone by clearing);
 //! - **apply pause**: the state machine stops applying committed entries, so this node's
 //!   cache and its Any reads fall behind (its consistent reads and the writes it leads
 //!   wait, and time out with 504).
@@ -294,9 +297,11 @@ pub(crate) async fn inject(State(chaos): State<Arc<Chaos>>, req: Request, next: 
 }
 
 /// `/kuorum/v1/chaos`: `GET` the settings, `PUT` new ones, `DELETE` them all;
-/// `POST /kuorum/v1/chaos/watches` strikes the open watches.
-pub fn router(chaos: Arc<Chaos>, cache: Arc<kuorum_watch::WatchCache>) -> Router {
+/// `POST /kuorum/v1/chaos/watches` strikes the open watches; `POST
+/// /kuorum/v1/chaos/compact` compacts the history up to now.
+pub fn router(chaos: Arc<Chaos>, cache: Arc<kuorum_watch::WatchCache>, cluster: kuorum_raft::Cluster) -> Router {
     let for_strike = chaos.clone();
+    let for_compact = chaos.clone();
     Router::new()
         .route(
             "/kuorum/v1/chaos",
@@ -326,6 +331,20 @@ pub fn router(chaos: Arc<Chaos>, cache: Arc<kuorum_watch::WatchCache>) -> Router
                     .map_err(|e| RestError(ApiError::bad_request(format!("watch strike: {e}"))))?;
                 let open = for_strike.strike_watches(strike, cache.watcher_count()).map_err(RestError)?;
                 Ok::<_, RestError>(Json(serde_json::json!({"openWatches": open})))
+            }),
+        )
+        .route(
+            "/kuorum/v1/chaos/compact",
+            post(move || async move {
+                let rv = cluster.applied_index();
+                tracing::warn!(rv, "chaos: compacting the history");
+                // A compaction cannot fail once applied: only reaching the quorum can.
+                let _applied = cluster
+                    .write(kuorum_store::Command::Compact { rv }, Duration::from_secs(10))
+                    .await
+                    .map_err(|e| RestError(crate::error::cluster_error(e)))?;
+                for_compact.count("compaction");
+                Ok::<_, RestError>(Json(serde_json::json!({"compactedTo": rv.to_string()})))
             }),
         )
 }

@@ -1,0 +1,80 @@
+//! Owns the ground truth a run's invariants are checked against: every change the
+//! cluster applied, in resourceVersion order, as the nodes' state machines recorded it
+//! (not as any client saw it, so no fault can hide a change from the check).
+//!
+//! Worked example: a controller's test asks "was a replica ever deleted while its source
+//! existed?". It walks [`History::changes`] in order, keeping which sources exist, and
+//! fails at the first `Deleted` change of a replica whose source is in the set.
+
+use std::collections::BTreeMap;
+
+use kuorum_sim::replay::NodeTap;
+use kuorum_store::ChangeKind;
+
+/// One applied change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub rv: u64,
+    /// `Added`, `Modified` or `Deleted`.
+    pub kind: ChangeKind,
+    /// The resource's plural, as in the URL: `configmaps`, `leases`.
+    pub resource: String,
+    /// Empty for a cluster-scoped object.
+    pub namespace: String,
+    pub name: String,
+    /// The object after the change; for a deletion, its last state.
+    pub object: serde_json::Value,
+}
+
+/// Every change the cluster applied in one run.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    pub changes: Vec<Change>,
+}
+
+impl History {
+    /// Merges the nodes' taps: each resourceVersion's changes as the first node that
+    /// applied it recorded them (Raft makes every node apply the same).
+    pub(crate) fn merge(taps: &[NodeTap]) -> History {
+        let mut by_rv: BTreeMap<u64, Vec<kuorum_store::Change>> = BTreeMap::new();
+        for tap in taps {
+            for (rv, changes) in tap.objects() {
+                by_rv.entry(rv).or_insert(changes);
+            }
+        }
+        let changes = by_rv.into_values().flatten().filter_map(|c| to_change(&c)).collect();
+        History { changes }
+    }
+
+    /// The changes of one resource (plural name), in order.
+    pub fn of<'h>(&'h self, resource: &'h str) -> impl Iterator<Item = &'h Change> + 'h {
+        self.changes.iter().filter(move |c| c.resource == resource)
+    }
+
+    /// A hash of everything in the history: two runs of one seed have the same.
+    pub fn digest(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for c in &self.changes {
+            let line = format!("{} {:?} {}/{}/{} {}", c.rv, c.kind, c.resource, c.namespace, c.name, c.object);
+            for b in line.bytes() {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        h
+    }
+}
+
+/// `/registry/<group>/<resource>/<namespace>/<name>` (or without the namespace) and the
+/// object's JSON, as a [`Change`].
+fn to_change(c: &kuorum_store::Change) -> Option<Change> {
+    let object: serde_json::Value = serde_json::from_slice(&c.object).ok()?;
+    let meta = &object["metadata"];
+    let name = meta["name"].as_str()?.to_string();
+    let namespace = meta["namespace"].as_str().unwrap_or_default().to_string();
+    let rest = c.key.strip_prefix("/registry/")?;
+    let mut segs = rest.split('/');
+    let _group = segs.next()?;
+    let resource = segs.next()?.to_string();
+    Some(Change { rv: c.rv, kind: c.kind, resource, namespace, name, object })
+}

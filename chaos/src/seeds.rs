@@ -1,0 +1,66 @@
+//! Owns running many seeds: every seed of a range, on as many threads as the machine
+//! has cores, or only the one in `KUORUM_CHAOS_SEED` when it is set (the replay of a
+//! failure). Results come back in seed order, so "the first failing seed" does not
+//! depend on which thread finished first.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::simulation::{Failure, Report, Simulation};
+
+/// The environment variable that replays one seed.
+pub const SEED_VAR: &str = "KUORUM_CHAOS_SEED";
+
+/// The seeds to run: `seeds`, or only `KUORUM_CHAOS_SEED` when it is set.
+pub fn selected(seeds: impl IntoIterator<Item = u64>) -> Vec<u64> {
+    match std::env::var(SEED_VAR).ok().and_then(|s| s.trim().parse().ok()) {
+        Some(one) => vec![one],
+        None => seeds.into_iter().collect(),
+    }
+}
+
+/// Runs `make(seed)` for every selected seed; the results in seed order.
+pub fn run_seeds<F>(seeds: impl IntoIterator<Item = u64>, make: F) -> Vec<Result<Report, Failure>>
+where
+    F: Fn(u64) -> Simulation + Sync,
+{
+    let seeds = selected(seeds);
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(seeds.len().max(1));
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Report, Failure>>>> = Mutex::new(vec![None; seeds.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&seed) = seeds.get(i) else { break };
+                let result = make(seed).run();
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
+            });
+        }
+    });
+    results.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().map(|r| r.expect("every seed ran")).collect()
+}
+
+/// Runs every selected seed and panics with the first failure (its seed, its faults,
+/// and how to replay it). The usual body of a controller's chaos test.
+pub fn check_seeds<F>(seeds: impl IntoIterator<Item = u64>, make: F) -> Vec<Report>
+where
+    F: Fn(u64) -> Simulation + Sync,
+{
+    let mut reports = Vec::new();
+    for result in run_seeds(seeds, make) {
+        match result {
+            Ok(r) => reports.push(r),
+            Err(f) => panic!("{f}"),
+        }
+    }
+    reports
+}
+
+/// The first failing seed, if any: for a test that expects a planted bug to be caught.
+pub fn first_failure<F>(seeds: impl IntoIterator<Item = u64>, make: F) -> Option<Failure>
+where
+    F: Fn(u64) -> Simulation + Sync,
+{
+    run_seeds(seeds, make).into_iter().find_map(Result::err)
+}
