@@ -169,6 +169,8 @@ impl FaultMix {
         let pick = |n: usize| (rng.next_u64() % n as u64) as usize;
         let mut plan = FaultPlan::none();
         let mut node_busy_until = Duration::ZERO;
+        // A host has one fault at a time: two would undo each other's end.
+        let mut host_busy_until: std::collections::BTreeMap<String, Duration> = Default::default();
         let mut at = from + uniform(self.gap.0, self.gap.1);
         while at < until && !self.kinds.is_empty() {
             let kind = self.kinds[pick(self.kinds.len())];
@@ -198,10 +200,19 @@ impl FaultMix {
                 }),
             };
             if let Some(fault) = fault {
+                let host = match &fault {
+                    Fault::IsolateHost(h) | Fault::RestartHost(h) => Some(h.clone()),
+                    _ => None,
+                };
                 // One node away at a time: skip a node fault while another lasts.
-                if !fault.takes_a_node() || at >= node_busy_until {
+                let node_free = !fault.takes_a_node() || at >= node_busy_until;
+                let host_free = host.as_ref().is_none_or(|h| host_busy_until.get(h).is_none_or(|until| at >= *until));
+                if node_free && host_free {
                     if fault.takes_a_node() {
                         node_busy_until = at + lasting;
+                    }
+                    if let Some(h) = host {
+                        host_busy_until.insert(h, at + lasting);
                     }
                     plan.faults.push(Scheduled { at, fault, lasting });
                 }

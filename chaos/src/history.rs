@@ -15,6 +15,8 @@ use kuorum_store::ChangeKind;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     pub rv: u64,
+    /// Simulated time the first node applied it (about when it was committed).
+    pub at: std::time::Duration,
     /// `Added`, `Modified` or `Deleted`.
     pub kind: ChangeKind,
     /// The resource's plural, as in the URL: `configmaps`, `leases`.
@@ -36,13 +38,20 @@ impl History {
     /// Merges the nodes' taps: each resourceVersion's changes as the first node that
     /// applied it recorded them (Raft makes every node apply the same).
     pub(crate) fn merge(taps: &[NodeTap]) -> History {
-        let mut by_rv: BTreeMap<u64, Vec<kuorum_store::Change>> = BTreeMap::new();
+        let mut by_rv: BTreeMap<u64, (std::time::Duration, Vec<kuorum_store::Change>)> = BTreeMap::new();
         for tap in taps {
-            for (rv, changes) in tap.objects() {
-                by_rv.entry(rv).or_insert(changes);
+            for (rv, (at, changes)) in tap.objects() {
+                let first = by_rv.entry(rv).or_insert((at, Vec::new()));
+                if first.1.is_empty() {
+                    first.1 = changes;
+                }
+                first.0 = first.0.min(at);
             }
         }
-        let changes = by_rv.into_values().flatten().filter_map(|c| to_change(&c)).collect();
+        let changes = by_rv
+            .into_values()
+            .flat_map(|(at, changes)| changes.into_iter().filter_map(move |c| to_change(&c, at)))
+            .collect();
         History { changes }
     }
 
@@ -55,7 +64,16 @@ impl History {
     pub fn digest(&self) -> u64 {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for c in &self.changes {
-            let line = format!("{} {:?} {}/{}/{} {}", c.rv, c.kind, c.resource, c.namespace, c.name, c.object);
+            let line = format!(
+                "{} {} {:?} {}/{}/{} {}",
+                c.rv,
+                c.at.as_nanos(),
+                c.kind,
+                c.resource,
+                c.namespace,
+                c.name,
+                c.object
+            );
             for b in line.bytes() {
                 h ^= u64::from(b);
                 h = h.wrapping_mul(0x0100_0000_01b3);
@@ -66,8 +84,8 @@ impl History {
 }
 
 /// `/registry/<group>/<resource>/<namespace>/<name>` (or without the namespace) and the
-/// object's JSON, as a [`Change`].
-fn to_change(c: &kuorum_store::Change) -> Option<Change> {
+/// object's JSON, as a [`Change`] applied at `at`.
+fn to_change(c: &kuorum_store::Change, at: std::time::Duration) -> Option<Change> {
     let object: serde_json::Value = serde_json::from_slice(&c.object).ok()?;
     let meta = &object["metadata"];
     let name = meta["name"].as_str()?.to_string();
@@ -76,5 +94,5 @@ fn to_change(c: &kuorum_store::Change) -> Option<Change> {
     let mut segs = rest.split('/');
     let _group = segs.next()?;
     let resource = segs.next()?.to_string();
-    Some(Change { rv: c.rv, kind: c.kind, resource, namespace, name, object })
+    Some(Change { rv: c.rv, at, kind: c.kind, resource, namespace, name, object })
 }

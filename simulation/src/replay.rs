@@ -41,9 +41,10 @@ struct TapLog {
     applied: u64,
     compactions: BTreeSet<u64>,
     resets: u64,
-    /// Whole changes by rv, when asked for ([`NodeTap::keep_objects`]): the chaos
-    /// library's users check invariants over objects, not value ids.
-    objects: Option<BTreeMap<u64, Vec<Change>>>,
+    /// Whole changes by rv, with the simulated time this node applied them, when asked
+    /// for ([`NodeTap::keep_objects`]): the chaos library's users check invariants over
+    /// objects, not value ids.
+    objects: Option<BTreeMap<u64, (std::time::Duration, Vec<Change>)>>,
 }
 
 /// An apply tap for one node; clones share the log, which outlives the node's host.
@@ -72,16 +73,17 @@ impl NodeTap {
         }
     }
 
-    /// The whole changes this node applied, by rv (empty unless kept).
-    pub fn objects(&self) -> BTreeMap<u64, Vec<Change>> {
+    /// The whole changes this node applied, by rv, and when (empty unless kept).
+    pub fn objects(&self) -> BTreeMap<u64, (std::time::Duration, Vec<Change>)> {
         self.lock().objects.clone().unwrap_or_default()
     }
 
     fn record(&self, changes: &[Change]) {
         let mut g = self.lock();
         if let Some(objects) = g.objects.as_mut() {
+            let now = turmoil::sim_elapsed().unwrap_or_default();
             for c in changes {
-                let slot = objects.entry(c.rv).or_default();
+                let (_, slot) = objects.entry(c.rv).or_insert_with(|| (now, Vec::new()));
                 if !slot.contains(c) {
                     slot.push(c.clone());
                 }

@@ -16,7 +16,8 @@
 //!   the periodic compaction; not undone by clearing);
 //! - **apply pause**: the state machine stops applying committed entries, so this node's
 //!   cache and its Any reads fall behind (its consistent reads and the writes it leads
-//!   wait, and time out with 504).
+//!   wait, and time out with 504; paused on the leader, every write waits), and its
+//!   `/readyz` fails (not caught up), as a lagging node's would.
 //!
 //! Worked example: `PUT /kuorum/v1/chaos {"errorRate":0.1,"errorCode":429}` makes one
 //! API request in ten answer `429 TooManyRequests` with `Retry-After: 1`; `POST
@@ -121,6 +122,11 @@ impl FaultSettings {
     }
 }
 
+/// The number of strikes so far and the latest one.
+pub(crate) type Strikes = (u64, Option<WatchStrike>);
+/// What a watch stream listens on for strikes.
+pub(crate) type StrikeReceiver = watch::Receiver<Strikes>;
+
 /// What a watch strike does to the streams it hits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum WatchAction {
@@ -154,7 +160,7 @@ pub(crate) struct FaultLabel {
 pub struct Chaos {
     settings: Mutex<FaultSettings>,
     /// The latest strike, numbered; each watch stream subscribes and acts on new ones.
-    strikes: watch::Sender<(u64, Option<WatchStrike>)>,
+    strikes: watch::Sender<Strikes>,
     gate: ApplyGate,
     entropy: Arc<dyn Entropy>,
     injected: Family<FaultLabel, Counter>,
@@ -186,6 +192,7 @@ impl Chaos {
     /// Replaces the standing faults (after [`FaultSettings::validate`]).
     pub fn set(&self, settings: FaultSettings) -> Result<(), ApiError> {
         settings.validate()?;
+        let was_paused = self.gate.is_paused();
         if settings.apply_paused {
             self.gate.pause();
         } else {
@@ -203,7 +210,7 @@ impl Chaos {
             apply_paused = settings.apply_paused,
             "chaos: fault settings changed"
         );
-        if settings.apply_paused {
+        if settings.apply_paused && !was_paused {
             self.count("apply_paused");
         }
         *self.settings.lock().unwrap_or_else(|e| e.into_inner()) = settings;
@@ -228,7 +235,7 @@ impl Chaos {
     }
 
     /// What a new watch stream listens to for strikes (only those after now).
-    pub(crate) fn subscribe(&self) -> watch::Receiver<(u64, Option<WatchStrike>)> {
+    pub(crate) fn subscribe(&self) -> StrikeReceiver {
         self.strikes.subscribe()
     }
 

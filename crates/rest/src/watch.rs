@@ -45,7 +45,7 @@ use kuorum_api::{ApiError, ResourceDef};
 use kuorum_watch::{event_line, Obj, TooOld, Watch, WatchCache, WatchItem, WatchStart};
 use tokio::time::{sleep_until, Instant, Sleep};
 
-use crate::chaos::{Chaos, WatchAction, WatchStrike};
+use crate::chaos::{Chaos, StrikeReceiver, WatchAction};
 use crate::consistency::{wait_fresh, ListOptions, WatchPlan};
 use crate::list::{filter_of, has_type_meta, served_bytes};
 use crate::negotiate::{negotiate_output, Output, JSON};
@@ -166,9 +166,7 @@ pub(crate) async fn watch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
 
 /// Resolves with the action of the next strike that hits this stream; never without
 /// chaos mode.
-async fn struck(
-    strikes: &mut Option<(Arc<Chaos>, tokio::sync::watch::Receiver<(u64, Option<WatchStrike>)>)>,
-) -> WatchAction {
+async fn struck(strikes: &mut Option<(Arc<Chaos>, StrikeReceiver)>) -> WatchAction {
     let Some((chaos, rx)) = strikes.as_mut() else { return std::future::pending().await };
     loop {
         if rx.changed().await.is_err() {
@@ -244,7 +242,7 @@ struct EventStream {
     /// (one timer for the stream's life, like `deadline`).
     flush_timer: Pin<Box<Sleep>>,
     /// Chaos mode only: the injector and the strikes it sends to open watches.
-    strikes: Option<(Arc<Chaos>, tokio::sync::watch::Receiver<(u64, Option<WatchStrike>)>)>,
+    strikes: Option<(Arc<Chaos>, StrikeReceiver)>,
     /// The last chunk (a chaos 410) went out: end the stream.
     ended: bool,
 }
