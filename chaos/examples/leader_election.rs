@@ -215,7 +215,7 @@ fn tokens_never_go_backwards(actions: &[Action]) -> Outcome {
 /// One run: two electors on a 3-node cluster; faults aimed at what a lease survives.
 pub fn scenario(seed: u64, version: Version) -> Simulation {
     let external = ExternalSystem::default();
-    let mut sim = Simulation::new(seed).duration(Duration::from_secs(60)).settle(Duration::from_secs(15)).faults(
+    let mut sim = Simulation::new(seed).duration(Duration::from_secs(60)).settle(Duration::from_secs(25)).faults(
         FaultMix::only(&[
             FaultKind::IsolateHost,
             FaultKind::RestartHost,

@@ -171,13 +171,13 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    /// A 3-node cluster for 30 s of faults and 20 s of settling, no faults yet.
+    /// A 3-node cluster for 30 s of faults and 35 s of settling, no faults yet.
     pub fn new(seed: u64) -> Simulation {
         Simulation {
             seed,
             nodes: 3,
             duration: Duration::from_secs(30),
-            settle: Duration::from_secs(20),
+            settle: Duration::from_secs(35),
             mix: None,
             plan: FaultPlan::none(),
             latency: (Duration::from_millis(1), Duration::from_millis(5)),
@@ -201,7 +201,10 @@ impl Simulation {
         self
     }
 
-    /// How long the run goes on without faults before the final checks.
+    /// How long the run goes on without faults before the final checks. Give a
+    /// controller at least the clients' [`crate::client::IDLE_TIMEOUT`] plus its longest
+    /// backoff: a connection a partition broke silently is only found dead by that
+    /// timeout, as a real client finds it by its keepalive.
     pub fn settle(mut self, d: Duration) -> Self {
         self.settle = d;
         self

@@ -14,6 +14,9 @@
 //!   absolute deadline computed from it (a timed park) is already in the past rather than
 //!   far in the future.
 //!
+//! - It seeds fastrand's thread RNG (kube-runtime's backoff jitter), which does not
+//!   use `getrandom`.
+//!
 //! Only this package's binaries and tests link it (build.rs exports the symbol); kuorum
 //! itself never does.
 
@@ -36,6 +39,9 @@ const FROZEN_REALTIME_SECS: i64 = 1_767_225_600;
 /// Makes this thread's `getrandom` deterministic from `seed` and stops its clocks.
 pub fn seed_thread(seed: u64) {
     STATE.with(|s| s.set(Some(seed ^ 0xD1CE_D1CE_D1CE_D1CE)));
+    // fastrand's thread RNG seeds itself by hashing the thread's id and the clock, not
+    // from getrandom: two runs of one seed are on different threads.
+    fastrand::seed(seed ^ 0xFA57_FA57_FA57_FA57);
     let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `now` is a valid timespec to write.
     unsafe { real_clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };

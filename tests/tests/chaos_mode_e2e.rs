@@ -389,3 +389,37 @@ fn latency_delays_api_requests_on_its_node() {
     assert_eq!(http.get(&list).unwrap().status, 200);
     assert_eq!(injected(&c, 1, "latency"), before);
 }
+
+#[test]
+fn compact_makes_watches_from_before_it_expire_on_every_node() {
+    let Some(c) = start_chaos(3) else { return };
+    let http = c.http();
+    let r = http.post(&format!("{}{CM_PATH}", c.url(1)), &configmap("default", "before", json!({"k": "v"}))).unwrap();
+    assert_eq!(r.status, 201, "{}", r.text);
+    let old_rv: u64 = r.rv().unwrap().parse().unwrap();
+    let r = http.post(&format!("{}{CM_PATH}", c.url(1)), &configmap("default", "after", json!({"k": "v"}))).unwrap();
+    assert_eq!(r.status, 201, "{}", r.text);
+    // Before the compaction, a watch from the old resourceVersion replays what came after.
+    let w = WatchStream::open(&format!("{}{CM_PATH}?watch=1&resourceVersion={old_rv}", c.url(2)));
+    match w.next(Duration::from_secs(5), "the create after old_rv") {
+        Seen::Event(e) => assert_eq!(e["object"]["metadata"]["name"], "after", "{e}"),
+        other => panic!("expected an event, got {other:?}"),
+    }
+    let out = chaos(&c, &c.url(1), &["compact"]).unwrap();
+    assert!(out.contains("compactedTo"), "{out}");
+    assert_eq!(injected(&c, 1, "compaction"), 1);
+    // Replicated: every node now answers a watch from before with 410 Expired.
+    for id in 1..=3 {
+        eventually(Duration::from_secs(10), &format!("node {id} expires a watch from before the compaction"), || {
+            let w = WatchStream::open(&format!("{}{CM_PATH}?watch=1&resourceVersion={old_rv}", c.url(id)));
+            match w.next(Duration::from_secs(5), "the 410") {
+                Seen::Event(e) if e["type"] == "ERROR" => {
+                    assert_eq!(status_reason(&e["object"], 410), "Expired", "{e}");
+                    Ok(Some(()))
+                }
+                _ => Ok(None),
+            }
+        })
+        .unwrap();
+    }
+}
