@@ -192,10 +192,10 @@ impl FaultMix {
                 FaultKind::CutWatches => Some(Fault::CutWatches),
                 FaultKind::Compact => Some(Fault::Compact),
                 FaultKind::Latency => Some(Fault::Latency(Duration::from_millis(50 + rng.next_u64() % 1950))),
-                FaultKind::Throttle => Some(Fault::Throttle(0.1 + (rng.next_u64() % 60) as f64 / 100.0)),
+                FaultKind::Throttle => Some(Fault::Throttle((10 + rng.next_u64() % 60) as f64 / 100.0)),
                 FaultKind::Errors => Some(Fault::Errors {
                     code: [500, 503, 504][pick(3)],
-                    rate: 0.05 + (rng.next_u64() % 30) as f64 / 100.0,
+                    rate: (5 + rng.next_u64() % 30) as f64 / 100.0,
                     after_serving: rng.next_u64() % 2 == 0,
                 }),
             };

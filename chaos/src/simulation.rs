@@ -549,7 +549,8 @@ impl Driver {
         }
     }
 
-    /// Each running node's injector gets the settings the lasting faults make up.
+    /// Each running node's injector gets the settings the lasting faults make up (of two
+    /// that set the same knob, the one started later wins).
     fn sync_settings(&mut self) {
         for (node, chaos) in self.injectors() {
             let mut s = FaultSettings::default();
