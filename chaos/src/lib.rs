@@ -30,5 +30,5 @@ pub mod simulation;
 pub use fault::{Fault, FaultKind, FaultMix, FaultPlan, Scheduled};
 pub use history::{Change, History};
 pub use kuorum_store::ChangeKind;
-pub use seeds::{check_seeds, first_failure, run_seeds, SEED_VAR};
+pub use seeds::{assert_caught, check_seeds, first_failure, run_seeds, seed_count, SEED_VAR};
 pub use simulation::{Env, Failure, Outcome, Report, Simulation};

@@ -64,3 +64,59 @@ where
 {
     run_seeds(seeds, make).into_iter().find_map(Result::err)
 }
+
+/// A `main` for running a scenario by hand: runs the seeds of the first `FIRST..END`
+/// argument (`0..20` without one), prints each verdict and a summary, and exits with 1
+/// if any seed failed.
+pub fn main_over_seeds<F>(args: &[String], make: F) -> !
+where
+    F: Fn(u64) -> Simulation + Sync,
+{
+    let (first, end) = args
+        .iter()
+        .find_map(|a| a.split_once("..").and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?))))
+        .unwrap_or((0u64, 20u64));
+    let mut failed = 0;
+    for result in run_seeds(first..end, make) {
+        match result {
+            Ok(r) => println!(
+                "seed {}: ok ({} faults, {} changes applied)",
+                r.seed,
+                r.faults.iter().filter(|f| !f.contains(" end of ")).count(),
+                r.history.changes.len()
+            ),
+            Err(f) => {
+                failed += 1;
+                println!("{f}");
+            }
+        }
+    }
+    println!("{failed} of {} seeds failed", selected(first..end).len());
+    std::process::exit(i32::from(failed > 0));
+}
+
+/// How many seeds a test runs: `KUORUM_CHAOS_SEEDS`, or `default`.
+pub fn seed_count(default: u64) -> u64 {
+    std::env::var("KUORUM_CHAOS_SEEDS").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(default)
+}
+
+/// For a test that expects a bug to be caught: the first failing seed among `seeds`,
+/// which must fail with a reason containing `expected`, and whose replay must fail the
+/// same way (same reason, same moment, same faults). Panics otherwise.
+pub fn assert_caught<F>(seeds: impl IntoIterator<Item = u64>, make: F, expected: &str) -> Failure
+where
+    F: Fn(u64) -> Simulation + Sync,
+{
+    let seeds = selected(seeds);
+    let n = seeds.len();
+    let failure = first_failure(seeds, &make).unwrap_or_else(|| panic!("no failure in {n} seeds"));
+    assert!(failure.reason.contains(expected), "caught, but not by `{expected}`: {failure}");
+    let again = make(failure.seed).run().expect_err("a failing seed fails again");
+    assert_eq!(
+        (&again.reason, again.at, &again.faults),
+        (&failure.reason, failure.at, &failure.faults),
+        "seed {} did not replay the same",
+        failure.seed
+    );
+    failure
+}

@@ -23,6 +23,7 @@ use futures::future::BoxFuture;
 use kuorum_rest::chaos::{Chaos, FaultSettings, WatchAction, WatchStrike};
 use kuorum_sim::client::{request_within, TurmoilDial};
 use kuorum_sim::cluster::{host_name, ClusterSpec, SimCluster};
+use kuorum_sim::run::wait_ready;
 use kuorum_watch::CacheConfig;
 use openraft::async_runtime::WatchReceiver;
 
@@ -458,8 +459,16 @@ impl Driver {
         self.log.push(format!("{:>8.3}s {what}", now.as_secs_f64()));
     }
 
-    fn node_hosts_except(&self, n: u64) -> Vec<String> {
-        (1..=self.nodes).filter(|i| *i != n).map(host_name).collect()
+    /// The links a partition fault cuts (and its end repairs).
+    fn cut_links(&self, fault: &Fault) -> Vec<(String, String)> {
+        match fault {
+            Fault::IsolateNode(n) => {
+                let others = (1..=self.nodes).filter(|i| i != n).map(host_name).chain(self.others.iter().cloned());
+                others.map(|other| (host_name(*n), other)).collect()
+            }
+            Fault::IsolateHost(h) => (1..=self.nodes).map(|n| (h.clone(), host_name(n))).collect(),
+            _ => Vec::new(),
+        }
     }
 
     fn injectors(&self) -> Vec<(u64, Arc<Chaos>)> {
@@ -480,18 +489,10 @@ impl Driver {
     fn start(&mut self, sim: &mut turmoil::Sim<'_>, s: Scheduled, now: Duration) {
         let lasting = if s.fault.instant() { String::new() } else { format!(" for {:.1}s", s.lasting.as_secs_f64()) };
         self.note(now, format!("{:?}{lasting}", s.fault));
+        for (a, b) in self.cut_links(&s.fault) {
+            sim.partition(a.as_str(), b.as_str());
+        }
         match &s.fault {
-            Fault::IsolateNode(n) => {
-                let me = host_name(*n);
-                for other in self.node_hosts_except(*n).iter().chain(&self.others) {
-                    sim.partition(me.as_str(), other.as_str());
-                }
-            }
-            Fault::IsolateHost(h) => {
-                for n in 1..=self.nodes {
-                    sim.partition(h.as_str(), host_name(n).as_str());
-                }
-            }
             Fault::CrashNode(n) => self.cluster.crash(sim, *n),
             Fault::RestartHost(h) => sim.crash(h.as_str()),
             Fault::MoveLeader => {
@@ -517,7 +518,12 @@ impl Driver {
                 });
                 self.strike(WatchAction::Close);
             }
-            Fault::Latency(_) | Fault::Throttle(_) | Fault::Errors { .. } | Fault::PauseApply(_) => {}
+            Fault::IsolateNode(_)
+            | Fault::IsolateHost(_)
+            | Fault::Latency(_)
+            | Fault::Throttle(_)
+            | Fault::Errors { .. }
+            | Fault::PauseApply(_) => {}
         }
         if !s.fault.instant() {
             self.lasting.push((s.at + s.lasting, s.fault));
@@ -530,18 +536,10 @@ impl Driver {
         self.lasting = keep;
         for (_, fault) in due {
             self.note(now, format!("end of {fault:?}"));
+            for (a, b) in self.cut_links(&fault) {
+                sim.repair(a.as_str(), b.as_str());
+            }
             match &fault {
-                Fault::IsolateNode(n) => {
-                    let me = host_name(*n);
-                    for other in self.node_hosts_except(*n).iter().chain(&self.others) {
-                        sim.repair(me.as_str(), other.as_str());
-                    }
-                }
-                Fault::IsolateHost(h) => {
-                    for n in 1..=self.nodes {
-                        sim.repair(h.as_str(), host_name(n).as_str());
-                    }
-                }
                 Fault::CrashNode(n) => self.cluster.restart(sim, *n),
                 Fault::RestartHost(h) => sim.bounce(h.as_str()),
                 _ => {}
@@ -578,20 +576,6 @@ impl Driver {
                 }
                 self.applied.insert(node, (identity, s));
             }
-        }
-    }
-}
-
-/// Waits until every node answers a read of the `default` namespace.
-async fn wait_ready(nodes: u64) {
-    for id in 1..=nodes {
-        loop {
-            let r = request_within(Duration::from_secs(2), &TurmoilDial, id, "GET", "/api/v1/namespaces/default", None)
-                .await;
-            if r.is_some_and(|r| r.status == 200) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 }

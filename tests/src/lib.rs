@@ -318,11 +318,15 @@ impl Cluster {
     /// Starts `n` nodes and waits for readiness and a leader; `None` (after printing SKIP)
     /// when there is no binary to test and `$KUORUM_BIN` is unset.
     pub fn start_or_skip(n: usize) -> Option<Cluster> {
+        Cluster::start_opts_or_skip(ClusterOptions { nodes: n, ..Default::default() })
+    }
+
+    /// [`Cluster::start_or_skip`] with the given options.
+    pub fn start_opts_or_skip(opts: ClusterOptions) -> Option<Cluster> {
         let Some(bin) = kuorum_bin() else {
             eprintln!("SKIP: no kuorum binary found (set KUORUM_BIN or run scripts/test.sh)");
             return None;
         };
-        let opts = ClusterOptions { nodes: n, ..Default::default() };
         // Ports are picked free and released before the nodes bind them, so another process
         // (or a parallel test's outgoing connection) can take one in between: a node then
         // exits at once ("Address already in use"). Start over on fresh ports then.

@@ -14,29 +14,18 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use kuorum_e2e::{configmap, eventually, kuorum_bin, Cluster, ClusterOptions, Http};
+use kuorum_e2e::{configmap, eventually, Cluster, ClusterOptions, Http};
 use serde_json::{json, Value};
 
 const CM_PATH: &str = "/api/v1/namespaces/default/configmaps";
 
-/// Starts `n` nodes with `--enable-chaos` (retrying on fresh ports, as
-/// [`Cluster::start_or_skip`] does); `None` when there is no binary to test.
+/// Starts `n` nodes with `--enable-chaos`; `None` when there is no binary to test.
 fn start_chaos(n: usize) -> Option<Cluster> {
-    let Some(bin) = kuorum_bin() else {
-        eprintln!("SKIP: no kuorum binary found (set KUORUM_BIN or run scripts/test.sh)");
-        return None;
-    };
-    let opts = ClusterOptions { nodes: n, extra_args: vec!["--enable-chaos".into()], ..Default::default() };
-    for attempt in 1.. {
-        match Cluster::start_with(bin.clone(), opts.clone()) {
-            Ok(c) => return Some(c),
-            Err(e) if attempt < 3 && format!("{e:#}").contains("exited unexpectedly") => {
-                eprintln!("cluster start attempt {attempt} failed ({e:#}); retrying on fresh ports");
-            }
-            Err(e) => panic!("start cluster: {e:#}"),
-        }
-    }
-    unreachable!()
+    Cluster::start_opts_or_skip(ClusterOptions {
+        nodes: n,
+        extra_args: vec!["--enable-chaos".into()],
+        ..Default::default()
+    })
 }
 
 /// `kuorum chaos ARGS --server SERVERS`: its stdout, or its error (with its stderr).
