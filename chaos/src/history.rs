@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use kuorum_sim::replay::NodeTap;
+use kuorum_sim::replay::{Fnv, NodeTap};
 use kuorum_store::ChangeKind;
 
 /// One applied change.
@@ -62,7 +62,7 @@ impl History {
 
     /// A hash of everything in the history: two runs of one seed have the same.
     pub fn digest(&self) -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut h = Fnv::default();
         for c in &self.changes {
             let line = format!(
                 "{} {} {:?} {}/{}/{} {}",
@@ -74,12 +74,9 @@ impl History {
                 c.name,
                 c.object
             );
-            for b in line.bytes() {
-                h ^= u64::from(b);
-                h = h.wrapping_mul(0x0100_0000_01b3);
-            }
+            h.write(line.as_bytes());
         }
-        h
+        h.0
     }
 }
 

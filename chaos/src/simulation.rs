@@ -23,6 +23,7 @@ use futures::future::BoxFuture;
 use kuorum_rest::chaos::{Chaos, FaultSettings, WatchAction, WatchStrike};
 use kuorum_sim::client::{request_within, TurmoilDial};
 use kuorum_sim::cluster::{host_name, ClusterSpec, SimCluster};
+use kuorum_sim::replay::Fnv;
 use kuorum_sim::run::wait_ready;
 use kuorum_watch::CacheConfig;
 use openraft::async_runtime::WatchReceiver;
@@ -68,7 +69,11 @@ impl Env {
 
     /// A client whose every connection goes to node `node` (1-based).
     pub fn client_to(&self, node: u64) -> kube::Client {
-        assert!((1..=self.nodes).contains(&node), "node {node} is not in a {}-node cluster", self.nodes);
+        assert!(
+            (1..=self.nodes).contains(&node),
+            "node {node} is not in a {}-node cluster",
+            self.nodes
+        );
         kube_client(vec![node], 0)
     }
 
@@ -386,7 +391,6 @@ impl Simulation {
             controller_names.iter().chain(&workload_names).cloned().chain([CHECK_HOST.to_string()]).collect();
         let mut driver = Driver {
             cluster,
-            nodes,
             others,
             control: control_tx,
             lasting: Vec::new(),
@@ -422,13 +426,11 @@ impl Simulation {
                 });
             }
         }
-        let mut trace = history.digest();
+        let mut trace = Fnv(history.digest());
         for line in &driver.log {
-            for b in line.bytes() {
-                trace = (trace ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-            }
+            trace.write(line.as_bytes());
         }
-        Ok(Report { seed, faults: driver.log, history, trace })
+        Ok(Report { seed, faults: driver.log, history, trace: trace.0 })
     }
 }
 
@@ -442,7 +444,6 @@ struct ControlOp {
 /// Applies and undoes faults between simulation steps.
 struct Driver {
     cluster: SimCluster,
-    nodes: u64,
     /// Every host but the nodes and the control host.
     others: Vec<String>,
     control: tokio::sync::mpsc::UnboundedSender<ControlOp>,
@@ -463,10 +464,11 @@ impl Driver {
     fn cut_links(&self, fault: &Fault) -> Vec<(String, String)> {
         match fault {
             Fault::IsolateNode(n) => {
-                let others = (1..=self.nodes).filter(|i| i != n).map(host_name).chain(self.others.iter().cloned());
+                let others =
+                    (1..=self.cluster.nodes).filter(|i| i != n).map(host_name).chain(self.others.iter().cloned());
                 others.map(|other| (host_name(*n), other)).collect()
             }
-            Fault::IsolateHost(h) => (1..=self.nodes).map(|n| (h.clone(), host_name(n))).collect(),
+            Fault::IsolateHost(h) => (1..=self.cluster.nodes).map(|n| (h.clone(), host_name(n))).collect(),
             _ => Vec::new(),
         }
     }
@@ -497,7 +499,9 @@ impl Driver {
             Fault::RestartHost(h) => sim.crash(h.as_str()),
             Fault::MoveLeader => {
                 if let Some(leader) = self.leader() {
-                    let to = (1..=self.nodes).map(|i| (leader + i - 1) % self.nodes + 1).find(|i| *i != leader);
+                    let to = (1..=self.cluster.nodes)
+                        .map(|i| (leader + i - 1) % self.cluster.nodes + 1)
+                        .find(|i| *i != leader);
                     if let Some(to) = to {
                         let _ = self.control.send(ControlOp {
                             node: leader,

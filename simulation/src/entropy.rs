@@ -17,8 +17,8 @@
 //! - It seeds fastrand's thread RNG (kube-runtime's backoff jitter), which does not
 //!   use `getrandom`.
 //!
-//! Only this package's binaries and tests link it (build.rs exports the symbol); kuorum
-//! itself never does.
+//! Only this package's binaries and tests, and kuorum-chaos's, link it (their build.rs
+//! exports the symbols); kuorum itself never does.
 
 use std::cell::Cell;
 

@@ -187,7 +187,6 @@ fn run_opts(opts: &SimOptions, mutation_sel: Option<Mutation>) -> RunReport {
 }
 
 /// Polls until every node serves `default` (the system namespaces are applied).
-/// Waits until every node answers a read of the `default` namespace.
 pub async fn wait_ready(nodes: u64) {
     for id in 1..=nodes {
         loop {

@@ -157,12 +157,12 @@ impl<E: ObjectEngine> StateMachine<E> {
         &self.shared.engine
     }
 
-    /// Follows the applied index.
     /// The gate in front of apply (open unless a fault closes it).
     pub fn apply_gate(&self) -> ApplyGate {
         self.shared.gate.clone()
     }
 
+    /// Follows the applied index.
     pub fn applied_rx(&self) -> watch::Receiver<u64> {
         self.shared.applied_tx.subscribe()
     }

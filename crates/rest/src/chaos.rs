@@ -198,9 +198,6 @@ impl Chaos {
         } else {
             self.gate.resume();
         }
-        if settings.apply_paused && !self.gate.is_paused() {
-            return Err(ApiError::internal("the apply gate did not close"));
-        }
         tracing::warn!(
             error_rate = settings.error_rate,
             error_code = settings.error_code,

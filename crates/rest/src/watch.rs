@@ -262,7 +262,8 @@ impl EventStream {
             let item = tokio::select! {
                 item = self.watch.rx.recv() => item?,
                 _ = self.deadline.as_mut() => return None,
-                strike = struck(&mut self.strikes) => match strike {
+                // Only in chaos mode: other streams poll two branches per event, as before.
+                strike = struck(&mut self.strikes), if self.strikes.is_some() => match strike {
                     WatchAction::Expire => {
                         self.ended = true;
                         let gone = ApiError::expired("too old resource version: the watch was expired by a chaos fault");
