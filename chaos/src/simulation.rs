@@ -69,11 +69,7 @@ impl Env {
 
     /// A client whose every connection goes to node `node` (1-based).
     pub fn client_to(&self, node: u64) -> kube::Client {
-        assert!(
-            (1..=self.nodes).contains(&node),
-            "node {node} is not in a {}-node cluster",
-            self.nodes
-        );
+        assert!((1..=self.nodes).contains(&node), "node {node} is not in a {}-node cluster", self.nodes);
         kube_client(vec![node], 0)
     }
 

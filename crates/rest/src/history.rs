@@ -50,7 +50,7 @@ pub(crate) fn page_at(
         return Err(ApiError::too_large_resource_version(rv, applied));
     }
     let want = limit.unwrap_or(usize::MAX);
-    let selects_all = crate::list::selects_all(filter);
+    let selects_all = filter.selects_all();
     let mut items = Vec::new();
     let mut last_key: Option<String> = None;
     let mut more = false;

@@ -19,7 +19,6 @@
 
 use std::collections::BTreeSet;
 
-use bytes::Bytes;
 use kuorum_api::{ApiError, Reason, ResourceDef};
 use serde_json::{json, Map, Value};
 
@@ -1072,8 +1071,8 @@ impl TableView {
     }
 
     /// The Table of a page of a list (stored bytes of each item).
-    pub(crate) fn list(&self, meta: &ListMeta, items: &[Bytes], now: i64) -> Result<Vec<u8>, ApiError> {
-        let objs = items.iter().map(|b| parse_stored(b).map(Value::Object)).collect::<Result<Vec<_>, _>>()?;
+    pub(crate) fn list(&self, meta: &ListMeta, items: &[impl AsRef<[u8]>], now: i64) -> Result<Vec<u8>, ApiError> {
+        let objs = items.iter().map(|b| parse_stored(b.as_ref()).map(Value::Object)).collect::<Result<Vec<_>, _>>()?;
         Ok(self.encode(meta.to_json(), &objs.iter().collect::<Vec<_>>(), true, now))
     }
 
@@ -1142,10 +1141,14 @@ pub(crate) fn partial_object(version: MetaVersion, bytes: &[u8]) -> Result<Vec<u
 }
 
 /// A page of a list as PartialObjectMetadataList.
-pub(crate) fn partial_list(version: MetaVersion, meta: &ListMeta, items: &[Bytes]) -> Result<Vec<u8>, ApiError> {
+pub(crate) fn partial_list(
+    version: MetaVersion,
+    meta: &ListMeta,
+    items: &[impl AsRef<[u8]>],
+) -> Result<Vec<u8>, ApiError> {
     let items = items
         .iter()
-        .map(|b| parse_stored(b).map(|o| partial(version, &Value::Object(o))))
+        .map(|b| parse_stored(b.as_ref()).map(|o| partial(version, &Value::Object(o))))
         .collect::<Result<Vec<_>, _>>()?;
     let mut list = Map::new();
     list.insert("kind".into(), "PartialObjectMetadataList".into());
@@ -1206,6 +1209,7 @@ impl WatchView {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use kuorum_api::registry::lookup;
 
     const NOW: i64 = 1_795_304_728; // 2026-11-21T23:45:28Z
@@ -1621,7 +1625,7 @@ mod tests {
         assert_eq!(keys, ["kind", "apiVersion", "metadata", "columnDefinitions", "rows"]);
 
         let view = TableView { def: cm, version: MetaVersion::V1beta1, include: IncludeObject::None, custom: None };
-        let t: Value = serde_json::from_slice(&view.list(&ListMeta::default(), &[], NOW).unwrap()).unwrap();
+        let t: Value = serde_json::from_slice(&view.list(&ListMeta::default(), &[] as &[Bytes], NOW).unwrap()).unwrap();
         assert_eq!(
             (t["apiVersion"].clone(), t["metadata"].clone(), t["rows"].clone()),
             (json!("meta.k8s.io/v1beta1"), json!({}), json!([]))

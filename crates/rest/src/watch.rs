@@ -47,7 +47,7 @@ use tokio::time::{sleep_until, Instant, Sleep};
 
 use crate::chaos::{Chaos, StrikeReceiver, WatchAction};
 use crate::consistency::{wait_fresh, ListOptions, WatchPlan};
-use crate::list::{filter_of, has_type_meta, served_bytes};
+use crate::list::{filter_of, served_bytes, serves_as_stored};
 use crate::negotiate::{negotiate_output, Output, JSON};
 use crate::route::Ctx;
 use crate::table::{TableView, WatchView};
@@ -318,7 +318,7 @@ impl EventStream {
             };
         }
         match item {
-            WatchItem::Event(t, event) if has_type_meta(&event.object.bytes, self.def) => event.line(t),
+            WatchItem::Event(t, event) if serves_as_stored(&event.object, self.def) => event.line(t),
             WatchItem::Event(t, event) => match served_bytes(&event.object.bytes, self.def) {
                 Ok(bytes) => event_line(t.as_str(), &bytes),
                 Err(e) => {

@@ -246,10 +246,17 @@ impl WatchCache {
             Some(a) if a >= filter.prefix.as_str() => Bound::Excluded(a.to_string()),
             _ => Bound::Included(filter.prefix.clone()),
         };
+        // With an upper bound, the tree finds the range's ends and the loop touches no
+        // key: each key's bytes are a cache miss of their own, 10,000 of them in a list
+        // of 10,000 objects.
+        let end = prefix_end(&filter.prefix);
+        let exact = end.is_some();
+        let upper = end.map_or(Bound::Unbounded, Bound::Excluded);
+        let all = filter.selects_all();
         let mut items = Vec::new();
-        let mut range = s.objects.range((lower, Bound::Unbounded)).take_while(|(k, _)| k.starts_with(&filter.prefix));
+        let mut range = s.objects.range((lower, upper)).take_while(|(k, _)| exact || k.starts_with(&filter.prefix));
         for (_, o) in range.by_ref() {
-            if filter.matches(o) {
+            if all || filter.matches(o) {
                 items.push(o.clone());
                 if items.len() >= limit {
                     break;
@@ -381,4 +388,17 @@ impl kuorum_store::ApplyObserver for WatchCache {
     fn reset(&self, rv: u64, oldest: u64, objects: Vec<(String, Bytes)>, changes: Vec<Change>) {
         WatchCache::reset(self, rv, oldest, objects, changes);
     }
+}
+
+/// The least key above every key that starts with `prefix`, when a key of ASCII makes it
+/// exact: `/registry/configmaps/default/` gives `/registry/configmaps/default0`. None
+/// (no bound; the caller checks each key) otherwise.
+fn prefix_end(prefix: &str) -> Option<String> {
+    let (&last, head) = prefix.as_bytes().split_last()?;
+    if last >= 0x7f {
+        return None;
+    }
+    let mut end = head.to_vec();
+    end.push(last + 1);
+    String::from_utf8(end).ok()
 }

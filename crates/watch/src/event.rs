@@ -2,6 +2,7 @@
 //! by the current state, lists and events; one [`Event`] per change, whose encoded watch
 //! line is built once per event type and then shared by every watcher.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -37,22 +38,39 @@ pub struct Obj {
     pub rv: u64,
     pub bytes: Bytes,
     parsed: OnceLock<Option<Value>>,
+    /// The serving layer's memo: a nonzero tag of a form these bytes are known to be
+    /// served in as they are (kuorum-rest tags with the address of an interned resource
+    /// definition), 0 while none is known. It caches a pure function of the bytes and
+    /// the tag, so a lost or overwritten memo costs a recomputation, never a wrong
+    /// answer; and it sits beside the count a list takes on the object anyway, so a
+    /// list of 10,000 cached objects does not read the head of each one's bytes first.
+    served_as: AtomicUsize,
 }
 
 impl Obj {
     pub fn new(key: String, rv: u64, bytes: Bytes) -> Arc<Obj> {
-        Arc::new(Obj { key, rv, bytes, parsed: OnceLock::new() })
+        Arc::new(Obj { key, rv, bytes, parsed: OnceLock::new(), served_as: AtomicUsize::new(0) })
     }
 
     /// Builds an object from stored bytes, reading its resourceVersion from them.
     pub fn from_stored(key: String, bytes: Bytes) -> Arc<Obj> {
-        let obj = Obj { key, rv: 0, bytes, parsed: OnceLock::new() };
+        let obj = Obj { key, rv: 0, bytes, parsed: OnceLock::new(), served_as: AtomicUsize::new(0) };
         let rv = obj
             .value()
             .and_then(|v| v["metadata"]["resourceVersion"].as_str())
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
         Arc::new(Obj { rv, ..obj })
+    }
+
+    /// Whether the memo says the bytes serve as they are in the form tagged `tag`.
+    pub fn served_as(&self, tag: usize) -> bool {
+        tag != 0 && self.served_as.load(Ordering::Relaxed) == tag
+    }
+
+    /// Remembers that the bytes serve as they are in the form tagged `tag`.
+    pub fn set_served_as(&self, tag: usize) {
+        self.served_as.store(tag, Ordering::Relaxed);
     }
 
     /// The object as JSON (None if the stored bytes are not JSON, never expected).

@@ -19,7 +19,8 @@ impl WatchFilter {
         WatchFilter { prefix: prefix.into(), labels: LabelSelector(Vec::new()), fields: FieldSelector(Vec::new()) }
     }
 
-    fn selects_all(&self) -> bool {
+    /// Whether no selector narrows the prefix.
+    pub fn selects_all(&self) -> bool {
         self.labels.0.is_empty() && self.fields.0.is_empty()
     }
 

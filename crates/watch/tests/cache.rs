@@ -147,6 +147,27 @@ fn lists_page_in_key_order_with_remaining_counts() {
 }
 
 #[test]
+fn a_list_holds_its_prefix_and_nothing_beside_it() {
+    let c = WatchCache::new(CacheConfig::default());
+    // Neighbours of the namespace `d`: keys that sort just before, inside and just after
+    // the range `{P}d/`..`{P}d0`, and a namespace whose name is not ASCII.
+    let keys = ["d", "d-x", "d.", "d/a", "d/z", "d0", "d0/a", "da/a", "dé/a", "dé/b", "déa/a", "e/a"];
+    let objects = keys.iter().enumerate().map(|(i, k)| (format!("{P}{k}"), obj(k, i as u64 + 1, "x"))).collect();
+    c.reset(20, 20, objects, vec![]);
+    let listed = |prefix: &str, limit: usize| {
+        let l = c.list(&WatchFilter::prefix(&format!("{P}{prefix}")), None, limit);
+        (l.items.iter().map(|o| o.key[P.len()..].to_string()).collect::<Vec<_>>(), l.remaining)
+    };
+    assert_eq!(listed("d/", 100), (vec!["d/a".to_string(), "d/z".to_string()], None));
+    assert_eq!(listed("d/", 1), (vec!["d/a".to_string()], Some(1)));
+    assert_eq!(listed("dé/", 100), (vec!["dé/a".to_string(), "dé/b".to_string()], None));
+    assert_eq!(listed("d", 100).0.len(), 11, "every key starting with d, none after");
+    let filter = WatchFilter { labels: LabelSelector::parse("app=y").unwrap(), ..WatchFilter::prefix(P) };
+    let selected = c.list(&filter, None, 100);
+    assert!(selected.items.is_empty(), "selectors still apply inside the range");
+}
+
+#[test]
 fn an_event_shares_the_version_it_replaced_with_the_event_before() {
     let c = cache_with_history();
     let mut w = c.watch(WatchFilter::prefix(P), WatchStart::After(4), false).unwrap().watch;
