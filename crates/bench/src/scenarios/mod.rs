@@ -107,6 +107,26 @@ impl Target {
         self.pids().map(|p| p.iter().map(|&pid| proc_status_kb(pid, "VmRSS:")).sum::<u64>() as f64 / 1024.0)
     }
 
+    /// Waits (up to `max`) until the servers have been quiet for half a second: under
+    /// 5% of a core summed over them. A fill leaves work behind (kuorum: memtable flushes
+    /// and compactions; etcd: backend commits and defragmentation of its B-tree); what a
+    /// scenario measures after it should not be whichever target happens to come first.
+    /// Returns the seconds waited.
+    async fn wait_idle(&self, max: Duration) -> f64 {
+        let Some(pids) = self.pids() else { return 0.0 };
+        let t0 = Instant::now();
+        let mut before = cpu_seconds(pids);
+        while t0.elapsed() < max {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let now = cpu_seconds(pids);
+            if now - before < 0.025 {
+                break;
+            }
+            before = now;
+        }
+        t0.elapsed().as_secs_f64()
+    }
+
     /// Resets each server's peak RSS (see [`hwm_reset`]).
     fn hwm_reset(&self) {
         if let Some(p) = self.pids() {
