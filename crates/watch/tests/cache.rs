@@ -155,7 +155,7 @@ fn a_list_holds_its_prefix_and_nothing_beside_it() {
     let objects = keys.iter().enumerate().map(|(i, k)| (format!("{P}{k}"), obj(k, i as u64 + 1, "x"))).collect();
     c.reset(20, 20, objects, vec![]);
     let listed = |prefix: &str, limit: usize| {
-        let l = c.list(&WatchFilter::prefix(&format!("{P}{prefix}")), None, limit);
+        let l = c.list(&WatchFilter::prefix(format!("{P}{prefix}")), None, limit);
         (l.items.iter().map(|o| o.key[P.len()..].to_string()).collect::<Vec<_>>(), l.remaining)
     };
     assert_eq!(listed("d/", 100), (vec!["d/a".to_string(), "d/z".to_string()], None));
