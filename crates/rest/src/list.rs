@@ -185,7 +185,7 @@ fn continue_expired(prefix: &str, from_key: &str) -> Response {
 /// they are; anything else is parsed and re-encoded for every list item and every
 /// watcher's event. A custom resource stored at another version of its CRD has the
 /// storage version's `apiVersion` and is re-encoded.
-pub(crate) fn has_type_meta(bytes: &[u8], def: &ResourceDef) -> bool {
+fn has_type_meta(bytes: &[u8], def: &ResourceDef) -> bool {
     let kind_first = || {
         let r = strip_kind(bytes.strip_prefix(br#"{"kind":""#.as_slice())?, def)?;
         strip_api_version(r.strip_prefix(br#"","apiVersion":""#.as_slice())?, def)
@@ -227,7 +227,6 @@ fn served_item(item: Item, def: &'static ResourceDef) -> Result<Item, ApiError> 
     Ok(match item {
         Item::Cached(o) if serves_as_stored(&o, def) => Item::Cached(o),
         Item::Cached(o) => Item::Read(served_bytes(&o.bytes, def)?),
-        Item::Read(b) if has_type_meta(&b, def) => Item::Read(b),
         Item::Read(b) => Item::Read(served_bytes(&b, def)?),
     })
 }

@@ -108,9 +108,9 @@ impl Target {
     }
 
     /// Waits (up to `max`) until the servers have been quiet for half a second: under
-    /// 5% of a core summed over them. A fill leaves work behind (kuorum: memtable flushes
-    /// and compactions; etcd: backend commits and defragmentation of its B-tree); what a
-    /// scenario measures after it should not be whichever target happens to come first.
+    /// 5% of a core summed over them. A fill can leave work behind (flushes, compactions,
+    /// backend commits); what a scenario measures after it should not depend on which
+    /// target happens to come first.
     /// Returns the seconds waited.
     async fn wait_idle(&self, max: Duration) -> f64 {
         let Some(pids) = self.pids() else { return 0.0 };
