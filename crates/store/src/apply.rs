@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 use crate::command::{Command, Precondition, WriteError, WriteResult};
 use crate::engine::{ObjectBatch, ObjectEngine, ObjectWrite, StoreResult};
 use crate::keys;
+use crate::splice;
 
 /// What a change did to its object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +148,19 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
         change: &mut Option<Change>,
     ) -> Bytes {
         set_resource_version(obj, index);
-        let bytes = to_bytes(obj);
+        self.commit_bytes(key, index, kind, to_bytes(obj), prev, change)
+    }
+
+    /// [`Self::commit`] for bytes that already carry their resourceVersion.
+    fn commit_bytes(
+        &mut self,
+        key: &str,
+        index: u64,
+        kind: ChangeKind,
+        bytes: Bytes,
+        prev: Option<Bytes>,
+        change: &mut Option<Change>,
+    ) -> Bytes {
         let stored = if kind == ChangeKind::Deleted { None } else { Some(bytes.clone()) };
         self.put(key, index, stored);
         *change = Some(Change { key: key.to_string(), rv: index, kind, object: bytes.clone(), prev });
@@ -190,6 +203,10 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
                 }
                 if self.get(key)?.is_some() {
                     return Ok(Err(WriteError::AlreadyExists));
+                }
+                // The proposer's bytes, stamped in place; the tree only for odd ones.
+                if let Some(stamped) = splice::with_resource_version(object, index) {
+                    return Ok(Ok(self.commit_bytes(key, index, ChangeKind::Added, stamped.into(), None, change)));
                 }
                 let mut obj = refuse_on_err!(parse_object(object));
                 Ok(Ok(self.commit(key, index, ChangeKind::Added, &mut obj, None, change)))

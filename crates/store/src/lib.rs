@@ -5,7 +5,8 @@
 //! - [`memory`]: the in-memory engines the simulator uses. Their `sync` moves writes from
 //!   pending to durable and [`memory::MemoryLogEngine::crash`] drops what is pending.
 //! - [`command`] and [`apply`]: the replicated commands and the pure function that applies
-//!   one to the object store (preconditions are checked here, at apply).
+//!   one to the object store (preconditions are checked here, at apply); [`splice`] sets
+//!   a resourceVersion in an object's JSON without parsing it into a tree.
 //! - [`conformance`]: the suite every engine implementation must pass.
 //!
 //! The RocksDB engines live in `kuorum-store-rocks`, so this crate and the simulator stay
@@ -17,6 +18,7 @@ pub mod conformance;
 pub mod engine;
 pub mod keys;
 pub mod memory;
+pub mod splice;
 
 pub use apply::{apply_command, changes_since, ApplyObserver, ApplyOutcome, Change, ChangeKind};
 pub use command::{Command, Precondition, WriteError, WriteResult};
