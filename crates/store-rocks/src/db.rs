@@ -73,6 +73,13 @@ impl Shared {
         let cfs = ALL_CFS.iter().map(|name| {
             let mut cf_opts = Options::default();
             cf_opts.set_compression_type(DBCompressionType::Lz4);
+            if *name == CF_OBJECTS {
+                // Every create looks up its key, and a namespace's, on every node, and the
+                // key is absent: a bloom filter over the memtable's keys answers that
+                // without walking its skip list.
+                cf_opts.set_memtable_prefix_bloom_ratio(0.05);
+                cf_opts.set_memtable_whole_key_filtering(true);
+            }
             ColumnFamilyDescriptor::new(*name, cf_opts)
         });
         let db = DB::open_cf_descriptors(&opts, path, cfs).map_err(|e| err("open", e))?;

@@ -338,8 +338,10 @@ fn has_finalizers(obj: &Map<String, Value>) -> bool {
             && nonempty(obj.get("spec").and_then(|s| s.get("finalizers"))))
 }
 
+/// Checked for every create in a namespace, on every node: read from the text when it can be.
 fn is_terminating(nsobj: &[u8]) -> bool {
-    parse_object(nsobj).map(|o| is_marked_for_deletion(&o)).unwrap_or(false)
+    splice::metadata_has(nsobj, "deletionTimestamp")
+        .unwrap_or_else(|| parse_object(nsobj).map(|o| is_marked_for_deletion(&o)).unwrap_or(false))
 }
 
 fn check_precondition(old: &Map<String, Value>, p: &Precondition) -> Result<(), WriteError> {

@@ -1,4 +1,5 @@
-//! Setting `metadata.resourceVersion` in an object's JSON text without building a tree.
+//! Reading and setting members of an object's `metadata` in its JSON text, without
+//! building a tree.
 //!
 //! Apply stamps every object it writes with its resourceVersion, on every node. For a
 //! create that was a parse of the whole object into a `serde_json::Map` and an encoding
@@ -21,10 +22,7 @@ use serde::de::IgnoredAny;
 /// `json` with `metadata.resourceVersion` set to `rv` (as a string), or `None` when the
 /// caller must edit the parsed tree instead (see the module docs).
 pub fn with_resource_version(json: &[u8], rv: u64) -> Option<Vec<u8>> {
-    serde_json::from_slice::<IgnoredAny>(json).ok()?;
-    let top = members(json, skip_ws(json, 0))?;
-    let metadata = top.lookup(b"metadata")??;
-    let meta = members(json, metadata.start)?;
+    let meta = metadata_members(json)?;
     let value = format!("\"{rv}\"");
     let mut out = Vec::with_capacity(json.len() + value.len() + 20);
     match meta.lookup(b"resourceVersion")? {
@@ -44,6 +42,20 @@ pub fn with_resource_version(json: &[u8], rv: u64) -> Option<Vec<u8>> {
         }
     }
     Some(out)
+}
+
+/// Whether `metadata` has a member named `name` (whatever its value), or `None` when
+/// only a tree can tell.
+pub fn metadata_has(json: &[u8], name: &str) -> Option<bool> {
+    Some(metadata_members(json)?.lookup(name.as_bytes())?.is_some())
+}
+
+/// The members of the object's `metadata`, once the whole text is known to be JSON.
+fn metadata_members(json: &[u8]) -> Option<Members<'_>> {
+    serde_json::from_slice::<IgnoredAny>(json).ok()?;
+    let top = members(json, skip_ws(json, 0))?;
+    let metadata = top.lookup(b"metadata")??;
+    members(json, metadata.start)
 }
 
 /// Where a value lies in the text: `json[start..end]`.
@@ -117,10 +129,10 @@ fn skip_string(json: &[u8], at: usize) -> Option<usize> {
     }
     let mut i = at + 1;
     loop {
-        match json.get(i)? {
+        i += memchr::memchr2(b'"', b'\\', json.get(i..)?)?;
+        match json[i] {
             b'"' => return Some(i + 1),
-            b'\\' => i += 2,
-            _ => i += 1,
+            _ => i += 2,
         }
     }
 }
@@ -197,6 +209,15 @@ mod tests {
                 assert_eq!(String::from_utf8(fast).unwrap(), String::from_utf8(by_tree(&bytes, rv)).unwrap());
             }
         }
+    }
+
+    #[test]
+    fn metadata_members_are_found_by_name() {
+        let ns = br#"{"kind":"Namespace","metadata":{"name":"a","deletionTimestamp":null},"spec":{"deletionTimestamp":1}}"#;
+        assert_eq!(metadata_has(ns, "deletionTimestamp"), Some(true));
+        assert_eq!(metadata_has(ns, "finalizers"), Some(false));
+        assert_eq!(metadata_has(br#"{"metadata":{},"spec":{"deletionTimestamp":"x"}}"#, "deletionTimestamp"), Some(false));
+        assert_eq!(metadata_has(br#"{"spec":{}}"#, "deletionTimestamp"), None);
     }
 
     #[test]
