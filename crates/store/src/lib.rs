@@ -5,8 +5,8 @@
 //! - [`memory`]: the in-memory engines the simulator uses. Their `sync` moves writes from
 //!   pending to durable and [`memory::MemoryLogEngine::crash`] drops what is pending.
 //! - [`command`] and [`apply`]: the replicated commands and the pure function that applies
-//!   one to the object store (preconditions are checked here, at apply); [`splice`] sets
-//!   a resourceVersion in an object's JSON without parsing it into a tree.
+//!   one to the object store (preconditions are checked here, at apply); [`splice`] reads
+//!   and sets `metadata` members in an object's JSON text without parsing it into a tree.
 //! - [`conformance`]: the suite every engine implementation must pass.
 //!
 //! The RocksDB engines live in `kuorum-store-rocks`, so this crate and the simulator stay

@@ -14,8 +14,10 @@
 //!
 //! The text is validated first (a full scan that allocates nothing), so the scanner that
 //! finds the members can rely on well-formed JSON. Anything it does not expect (a
-//! top-level value that is not an object, no `metadata` object, a member named twice)
-//! answers `None`, and the caller takes the tree path.
+//! top-level value that is not an object, no `metadata` object, a member named twice or
+//! with an escape in its name) answers `None`, and the caller takes the tree path.
+
+use std::io::Write;
 
 use serde::de::IgnoredAny;
 
@@ -23,24 +25,20 @@ use serde::de::IgnoredAny;
 /// caller must edit the parsed tree instead (see the module docs).
 pub fn with_resource_version(json: &[u8], rv: u64) -> Option<Vec<u8>> {
     let meta = metadata_members(json)?;
-    let value = format!("\"{rv}\"");
-    let mut out = Vec::with_capacity(json.len() + value.len() + 20);
-    match meta.lookup(b"resourceVersion")? {
-        Some(old) => {
-            out.extend_from_slice(&json[..old.start]);
-            out.extend_from_slice(value.as_bytes());
-            out.extend_from_slice(&json[old.end..]);
+    // Where the new value goes, and from where the text after it resumes.
+    let existing = meta.lookup(b"resourceVersion")?;
+    let (at, tail) = existing.map_or((meta.close, meta.close), |old| (old.start, old.end));
+    let mut out = Vec::with_capacity(json.len() + 40);
+    out.extend_from_slice(&json[..at]);
+    if existing.is_none() {
+        if !meta.values.is_empty() {
+            out.push(b',');
         }
-        None => {
-            out.extend_from_slice(&json[..meta.close]);
-            if !meta.values.is_empty() {
-                out.push(b',');
-            }
-            out.extend_from_slice(b"\"resourceVersion\":");
-            out.extend_from_slice(value.as_bytes());
-            out.extend_from_slice(&json[meta.close..]);
-        }
+        out.extend_from_slice(b"\"resourceVersion\":");
     }
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, "\"{rv}\"");
+    out.extend_from_slice(&json[tail..]);
     Some(out)
 }
 
@@ -213,10 +211,14 @@ mod tests {
 
     #[test]
     fn metadata_members_are_found_by_name() {
-        let ns = br#"{"kind":"Namespace","metadata":{"name":"a","deletionTimestamp":null},"spec":{"deletionTimestamp":1}}"#;
+        let ns =
+            br#"{"kind":"Namespace","metadata":{"name":"a","deletionTimestamp":null},"spec":{"deletionTimestamp":1}}"#;
         assert_eq!(metadata_has(ns, "deletionTimestamp"), Some(true));
         assert_eq!(metadata_has(ns, "finalizers"), Some(false));
-        assert_eq!(metadata_has(br#"{"metadata":{},"spec":{"deletionTimestamp":"x"}}"#, "deletionTimestamp"), Some(false));
+        assert_eq!(
+            metadata_has(br#"{"metadata":{},"spec":{"deletionTimestamp":"x"}}"#, "deletionTimestamp"),
+            Some(false)
+        );
         assert_eq!(metadata_has(br#"{"spec":{}}"#, "deletionTimestamp"), None);
     }
 
