@@ -6,21 +6,26 @@
 //! for everything queued and then acknowledges in order: group commit, one fsync per batch
 //! of concurrent appends instead of one per append.
 //!
+//! Recently appended entries are also kept decoded ([`RecentEntries`]): replication to
+//! each follower and the apply read each entry soon after its append, and decoding it
+//! again copies its object every time.
+//!
 //! The committed index is not persisted (`save_committed` keeps openraft's default): a
 //! restarted node re-applies from its state machine's last applied entry once it hears
 //! the commit index from the leader, and linearizable reads wait for that anyway.
 
 use kuorum_api::mutation::{self, Mutation};
+use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use kuorum_store::LogEngine;
+use kuorum_store::{Command, LogEngine};
 use openraft::entry::RaftEntry;
 use openraft::storage::{IOFlushed, LogState, RaftLogStorage};
-use openraft::{OptionalSend, RaftLogReader};
+use openraft::{EntryPayload, OptionalSend, RaftLogReader};
 use prometheus_client::metrics::histogram::Histogram;
 use tokio::sync::mpsc;
 
@@ -30,16 +35,100 @@ use crate::types::{Entry, LogId, TypeConfig, Vote};
 const META_VOTE: &str = "vote";
 const META_PURGED: &str = "last_purged";
 
+/// How many recently appended entries are kept decoded, and how many bytes of objects
+/// they may hold: more than a replication batch and an apply batch under load.
+const RECENT_ENTRIES: usize = 4096;
+const RECENT_BYTES: usize = 16 << 20;
+
+/// The bytes an entry holds on to (its object; the rest is small).
+fn weight(entry: &Entry) -> usize {
+    match &entry.payload {
+        EntryPayload::Normal(Command::Create { object, key, .. } | Command::Update { object, key, .. }) => {
+            object.len() + key.len()
+        }
+        _ => 64,
+    }
+}
+
+/// The last appended entries, decoded, consecutive by index.
+///
+/// Invariant: `entries[i]` is the entry at index `first + i` exactly as the engine holds
+/// it: every append, truncation and purge of the engine is mirrored here under the same
+/// `&mut` call, and an append that does not continue the run starts a new one.
+#[derive(Default)]
+struct RecentEntries {
+    first: u64,
+    entries: VecDeque<Entry>,
+    /// The sum of the entries' [`weight`]s.
+    bytes: usize,
+}
+
+impl RecentEntries {
+    fn end(&self) -> u64 {
+        self.first + self.entries.len() as u64
+    }
+
+    fn push(&mut self, entry: Entry) {
+        let index = entry.index();
+        if self.entries.is_empty() || index < self.first || index > self.end() {
+            self.entries.clear();
+            self.bytes = 0;
+            self.first = index;
+        } else {
+            // Overwriting from `index` on (openraft truncates first; this is the fallback).
+            self.truncate_from(index);
+        }
+        self.bytes += weight(&entry);
+        self.entries.push_back(entry);
+        while self.entries.len() > RECENT_ENTRIES || (self.bytes > RECENT_BYTES && self.entries.len() > 1) {
+            self.pop_front();
+        }
+    }
+
+    fn pop_front(&mut self) {
+        if let Some(e) = self.entries.pop_front() {
+            self.bytes -= weight(&e);
+            self.first += 1;
+        }
+    }
+
+    /// Forgets entries at and after `index`.
+    fn truncate_from(&mut self, index: u64) {
+        while !self.entries.is_empty() && self.end() > index {
+            if let Some(e) = self.entries.pop_back() {
+                self.bytes -= weight(&e);
+            }
+        }
+    }
+
+    /// Forgets entries at and before `index`.
+    fn purge_upto(&mut self, index: u64) {
+        while !self.entries.is_empty() && self.first <= index {
+            self.pop_front();
+        }
+    }
+
+    /// Entries `start..end`, if all of them are here.
+    fn get(&self, start: u64, end: u64) -> Option<Vec<Entry>> {
+        if start < self.first || end > self.end() || start > end {
+            return None;
+        }
+        Some(self.entries.range((start - self.first) as usize..(end - self.first) as usize).cloned().collect())
+    }
+}
+
 /// The Raft log of one node.
 pub struct LogStore<E: LogEngine> {
     engine: Arc<E>,
     /// Callbacks of appends written but not yet synced, for the flusher.
     flush_tx: mpsc::UnboundedSender<IOFlushed<TypeConfig>>,
+    /// Shared by the storage and its readers (clones).
+    recent: Arc<Mutex<RecentEntries>>,
 }
 
 impl<E: LogEngine> Clone for LogStore<E> {
     fn clone(&self) -> Self {
-        Self { engine: self.engine.clone(), flush_tx: self.flush_tx.clone() }
+        Self { engine: self.engine.clone(), flush_tx: self.flush_tx.clone(), recent: self.recent.clone() }
     }
 }
 
@@ -75,7 +164,11 @@ impl<E: LogEngine> LogStore<E> {
                 }
             }
         });
-        Self { engine, flush_tx }
+        Self { engine, flush_tx, recent: Arc::default() }
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, RecentEntries> {
+        self.recent.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Called once at start-up, before openraft reads the vote: saves a committed
@@ -124,6 +217,9 @@ impl<E: LogEngine> RaftLogReader<TypeConfig> for LogStore<E> {
         range: RB,
     ) -> Result<Vec<Entry>, io::Error> {
         let (start, end) = bounds(range);
+        if let Some(entries) = self.recent().get(start, end) {
+            return Ok(entries);
+        }
         self.engine.read_range(start, end)?.iter().map(|(_, b)| Self::decode_entry(b)).collect()
     }
 
@@ -163,16 +259,24 @@ impl<E: LogEngine> RaftLogStorage<TypeConfig> for LogStore<E> {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let encoded: Vec<(u64, Bytes)> = entries.into_iter().map(|e| (e.index(), Bytes::from(encode(&e)))).collect();
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        let encoded: Vec<(u64, Bytes)> = entries.iter().map(|e| (e.index(), Bytes::from(encode(e)))).collect();
         if !encoded.is_empty() {
             self.engine.append(encoded).await?;
         }
+        let mut recent = self.recent();
+        for e in entries {
+            recent.push(e);
+        }
+        drop(recent);
         self.flush_tx.send(callback).map_err(|_| io::Error::other("log flusher stopped"))?;
         Ok(())
     }
 
     async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
         let from = last_log_id.map(|l| l.index() + 1).unwrap_or(0);
+        // Forgotten first: a reader must not find an entry the engine no longer has.
+        self.recent().truncate_from(from);
         self.engine.truncate_from(from).await?;
         Ok(())
     }
@@ -181,6 +285,7 @@ impl<E: LogEngine> RaftLogStorage<TypeConfig> for LogStore<E> {
         // Record the purge point first: a crash between the two leaves entries that are
         // simply purged again, never a log whose start is unknown.
         self.engine.put_meta(META_PURGED, Bytes::from(encode(&log_id))).await?;
+        self.recent().purge_upto(log_id.index());
         self.engine.purge_upto(log_id.index()).await?;
         Ok(())
     }
@@ -210,6 +315,83 @@ mod tests {
         // An uncommitted vote is left as it is.
         restarted.demote_saved_vote().await.unwrap();
         assert_eq!(restarted.read_vote().await.unwrap(), Some(Vote::new(3, 1)));
+    }
+
+    fn create(i: u64, size: usize) -> Entry {
+        let log_id = LogId::new(openraft::impls::leader_id_adv::LeaderId { term: 1, node_id: 1 }, i);
+        let cmd = Command::Create { key: format!("/k{i}"), namespace: None, object: Bytes::from(vec![b'x'; size]) };
+        Entry::new_normal(log_id, cmd)
+    }
+
+    fn indexes(entries: Option<Vec<Entry>>) -> Option<Vec<u64>> {
+        entries.map(|v| v.iter().map(|e| e.index()).collect())
+    }
+
+    #[test]
+    fn recent_entries_mirror_appends_truncations_and_purges() {
+        let mut r = RecentEntries::default();
+        for i in 5..=9 {
+            r.push(create(i, 10));
+        }
+        assert_eq!(indexes(r.get(5, 10)), Some(vec![5, 6, 7, 8, 9]));
+        assert_eq!(indexes(r.get(7, 9)), Some(vec![7, 8]));
+        assert_eq!(r.get(4, 6).map(|v| v.len()), None, "index 4 is not here");
+        assert_eq!(r.get(8, 11).map(|v| v.len()), None, "index 10 is not here");
+
+        r.truncate_from(8);
+        assert_eq!(indexes(r.get(5, 8)), Some(vec![5, 6, 7]));
+        assert!(r.get(5, 9).is_none(), "a truncated entry is never served");
+        r.push(create(8, 10));
+        assert_eq!(indexes(r.get(5, 9)), Some(vec![5, 6, 7, 8]));
+
+        // An append over existing indexes replaces them and what follows.
+        r.push(create(6, 99));
+        assert_eq!(indexes(r.get(5, 7)), Some(vec![5, 6]));
+        assert!(r.get(7, 8).is_none());
+        assert_eq!(r.bytes, weight(&create(5, 10)) + weight(&create(6, 99)));
+
+        r.purge_upto(5);
+        assert!(r.get(5, 6).is_none());
+        assert_eq!(indexes(r.get(6, 7)), Some(vec![6]));
+
+        // A gap (a snapshot was installed past the log) starts a new run.
+        r.push(create(20, 10));
+        assert!(r.get(6, 7).is_none());
+        assert_eq!(indexes(r.get(20, 21)), Some(vec![20]));
+        assert_eq!(r.bytes, weight(&create(20, 10)));
+    }
+
+    #[test]
+    fn recent_entries_are_bounded_by_count_and_bytes() {
+        let mut r = RecentEntries::default();
+        for i in 1..=(RECENT_ENTRIES as u64 + 10) {
+            r.push(create(i, 1));
+        }
+        assert_eq!(r.entries.len(), RECENT_ENTRIES);
+        assert_eq!(r.first, 11);
+
+        let mut r = RecentEntries::default();
+        let big = RECENT_BYTES / 3 - 16; // three fit with their keys, four do not
+        for i in 1..=4 {
+            r.push(create(i, big));
+        }
+        assert_eq!(indexes(r.get(2, 5)), Some(vec![2, 3, 4]), "the oldest went");
+        assert!(r.bytes <= RECENT_BYTES);
+        // One entry larger than the bound is still kept: it is the one just appended.
+        r.push(create(5, RECENT_BYTES * 2));
+        assert_eq!(indexes(r.get(5, 6)), Some(vec![5]));
+    }
+
+    #[tokio::test]
+    async fn reads_after_truncation_see_the_engine_not_the_old_entries() {
+        let engine = Arc::new(MemoryLogEngine::new());
+        let mut store = LogStore::new(engine.clone());
+        store.append((1..=3).map(|i| create(i, 4)), IOFlushed::noop()).await.unwrap();
+        assert_eq!(store.try_get_log_entries(1..4).await.unwrap().len(), 3);
+        let term1 = LogId::new(openraft::impls::leader_id_adv::LeaderId { term: 1, node_id: 1 }, 1);
+        store.truncate_after(Some(term1)).await.unwrap();
+        let after = store.try_get_log_entries(1..4).await.unwrap();
+        assert_eq!(after.iter().map(|e| e.index()).collect::<Vec<_>>(), vec![1]);
     }
 
     #[tokio::test]
