@@ -86,7 +86,7 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
             // Encode.
             Ok(stored) => {
-                let resp = json_response(StatusCode::CREATED, object::encode_stored(&stored, def)?);
+                let resp = json_response(StatusCode::CREATED, object::served_bytes(&stored, def)?);
                 return Ok(fields::with_warnings(resp, &warnings));
             }
             Err(WriteError::AlreadyExists) if attempt < attempts => continue,

@@ -56,7 +56,7 @@ pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, Api
     if opts.dry_run {
         crate::consistency::wait_fresh(st, crate::consistency::Freshness::MostRecent).await?;
         return match st.cluster.get(&t.key()).map_err(cluster_error)? {
-            Some(stored) => Ok(json_response(StatusCode::OK, object::encode_stored(&stored, def)?)),
+            Some(stored) => Ok(json_response(StatusCode::OK, object::served_bytes(&stored, def)?)),
             None => Err(ApiError::not_found(def.group_resource(), &name)),
         };
     }
@@ -73,7 +73,7 @@ pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, Api
     };
     match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
         // Encode.
-        Ok(stored) => Ok(json_response(StatusCode::OK, object::encode_stored(&stored, def)?)),
+        Ok(stored) => Ok(json_response(StatusCode::OK, object::served_bytes(&stored, def)?)),
         Err(WriteError::Conflict) => {
             // Name the record's resourceVersion as kube-apiserver does, if we can see it.
             let actual = st

@@ -8,8 +8,8 @@ use axum::response::Response;
 use kuorum_api::ApiError;
 
 use crate::consistency::{get_freshness, wait_fresh};
-use crate::list::served_bytes;
 use crate::negotiate::{json_response, json_response_as, negotiate_output, Output};
+use crate::object::served_bytes;
 use crate::route::Ctx;
 use crate::table::{self, TableView};
 use crate::RestState;

@@ -28,7 +28,7 @@ use kuorum_watch::{Obj, WatchFilter};
 use crate::consistency::{wait_for_index, wait_fresh, Freshness, ListOptions, ListPlan};
 use crate::history;
 use crate::negotiate::{json_response, json_response_as, negotiate_output, Output};
-use crate::object::{parse_stored, set_type_meta, to_vec};
+use crate::object::{has_type_meta, served_bytes};
 use crate::query::Query;
 use crate::route::{Ctx, Target};
 use crate::table::{self, ListMeta, TableView};
@@ -179,34 +179,6 @@ fn continue_expired(prefix: &str, from_key: &str) -> Response {
     json_response(StatusCode::GONE, serde_json::to_vec(&status).unwrap_or_default())
 }
 
-/// Whether stored bytes already start with `def`'s type meta, in kube-apiserver's order
-/// (`{"kind":"K","apiVersion":"V",`) or in the one kubectl and most clients send
-/// (`{"apiVersion":"V","kind":"K",`), which the store keeps. Such bytes are served as
-/// they are; anything else is parsed and re-encoded for every list item and every
-/// watcher's event. A custom resource stored at another version of its CRD has the
-/// storage version's `apiVersion` and is re-encoded.
-fn has_type_meta(bytes: &[u8], def: &ResourceDef) -> bool {
-    let kind_first = || {
-        let r = strip_kind(bytes.strip_prefix(br#"{"kind":""#.as_slice())?, def)?;
-        strip_api_version(r.strip_prefix(br#"","apiVersion":""#.as_slice())?, def)
-    };
-    let api_version_first = || {
-        let r = strip_api_version(bytes.strip_prefix(br#"{"apiVersion":""#.as_slice())?, def)?;
-        strip_kind(r.strip_prefix(br#"","kind":""#.as_slice())?, def)
-    };
-    kind_first().or_else(api_version_first).is_some_and(|rest| rest.starts_with(b"\""))
-}
-
-fn strip_kind<'a>(r: &'a [u8], def: &ResourceDef) -> Option<&'a [u8]> {
-    r.strip_prefix(def.kind.as_bytes())
-}
-
-fn strip_api_version<'a>(r: &'a [u8], def: &ResourceDef) -> Option<&'a [u8]> {
-    let r =
-        if def.group.is_empty() { r } else { r.strip_prefix(def.group.as_bytes())?.strip_prefix(b"/".as_slice())? };
-    r.strip_prefix(def.version.as_bytes())
-}
-
 /// Whether a cached object's bytes serve as stored for `def` ([`has_type_meta`]),
 /// remembered on the object ([`Obj::served_as`]), so that a list reads the object's entry
 /// but not the head of its bytes before the response starts.
@@ -229,17 +201,6 @@ fn served_item(item: Item, def: &'static ResourceDef) -> Result<Item, ApiError> 
         Item::Cached(o) => Item::Read(served_bytes(&o.bytes, def)?),
         Item::Read(b) => Item::Read(served_bytes(&b, def)?),
     })
-}
-
-/// An object's bytes as served: as stored, or (for bytes stored without `def`'s type meta)
-/// with kind and apiVersion put first.
-pub(crate) fn served_bytes(bytes: &Bytes, def: &ResourceDef) -> Result<Bytes, ApiError> {
-    if has_type_meta(bytes, def) {
-        return Ok(bytes.clone());
-    }
-    let mut obj = parse_stored(bytes)?;
-    set_type_meta(&mut obj, def);
-    Ok(Bytes::from(to_vec(&obj)))
 }
 
 /// A page's list metadata: its resourceVersion and, when more objects follow, the
@@ -386,30 +347,6 @@ impl http_body::Body for ListBody {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn type_meta_is_recognized_per_version() {
-        let cm = kuorum_api::registry::lookup("", "v1", "configmaps").unwrap();
-        assert!(has_type_meta(br#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{}}"#, cm));
-        assert!(!has_type_meta(br#"{"metadata":{},"kind":"ConfigMap","apiVersion":"v1"}"#, cm));
-        // kubectl's order, kept by the store.
-        assert!(has_type_meta(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}"#, cm));
-        assert!(!has_type_meta(br#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{}}"#, cm));
-        assert!(!has_type_meta(br#"{"apiVersion":"v1beta1","kind":"ConfigMap","metadata":{}}"#, cm));
-        assert!(!has_type_meta(br#"{"apiVersion":"v1","metadata":{},"kind":"ConfigMap"}"#, cm));
-        let d = kuorum_api::registry::lookup("apps", "v1", "deployments").unwrap();
-        assert!(has_type_meta(br#"{"kind":"Deployment","apiVersion":"apps/v1","spec":{}}"#, d));
-        assert!(!has_type_meta(br#"{"kind":"Deployment","apiVersion":"apps/v1beta1","spec":{}}"#, d));
-        assert!(!has_type_meta(br#"{"kind":"Deployment","apiVersion":"apps/v10","spec":{}}"#, d));
-        assert!(has_type_meta(br#"{"apiVersion":"apps/v1","kind":"Deployment","spec":{}}"#, d));
-        assert!(!has_type_meta(br#"{"apiVersion":"apps/v1beta1","kind":"Deployment","spec":{}}"#, d));
-        assert!(!has_type_meta(br#"{"apiVersion":"v1","kind":"Deployment","spec":{}}"#, d));
-        let stored = Bytes::from_static(br#"{"kind":"Deployment","apiVersion":"apps/v1beta1","spec":{}}"#);
-        assert_eq!(
-            &served_bytes(&stored, d).unwrap()[..],
-            br#"{"kind":"Deployment","apiVersion":"apps/v1","spec":{}}"#
-        );
-    }
 
     fn read(items: &[Bytes]) -> Vec<Item> {
         items.iter().cloned().map(Item::Read).collect()

@@ -3,6 +3,7 @@
 //! parameters every write takes (resourceVersion, dryRun).
 
 use axum::http::{header, HeaderMap};
+use bytes::Bytes;
 use kuorum_api::{ApiError, ResourceDef};
 use kuorum_store::keys::ObjectKey;
 use serde_json::{Map, Value};
@@ -176,11 +177,43 @@ pub(crate) fn set_type_meta(obj: &mut Object, def: &ResourceDef) {
     *obj = out;
 }
 
-/// A stored object as a response body: its bytes, with type meta ensured.
-pub(crate) fn encode_stored(bytes: &[u8], def: &ResourceDef) -> Result<Vec<u8>, ApiError> {
+/// An object's bytes as served: as stored, or (for bytes stored without `def`'s type meta)
+/// with kind and apiVersion put first.
+pub(crate) fn served_bytes(bytes: &Bytes, def: &ResourceDef) -> Result<Bytes, ApiError> {
+    if has_type_meta(bytes, def) {
+        return Ok(bytes.clone());
+    }
     let mut obj = parse_stored(bytes)?;
     set_type_meta(&mut obj, def);
-    Ok(serde_json::to_vec(&obj).unwrap_or_default())
+    Ok(Bytes::from(to_vec(&obj)))
+}
+
+/// Whether stored bytes already start with `def`'s type meta, in kube-apiserver's order
+/// (`{"kind":"K","apiVersion":"V",`) or in the one kubectl and most clients send
+/// (`{"apiVersion":"V","kind":"K",`), which the store keeps. Such bytes are served as
+/// they are; anything else is parsed and re-encoded for every list item and every
+/// watcher's event. A custom resource stored at another version of its CRD has the
+/// storage version's `apiVersion` and is re-encoded.
+pub(crate) fn has_type_meta(bytes: &[u8], def: &ResourceDef) -> bool {
+    let kind_first = || {
+        let r = strip_kind(bytes.strip_prefix(br#"{"kind":""#.as_slice())?, def)?;
+        strip_api_version(r.strip_prefix(br#"","apiVersion":""#.as_slice())?, def)
+    };
+    let api_version_first = || {
+        let r = strip_api_version(bytes.strip_prefix(br#"{"apiVersion":""#.as_slice())?, def)?;
+        strip_kind(r.strip_prefix(br#"","kind":""#.as_slice())?, def)
+    };
+    kind_first().or_else(api_version_first).is_some_and(|rest| rest.starts_with(b"\""))
+}
+
+fn strip_kind<'a>(r: &'a [u8], def: &ResourceDef) -> Option<&'a [u8]> {
+    r.strip_prefix(def.kind.as_bytes())
+}
+
+fn strip_api_version<'a>(r: &'a [u8], def: &ResourceDef) -> Option<&'a [u8]> {
+    let r =
+        if def.group.is_empty() { r } else { r.strip_prefix(def.group.as_bytes())?.strip_prefix(b"/".as_slice())? };
+    r.strip_prefix(def.version.as_bytes())
 }
 
 /// Parses bytes the store holds (500 if they are not a JSON object).
@@ -283,6 +316,34 @@ mod tests {
     use super::*;
     use kuorum_api::registry::lookup;
     use serde_json::json;
+
+    #[test]
+    fn type_meta_is_recognized_per_version() {
+        let cm = lookup("", "v1", "configmaps").unwrap();
+        assert!(has_type_meta(br#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{}}"#, cm));
+        assert!(!has_type_meta(br#"{"metadata":{},"kind":"ConfigMap","apiVersion":"v1"}"#, cm));
+        // kubectl's order, kept by the store.
+        assert!(has_type_meta(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}"#, cm));
+        assert!(!has_type_meta(br#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{}}"#, cm));
+        assert!(!has_type_meta(br#"{"apiVersion":"v1beta1","kind":"ConfigMap","metadata":{}}"#, cm));
+        assert!(!has_type_meta(br#"{"apiVersion":"v1","metadata":{},"kind":"ConfigMap"}"#, cm));
+        let d = lookup("apps", "v1", "deployments").unwrap();
+        assert!(has_type_meta(br#"{"kind":"Deployment","apiVersion":"apps/v1","spec":{}}"#, d));
+        assert!(!has_type_meta(br#"{"kind":"Deployment","apiVersion":"apps/v1beta1","spec":{}}"#, d));
+        assert!(!has_type_meta(br#"{"kind":"Deployment","apiVersion":"apps/v10","spec":{}}"#, d));
+        assert!(has_type_meta(br#"{"apiVersion":"apps/v1","kind":"Deployment","spec":{}}"#, d));
+        assert!(!has_type_meta(br#"{"apiVersion":"apps/v1beta1","kind":"Deployment","spec":{}}"#, d));
+        assert!(!has_type_meta(br#"{"apiVersion":"v1","kind":"Deployment","spec":{}}"#, d));
+        let stored = Bytes::from_static(br#"{"kind":"Deployment","apiVersion":"apps/v1beta1","spec":{}}"#);
+        assert_eq!(
+            &served_bytes(&stored, d).unwrap()[..],
+            br#"{"kind":"Deployment","apiVersion":"apps/v1","spec":{}}"#
+        );
+        // Bytes with the type meta are served as they are, not parsed and encoded again.
+        let stored = Bytes::from_static(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#);
+        let served = served_bytes(&stored, cm).unwrap();
+        assert_eq!(served.as_ptr(), stored.as_ptr(), "the same buffer");
+    }
 
     #[test]
     fn decode_rejects_what_kube_rejects() {

@@ -17,6 +17,7 @@
 
 use axum::http::{header, StatusCode};
 use axum::response::Response;
+use bytes::Bytes;
 use kuorum_api::validation::{validate_name, FieldError, NameRule};
 use kuorum_api::{ApiError, ResourceDef};
 use kuorum_fieldmanager::{ApplyError, Writer};
@@ -130,7 +131,7 @@ pub(crate) async fn patch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
 /// How one attempt ended.
 enum Attempt {
     /// The response body.
-    Done(Vec<u8>),
+    Done(Bytes),
     /// The object moved on (or appeared, or vanished) underneath: read it again.
     Retry,
 }
@@ -252,7 +253,7 @@ async fn update_by_patch(
             return Err(ApiError::rv_precondition_conflict(def.group_resource(), t.name(), &rv, &current_rv));
         }
         object::meta_mut(&mut new).insert("resourceVersion".into(), Value::from(current_rv));
-        return Ok(Attempt::Done(object::to_vec(&new)));
+        return Ok(Attempt::Done(object::to_vec(&new).into()));
     }
     object::meta_mut(&mut new).remove("resourceVersion");
 
@@ -260,7 +261,7 @@ async fn update_by_patch(
     let cmd = Command::Update { key: t.key(), object: strategy::stored(t, &new).into(), precondition };
     match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
         // Encode.
-        Ok(stored) => Ok(Attempt::Done(object::encode_stored(&stored, def)?)),
+        Ok(stored) => Ok(Attempt::Done(object::served_bytes(&stored, def)?)),
         Err(WriteError::Conflict | WriteError::NotFound) if client_rv.is_none() => Ok(Attempt::Retry),
         Err(e) => Err(write_error(e, def, t.name())),
     }
@@ -291,12 +292,12 @@ async fn create_by_apply(st: &RestState, req: &Request<'_>) -> Result<Attempt, A
     }
     strategy::before_write(st, req.user, t, None, &mut obj, &now)?;
     if req.dry_run {
-        return Ok(Attempt::Done(object::to_vec(&obj)));
+        return Ok(Attempt::Done(object::to_vec(&obj).into()));
     }
     let cmd =
         Command::Create { key: t.key(), namespace: t.namespace.clone(), object: strategy::stored(t, &obj).into() };
     match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
-        Ok(stored) => Ok(Attempt::Done(object::encode_stored(&stored, def)?)),
+        Ok(stored) => Ok(Attempt::Done(object::served_bytes(&stored, def)?)),
         Err(WriteError::AlreadyExists) => Ok(Attempt::Retry),
         Err(e) => Err(write_error(e, def, t.name())),
     }

@@ -81,7 +81,7 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
             // Encode.
             Ok(stored) => {
-                let resp = json_response(StatusCode::OK, object::encode_stored(&stored, def)?);
+                let resp = json_response(StatusCode::OK, object::served_bytes(&stored, def)?);
                 return Ok(fields::with_warnings(resp, &warnings));
             }
             Err(WriteError::Conflict | WriteError::NotFound)

@@ -47,8 +47,9 @@ use tokio::time::{sleep_until, Instant, Sleep};
 
 use crate::chaos::{Chaos, StrikeReceiver, WatchAction};
 use crate::consistency::{wait_fresh, ListOptions, WatchPlan};
-use crate::list::{filter_of, served_bytes, serves_as_stored};
+use crate::list::{filter_of, serves_as_stored};
 use crate::negotiate::{negotiate_output, Output, JSON};
+use crate::object::served_bytes;
 use crate::route::Ctx;
 use crate::table::{TableView, WatchView};
 use crate::RestState;
