@@ -641,7 +641,12 @@ impl Managed {
             .iter()
             .map(|(id, vs)| {
                 let op = if vs.applied { Operation::Apply } else { id.operation };
-                let secs = self.times.get(id).and_then(|t| unix_seconds(t)).unwrap_or(0);
+                // Only an order among several entries needs the time read (most objects
+                // have one manager).
+                let secs = match self.fields.len() {
+                    1 => 0,
+                    _ => self.times.get(id).and_then(|t| unix_seconds(t)).unwrap_or(0),
+                };
                 (op, secs, id, vs)
             })
             .collect();
@@ -804,7 +809,8 @@ fn updater_update(
     force: bool,
 ) -> Result<Comparison, UpdateFailure> {
     let cmp = typed::compare(ctx.ty, old, new).map_err(UpdateFailure::Type)?.exclude(&ctx.ignored);
-    let changed = cmp.modified.union(&cmp.added);
+    // What the others may conflict on; a create (or a first update) has no others.
+    let changed = if managers.keys().any(|id| id != workflow) { cmp.modified.union(&cmp.added) } else { Set::new() };
     let mut conflicts = BTreeMap::new();
     for (id, vs) in managers.iter() {
         if id == workflow {
@@ -823,10 +829,10 @@ fn updater_update(
             continue;
         }
         if let Some((c, _)) = conflicts.get(id) {
-            vs.set = vs.set.difference(c);
+            vs.set = std::mem::take(&mut vs.set).into_difference(c);
         }
         if !cmp.removed.is_empty() {
-            vs.set = vs.set.difference(&cmp.removed);
+            vs.set = std::mem::take(&mut vs.set).into_difference(&cmp.removed);
         }
     }
     managers.retain(|_, vs| !vs.set.is_empty());
@@ -849,14 +855,14 @@ fn update_core(
         Err(UpdateFailure::Type(e)) => return Err(e),
         Err(UpdateFailure::Conflicts(_)) => unreachable!("forced updates have no conflicts"),
     };
-    let set = cmp.modified.union(&cmp.added).recursive_difference(&ctx.ignored).difference(strip_set());
+    let set = cmp.modified.into_union(cmp.added).into_recursive_difference(&ctx.ignored).into_difference(strip_set());
     managed.fields.remove(&cur);
     if set.is_empty() {
         return Ok(());
     }
     let id = ManagerId::new(manager, Operation::Update, &ctx.version, &ctx.subresource);
     let set = match managed.fields.get(&id) {
-        Some(prev) => set.union(&prev.set),
+        Some(prev) => set.into_union_with(&prev.set),
         None => set,
     };
     managed.fields.insert(id.clone(), VersionedSet { set, api_version: ctx.version.clone(), applied: false });

@@ -329,9 +329,9 @@ pub(crate) struct Comparison {
 impl Comparison {
     pub(crate) fn exclude(self, ignored: &Set) -> Comparison {
         Comparison {
-            added: self.added.recursive_difference(ignored),
-            modified: self.modified.recursive_difference(ignored),
-            removed: self.removed.recursive_difference(ignored),
+            added: self.added.into_recursive_difference(ignored),
+            modified: self.modified.into_recursive_difference(ignored),
+            removed: self.removed.into_recursive_difference(ignored),
         }
     }
 }
