@@ -29,6 +29,9 @@ use crate::set::Set;
 #[derive(Clone, Copy)]
 pub(crate) struct Ty<'a> {
     s: Option<Schema<'a>>,
+    /// `s`'s shape, read once: it takes several lookups in the schema's JSON, and a walk
+    /// asks for it at every node and again for each of the node's fields.
+    shape: Shape,
     /// The object's root, where `apiVersion`, `kind` and `metadata` are always known.
     root: bool,
 }
@@ -50,18 +53,18 @@ struct Assoc<'a> {
 
 impl<'a> Ty<'a> {
     pub(crate) fn of(s: Option<Schema<'a>>) -> Ty<'a> {
-        Ty { s, root: false }
+        Ty { s, shape: s.map(|s| s.shape()).unwrap_or(Shape::Any), root: false }
     }
 
     /// The type of a whole object. As kube-apiserver does for custom resources, `apiVersion`
     /// and `kind` are declared strings and `metadata` is ObjectMeta even when the schema (a
     /// CRD's `openAPIV3Schema`) does not say so.
     pub(crate) fn root(s: Schema<'a>) -> Ty<'a> {
-        Ty { s: Some(s), root: true }
+        Ty { s: Some(s), shape: s.shape(), root: true }
     }
 
     fn shape(&self) -> Shape {
-        self.s.map(|s| s.shape()).unwrap_or(Shape::Any)
+        self.shape
     }
 
     /// The node kind for a (non-null) value.
@@ -113,7 +116,7 @@ impl<'a> Ty<'a> {
             };
         }
         match self.s {
-            Some(s) => match s.shape() {
+            Some(s) => match self.shape {
                 Shape::Struct => match s.property(key) {
                     Some(p) => (Ty::of(Some(p)), true),
                     None => (Ty::of(s.values()), false),
@@ -128,7 +131,7 @@ impl<'a> Ty<'a> {
     /// Whether a field not among the properties is an error (a struct that neither has
     /// `additionalProperties` nor preserves unknown fields).
     fn closed(&self) -> bool {
-        self.s.is_some_and(|s| s.shape() == Shape::Struct && s.values().is_none() && !s.preserves_unknown_fields())
+        self.shape == Shape::Struct && self.s.is_some_and(|s| s.values().is_none() && !s.preserves_unknown_fields())
     }
 }
 
@@ -254,15 +257,15 @@ fn validate_at(ty: Ty<'_>, v: &Value, strict: bool, path: &mut Path, errs: &mut 
         _ => {
             // Atomic lists and maps are leaves for ownership, but what they hold is still typed.
             if let (Some(s), Value::Array(items)) = (ty.s, v) {
-                if s.shape() == Shape::List {
+                if ty.shape == Shape::List {
                     for (i, item) in items.iter().enumerate() {
                         path.push(PathElement::Index(i));
                         validate_at(Ty::of(s.items()), item, strict, path, errs);
                         path.pop();
                     }
                 }
-            } else if let (Some(s), Value::Object(m)) = (ty.s, v) {
-                if matches!(s.shape(), Shape::Struct | Shape::Map) {
+            } else if let (Some(_), Value::Object(m)) = (ty.s, v) {
+                if matches!(ty.shape, Shape::Struct | Shape::Map) {
                     for (k, cv) in m {
                         path.push(PathElement::Field(k.clone()));
                         validate_at(ty.field(k).0, cv, strict, path, errs);
