@@ -154,30 +154,26 @@ impl Set {
     }
 
     /// `self.difference(other)`, `self` taken.
-    pub(crate) fn into_difference(mut self, other: &Set) -> Set {
-        for pe in &other.members {
-            self.members.remove(pe);
-        }
-        for (pe, o) in &other.children {
-            if let Some(c) = self.children.remove(pe) {
-                let d = c.into_difference(o);
-                if !d.is_empty() {
-                    self.children.insert(pe.clone(), d);
-                }
-            }
-        }
-        self
+    pub(crate) fn into_difference(self, other: &Set) -> Set {
+        self.remove_all(other, false)
     }
 
     /// `self.recursive_difference(other)`, `self` taken.
-    pub(crate) fn into_recursive_difference(mut self, other: &Set) -> Set {
+    pub(crate) fn into_recursive_difference(self, other: &Set) -> Set {
+        self.remove_all(other, true)
+    }
+
+    /// Removes `other`'s members, and with `subtrees` everything under them too.
+    fn remove_all(mut self, other: &Set, subtrees: bool) -> Set {
         for pe in &other.members {
             self.members.remove(pe);
-            self.children.remove(pe);
+            if subtrees {
+                self.children.remove(pe);
+            }
         }
         for (pe, o) in &other.children {
             if let Some(c) = self.children.remove(pe) {
-                let d = c.into_recursive_difference(o);
+                let d = c.remove_all(o, subtrees);
                 if !d.is_empty() {
                     self.children.insert(pe.clone(), d);
                 }
