@@ -862,7 +862,7 @@ fn update_core(
     }
     let id = ManagerId::new(manager, Operation::Update, &ctx.version, &ctx.subresource);
     let set = match managed.fields.get(&id) {
-        Some(prev) => set.into_union_with(&prev.set),
+        Some(prev) => set.into_union(prev.set.clone()),
         None => set,
     };
     managed.fields.insert(id.clone(), VersionedSet { set, api_version: ctx.version.clone(), applied: false });

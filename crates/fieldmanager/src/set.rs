@@ -140,19 +140,6 @@ impl Set {
         self
     }
 
-    /// `self.union(other)`, `self` taken.
-    pub(crate) fn into_union_with(mut self, other: &Set) -> Set {
-        self.members.extend(other.members.iter().cloned());
-        for (pe, c) in &other.children {
-            let merged = match self.children.remove(pe) {
-                Some(mine) => mine.into_union_with(c),
-                None => c.clone(),
-            };
-            self.children.insert(pe.clone(), merged);
-        }
-        self
-    }
-
     /// `self.difference(other)`, `self` taken.
     pub(crate) fn into_difference(self, other: &Set) -> Set {
         self.remove_all(other, false)
@@ -335,7 +322,6 @@ mod tests {
         for _ in 0..2000 {
             let (a, b) = (random_set(&mut seed), random_set(&mut seed));
             assert_eq!(a.clone().into_union(b.clone()), a.union(&b), "{a:?} ∪ {b:?}");
-            assert_eq!(a.clone().into_union_with(&b), a.union(&b), "{a:?} ∪ {b:?}");
             assert_eq!(a.clone().into_difference(&b), a.difference(&b), "{a:?} - {b:?}");
             assert_eq!(a.clone().into_recursive_difference(&b), a.recursive_difference(&b), "{a:?} -r {b:?}");
         }

@@ -164,7 +164,7 @@ impl AsyncWrite for PeerConn {
     }
     // Passed through, so HTTP/2 hands a reply's frames to one `writev`. Without them the
     // default (not vectored) made the leader answer each forwarded write in two or three
-    // `sendto` calls, the payload cut at 1 KiB (session 10's strace of the peer port).
+    // `sendto` calls, the payload cut at 1 KiB (session 11's strace of the peer port).
     fn poll_write_vectored(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
