@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use kuorum_store::{StoreError, StoreResult};
-use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, WriteBatch, WriteOptions, DB};
+use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, FlushOptions, Options, WriteBatch, WriteOptions, DB};
 
 /// Raft log entries: key = index as u64 big-endian, value = the entry bytes.
 pub(crate) const CF_LOG: &str = "log";
@@ -43,6 +43,7 @@ where
 /// The database plus the group-commit counters. Every unsynced write bumps `written`
 /// once it has returned (so it is in the WAL file, though maybe not on disk);
 /// `synced` is a value of `written` such that every write counted up to it is on disk.
+/// Writes without the WAL are counted apart, in `unlogged` and `flushed`, the same way.
 pub(crate) struct Shared {
     pub(crate) db: DB,
     path: PathBuf,
@@ -52,6 +53,11 @@ pub(crate) struct Shared {
     /// One WAL fsync at a time; callers queued behind it usually find their writes
     /// covered by the fsync they waited for, and return without one of their own.
     sync_lock: tokio::sync::Mutex<()>,
+    unlogged: AtomicU64,
+    flushed: AtomicU64,
+    flushes: AtomicU64,
+    /// One memtable flush at a time, shared as `sync_lock` shares fsyncs.
+    flush_lock: tokio::sync::Mutex<()>,
 }
 
 impl Shared {
@@ -69,6 +75,10 @@ impl Shared {
         // Raft log's fdatasync, which sits on the path of every acknowledged write.
         opts.set_bytes_per_sync(1 << 20);
         opts.set_wal_bytes_per_sync(1 << 20);
+        // Object writes skip the WAL (see `write_unlogged`), so after a crash only what
+        // was flushed to table files is there. Flushing every family at one point keeps
+        // that a prefix of the writes: objects, history and the applied log id agree.
+        opts.set_atomic_flush(true);
 
         let cfs = ALL_CFS.iter().map(|name| {
             let mut cf_opts = Options::default();
@@ -96,6 +106,10 @@ impl Shared {
             synced: AtomicU64::new(0),
             fsyncs: AtomicU64::new(0),
             sync_lock: tokio::sync::Mutex::new(()),
+            unlogged: AtomicU64::new(0),
+            flushed: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
+            flush_lock: tokio::sync::Mutex::new(()),
         }))
     }
 
@@ -105,6 +119,10 @@ impl Shared {
 
     pub(crate) fn fsync_count(&self) -> u64 {
         self.fsyncs.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn flush_count(&self) -> u64 {
+        self.flushes.load(Ordering::SeqCst)
     }
 
     pub(crate) fn cf(&self, name: &str) -> StoreResult<&ColumnFamily> {
@@ -124,6 +142,48 @@ impl Shared {
         // Counted only now that it is in the WAL file: a sync that reads `written` after
         // this point and then fsyncs the WAL covers this write.
         self.written.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Writes a batch to the memtables only, not to the WAL. Readable at once; durable
+    /// after the next [`Shared::flush`], and lost in a crash before it (the process's
+    /// own, not only the machine's).
+    ///
+    /// For the object store, whose every write the Raft log already holds: writing it to
+    /// the WAL too would log each object a second time (a copy into the page cache, a
+    /// checksum, and disk bandwidth next to the log's fdatasync), for a durability the
+    /// state machine does not need, since it redoes from the log whatever it lost.
+    pub(crate) fn write_unlogged(&self, batch: WriteBatch) -> StoreResult<()> {
+        let mut wo = WriteOptions::default();
+        wo.disable_wal(true);
+        self.db.write_opt(batch, &wo).map_err(|e| err("write", e))?;
+        self.unlogged.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Makes every unlogged write that returned before this call durable, by flushing
+    /// every family's memtable to table files (atomically, see `open`). Concurrent
+    /// callers share flushes as [`Shared::sync`] callers share fsyncs.
+    pub(crate) async fn flush(self: &Arc<Self>) -> StoreResult<()> {
+        let target = self.unlogged.load(Ordering::SeqCst);
+        if self.flushed.load(Ordering::SeqCst) >= target {
+            return Ok(());
+        }
+        let _guard = self.flush_lock.lock().await;
+        if self.flushed.load(Ordering::SeqCst) >= target {
+            return Ok(());
+        }
+        let upto = self.unlogged.load(Ordering::SeqCst);
+        let me = Arc::clone(self);
+        blocking(move || {
+            let cfs = ALL_CFS.iter().map(|name| me.cf(name)).collect::<StoreResult<Vec<_>>>()?;
+            let mut fo = FlushOptions::default();
+            fo.set_wait(true);
+            me.db.flush_cfs_opt(&cfs, &fo).map_err(|e| err("flush", e))
+        })
+        .await?;
+        self.flushes.fetch_add(1, Ordering::SeqCst);
+        self.flushed.fetch_max(upto, Ordering::SeqCst);
         Ok(())
     }
 

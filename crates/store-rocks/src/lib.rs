@@ -9,7 +9,7 @@
 //!
 //! # One database, one directory
 //!
-//! Both engines live in one RocksDB instance ([`RocksStore`]) with four column families:
+//! Both engines live in one RocksDB instance ([`RocksStore`]) with five column families:
 //!
 //! | family        | key                         | value        |
 //! |---------------|-----------------------------|--------------|
@@ -17,32 +17,33 @@
 //! | `log_meta`    | name (vote, committed, ...) | bytes        |
 //! | `objects`     | storage key (UTF-8)         | object bytes |
 //! | `object_meta` | name (applied log id, ...)  | bytes        |
+//! | `history`     | storage key, 0, rv (u64 BE) | tag + object |
 //!
-//! Why one: a node has one data directory, and the four families share one write-ahead
-//! log, so there is one fsync stream rather than two competing for the disk. The log's
-//! fsync (on every append) then also makes the object writes before it durable, which is
-//! harmless: the object store only promises durability after its own `sync`, and more is
-//! fine. It also orders the two stores: a durable log write (say a purge after a
-//! snapshot) implies that every object batch written before it is durable (RocksDB
-//! recovers a prefix of the one WAL, and syncs closed WALs before flushing a family).
-//! Each engine can still be opened on a directory of its own
+//! Why one: a node has one data directory, and one RocksDB instance to tune, flush
+//! and compact. Each engine can still be opened on a directory of its own
 //! ([`RocksLogEngine::open`], [`RocksObjectEngine::open`]), but a directory can be open
 //! once at a time (RocksDB locks it): to use both engines from one directory, call
 //! [`RocksStore::open`] and take both engines from it.
 //!
 //! # Durability
 //!
-//! - Appends, truncations, purges and object batches are WAL writes without an fsync:
-//!   readable at once, durable after the next `sync` of either engine, in the order they
-//!   were made (the WAL is one ordered file, so a durable write implies every write
-//!   before it is durable too).
-//! - `sync` is `flush_wal(true)` (an fsync of the WAL), with group commit: callers that
+//! - Log appends, truncations and purges are WAL writes without an fsync: readable at
+//!   once, durable after the next log `sync`, in the order they were made (the WAL is
+//!   one ordered file, so a durable write implies every write before it is durable too).
+//!   `sync` is `flush_wal(true)` (an fsync of the WAL), with group commit: callers that
 //!   arrive while an fsync is running wait for it, and those whose writes it did not
 //!   cover share the next one.
-//! - `put_meta` (the vote, the committed id) and `restore` are synced writes: durable on
-//!   return, together with every write before them.
-//! - Opening syncs the WAL once, so writes a crashed process left unsynced in the page
-//!   cache are durable before the node builds anything on them.
+//! - Object batches and compactions skip the WAL: the Raft log already holds every one
+//!   of them, and the state machine redoes from it whatever a crash lost, so logging
+//!   them again would only cost (a second copy of each object into the page cache, its
+//!   checksum, and disk bandwidth beside the log's fdatasync). They are durable after the
+//!   next object `sync`, which flushes the memtables to table files. Flushes are atomic
+//!   across the families (`atomic_flush`), so what a crash leaves is the state after
+//!   some batch: objects, history and the applied log id agree.
+//! - `put_meta` (the vote, the committed id) and `restore` are synced WAL writes:
+//!   durable on return, together with every WAL write before them.
+//! - Opening syncs the WAL once, so log writes a crashed process left unsynced in the
+//!   page cache are durable before the node builds anything on them.
 //!
 //! Blocking RocksDB calls in the async methods run on tokio's blocking pool
 //! (`spawn_blocking`), so these engines need a tokio runtime; point reads and scans are
@@ -99,5 +100,11 @@ impl RocksStore {
     /// opened, not counting the one at open.
     pub fn fsync_count(&self) -> u64 {
         self.shared.fsync_count()
+    }
+
+    /// How many times the object store's `sync` flushed the memtables since the database
+    /// was opened.
+    pub fn flush_count(&self) -> u64 {
+        self.shared.flush_count()
     }
 }

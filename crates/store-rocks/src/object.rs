@@ -98,8 +98,9 @@ fn collect_all(mut it: DBRawIterator<'_>, what: &str) -> StoreResult<Vec<(String
 /// The applied state: column families `objects` (storage key → object bytes) and
 /// `object_meta`. Cloning shares the same database.
 ///
-/// A batch is one RocksDB `WriteBatch` (atomic, also across the two families), written
-/// without an fsync; `sync` fsyncs the WAL. `restore` is one synced `WriteBatch`.
+/// A batch is one RocksDB `WriteBatch` (atomic, also across the families), written to
+/// the memtables without the WAL; `sync` flushes the memtables to table files.
+/// `restore` is one `WriteBatch` written through the WAL and fsynced.
 #[derive(Clone)]
 pub struct RocksObjectEngine {
     shared: Arc<Shared>,
@@ -155,6 +156,11 @@ impl RocksObjectEngine {
     pub fn fsync_count(&self) -> u64 {
         self.shared.fsync_count()
     }
+
+    /// How many times `sync` flushed the memtables since the database was opened.
+    pub fn flush_count(&self) -> u64 {
+        self.shared.flush_count()
+    }
 }
 
 impl ObjectEngine for RocksObjectEngine {
@@ -162,7 +168,7 @@ impl ObjectEngine for RocksObjectEngine {
         if batch.is_empty() {
             return Ok(());
         }
-        // Unsynced, so written in place (see `Shared::write`).
+        // Unlogged, so written in place (see `Shared::write`).
         let shared = &self.shared;
         let objects = shared.cf(CF_OBJECTS)?;
         let meta = shared.cf(CF_OBJECT_META)?;
@@ -179,11 +185,11 @@ impl ObjectEngine for RocksObjectEngine {
         for (key, value) in &batch.meta {
             wb.put_cf(meta, key.as_bytes(), value);
         }
-        shared.write(wb)
+        shared.write_unlogged(wb)
     }
 
     async fn sync(&self) -> StoreResult<()> {
-        self.shared.sync().await
+        self.shared.flush().await
     }
 
     fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
@@ -318,7 +324,7 @@ impl ObjectEngine for RocksObjectEngine {
             it.status().map_err(|e| err("compact history", e))?;
             flush(&mut old, &mut wb);
             drop(it);
-            shared.write(wb)
+            shared.write_unlogged(wb)
         })
         .await
     }
