@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use kuorum_store::{StoreError, StoreResult};
-use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, FlushOptions, Options, WriteBatch, WriteOptions, DB};
+use rocksdb::{
+    ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, FlushOptions, Options, WriteBatch, WriteOptions, DB,
+};
 
 /// Raft log entries: key = index as u64 big-endian, value = the entry bytes.
 pub(crate) const CF_LOG: &str = "log";

@@ -23,11 +23,7 @@ const WRITTEN: u64 = 150;
 
 fn batch(i: u64) -> ObjectBatch {
     ObjectBatch {
-        objects: vec![ObjectWrite {
-            key: format!("/k/{i:04}"),
-            rv: i,
-            value: Some(Bytes::from(format!("v{i}"))),
-        }],
+        objects: vec![ObjectWrite { key: format!("/k/{i:04}"), rv: i, value: Some(Bytes::from(format!("v{i}"))) }],
         meta: vec![("applied".into(), Bytes::from(i.to_string()))],
     }
 }
@@ -68,7 +64,8 @@ async fn a_crash_keeps_what_was_synced_and_nothing_after() {
 
     let store = RocksStore::open(&path).unwrap();
     let objects = store.object_engine();
-    let applied: u64 = String::from_utf8(objects.get_meta("applied").unwrap().unwrap().to_vec()).unwrap().parse().unwrap();
+    let applied: u64 =
+        String::from_utf8(objects.get_meta("applied").unwrap().unwrap().to_vec()).unwrap().parse().unwrap();
     assert_eq!(applied, SYNCED, "the synced batches survive, the unsynced ones were never logged");
     let keys: Vec<String> = objects.scan("/k/", None, 1000).unwrap().into_iter().map(|(k, _)| k).collect();
     let expected: Vec<String> = (1..=applied).map(|i| format!("/k/{i:04}")).collect();
