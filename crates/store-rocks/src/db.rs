@@ -7,19 +7,22 @@ use std::sync::Arc;
 
 use kuorum_store::{StoreError, StoreResult};
 use rocksdb::{
-    ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, FlushOptions, Options, WriteBatch, WriteOptions, DB,
+    BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, FlushOptions, Options, WriteBatch,
+    WriteOptions, DB,
 };
 
 /// Raft log entries: key = index as u64 big-endian, value = the entry bytes.
 pub(crate) const CF_LOG: &str = "log";
 /// The log's small metadata (vote, committed, last purged): key = name, value = bytes.
 pub(crate) const CF_LOG_META: &str = "log_meta";
-/// Objects: key = the storage key (UTF-8), value = the object bytes.
+/// Objects, their current versions: key = the storage key (UTF-8), value = the version's
+/// rv as u64 big-endian, then the object bytes.
 pub(crate) const CF_OBJECTS: &str = "objects";
 /// The object store's metadata (last applied log id, membership).
 pub(crate) const CF_OBJECT_META: &str = "object_meta";
-/// Object history (MVCC): key = storage key, a zero byte, rv as u64 big-endian; value =
-/// a tag byte (1 = the object follows, 0 = deleted at this rv) and the object bytes.
+/// Object history (MVCC), every retained version but the current ones: key = storage
+/// key, a zero byte, rv as u64 big-endian; value = a tag byte (1 = the object follows,
+/// 0 = deleted at this rv) and the object bytes.
 pub(crate) const CF_HISTORY: &str = "history";
 
 const ALL_CFS: [&str; 5] = [CF_LOG, CF_LOG_META, CF_OBJECTS, CF_OBJECT_META, CF_HISTORY];
@@ -91,6 +94,11 @@ impl Shared {
                 // without walking its skip list.
                 cf_opts.set_memtable_prefix_bloom_ratio(0.05);
                 cf_opts.set_memtable_whole_key_filtering(true);
+                // And the table files' filters, once the key has been flushed out of
+                // the memtable: without them an absent key is looked up in every level.
+                let mut table = BlockBasedOptions::default();
+                table.set_bloom_filter(10.0, false);
+                cf_opts.set_block_based_table_factory(&table);
             }
             ColumnFamilyDescriptor::new(*name, cf_opts)
         });

@@ -15,9 +15,14 @@
 //! |---------------|-----------------------------|--------------|
 //! | `log`         | log index, u64 big-endian   | entry bytes  |
 //! | `log_meta`    | name (vote, committed, ...) | bytes        |
-//! | `objects`     | storage key (UTF-8)         | object bytes |
+//! | `objects`     | storage key (UTF-8)         | rv (u64 BE) + object bytes |
 //! | `object_meta` | name (applied log id, ...)  | bytes        |
 //! | `history`     | storage key, 0, rv (u64 BE) | tag + object |
+//!
+//! `objects` holds each key's current version; `history` every older version still
+//! retained and every deletion. A create is then one insert, into `objects`; an update
+//! moves the replaced version to `history` (the engine reads it first, and the read
+//! almost always hits the memtable, since the apply has just read it too).
 //!
 //! Why one: a node has one data directory, and one RocksDB instance to tune, flush
 //! and compact. Each engine can still be opened on a directory of its own
@@ -78,7 +83,9 @@ impl RocksStore {
     /// Opens the database in `path`, creating the directory and the column families if
     /// they are missing.
     pub fn open(path: &Path) -> StoreResult<Self> {
-        Ok(RocksStore { shared: db::Shared::open(path)? })
+        let shared = db::Shared::open(path)?;
+        object::migrate(&shared)?;
+        Ok(RocksStore { shared })
     }
 
     /// The Raft log in this database.

@@ -1,12 +1,13 @@
 //! The object store (the applied state) in RocksDB.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use kuorum_store::engine::{ObjectDump, ObjectWrite};
 use kuorum_store::{ObjectBatch, ObjectEngine, StoreResult};
-use rocksdb::{DBRawIterator, ReadOptions, WriteBatch};
+use rocksdb::{DBRawIterator, ReadOptions, WriteBatch, WriteOptions};
 
 use crate::db::{blocking, err, Shared, CF_HISTORY, CF_OBJECTS, CF_OBJECT_META};
 use crate::RocksStore;
@@ -70,6 +71,31 @@ fn decode_history_value(raw: &[u8]) -> Option<Bytes> {
     }
 }
 
+/// The `objects` value of a version: its rv (u64 big-endian), then the object bytes.
+/// The rv tells reads at an older rv to look in the history instead.
+fn object_value(rv: u64, object: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(object.len() + 8);
+    out.extend_from_slice(&rv.to_be_bytes());
+    out.extend_from_slice(object);
+    out
+}
+
+fn split_object_value(raw: &[u8]) -> StoreResult<(u64, &[u8])> {
+    if raw.len() < 8 {
+        return Err(err("object value", "shorter than its rv"));
+    }
+    let (rv, object) = raw.split_at(8);
+    Ok((u64::from_be_bytes(rv.try_into().expect("8 bytes")), object))
+}
+
+/// The `object_meta` key naming the layout of the families (not part of a dump: it
+/// describes this database, not the state). Absent in a database written before the
+/// history held only superseded versions; `RocksStore::open` migrates those.
+pub(crate) const META_FORMAT: &str = "\0format";
+/// The layout this code reads and writes: objects hold the current version with its rv,
+/// the history every older version and every deletion.
+const FORMAT_SUPERSEDED: &[u8] = b"2";
+
 /// Reads every version the iterator yields from its first key on.
 fn collect_history(mut it: DBRawIterator<'_>) -> StoreResult<Vec<ObjectWrite>> {
     it.seek_to_first();
@@ -80,6 +106,19 @@ fn collect_history(mut it: DBRawIterator<'_>) -> StoreResult<Vec<ObjectWrite>> {
         it.next();
     }
     it.status().map_err(|e| err("read history", e))?;
+    Ok(out)
+}
+
+/// Every current version, as (key, rv, object), in key order.
+fn collect_current(mut it: DBRawIterator<'_>) -> StoreResult<Vec<ObjectWrite>> {
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while let Some((key, raw)) = it.item() {
+        let (rv, object) = split_object_value(raw)?;
+        out.push(ObjectWrite { key: decode_key(key)?, rv, value: Some(Bytes::copy_from_slice(object)) });
+        it.next();
+    }
+    it.status().map_err(|e| err("read objects", e))?;
     Ok(out)
 }
 
@@ -163,6 +202,36 @@ impl RocksObjectEngine {
     }
 }
 
+impl RocksObjectEngine {
+    /// The current version of `key` as (rv, object bytes), as the database holds it.
+    fn current(&self, key: &[u8]) -> StoreResult<Option<(u64, Bytes)>> {
+        let cf = self.shared.cf(CF_OBJECTS)?;
+        let Some(raw) = self.shared.db.get_pinned_cf(cf, key).map_err(|e| err("read object", e))? else {
+            return Ok(None);
+        };
+        let (rv, object) = split_object_value(&raw)?;
+        Ok(Some((rv, Bytes::copy_from_slice(object))))
+    }
+
+    /// The newest history entry of `key` at or below `rv`: `Some(None)` for a deletion,
+    /// `None` if the history holds no version of `key` that old.
+    fn in_history(&self, key: &[u8], rv: u64) -> StoreResult<Option<Option<Bytes>>> {
+        let cf = self.shared.cf(CF_HISTORY)?;
+        let mut it = self.shared.db.raw_iterator_cf(cf);
+        let mut seek = Vec::with_capacity(key.len() + 9);
+        seek.extend_from_slice(key);
+        seek.push(0);
+        seek.extend_from_slice(&rv.to_be_bytes());
+        it.seek_for_prev(&seek);
+        let found = match it.item() {
+            Some((raw, value)) if split_history_key(raw)?.0 == key => Some(decode_history_value(value)),
+            _ => None,
+        };
+        it.status().map_err(|e| err("read history", e))?;
+        Ok(found)
+    }
+}
+
 impl ObjectEngine for RocksObjectEngine {
     async fn write(&self, batch: ObjectBatch) -> StoreResult<()> {
         if batch.is_empty() {
@@ -174,13 +243,27 @@ impl ObjectEngine for RocksObjectEngine {
         let meta = shared.cf(CF_OBJECT_META)?;
         let history = shared.cf(CF_HISTORY)?;
         let mut wb = WriteBatch::default();
-        // Applied in order, so a later write of the same key in the batch wins.
+        // Keys this batch already wrote, with what they hold after it so far: a later
+        // write of the same key supersedes that, not what the database holds.
+        let mut written: HashMap<&str, Option<(u64, Bytes)>> = HashMap::new();
         for w in &batch.objects {
-            match &w.value {
-                Some(v) => wb.put_cf(objects, w.key.as_bytes(), v),
-                None => wb.delete_cf(objects, w.key.as_bytes()),
+            let previous = match written.get(w.key.as_str()) {
+                Some(p) => p.clone(),
+                None => self.current(w.key.as_bytes())?,
+            };
+            // The version being replaced moves to the history. A create (nothing to
+            // replace, the common write) is one insert, into `objects` only.
+            if let Some((rv, object)) = &previous {
+                wb.put_cf(history, history_key(&w.key, *rv), history_value(&Some(object.clone())));
             }
-            wb.put_cf(history, history_key(&w.key, w.rv), history_value(&w.value));
+            match &w.value {
+                Some(v) => wb.put_cf(objects, w.key.as_bytes(), object_value(w.rv, v)),
+                None => {
+                    wb.delete_cf(objects, w.key.as_bytes());
+                    wb.put_cf(history, history_key(&w.key, w.rv), history_value(&None));
+                }
+            }
+            written.insert(&w.key, w.value.as_ref().map(|v| (w.rv, v.clone())));
         }
         for (key, value) in &batch.meta {
             wb.put_cf(meta, key.as_bytes(), value);
@@ -193,9 +276,7 @@ impl ObjectEngine for RocksObjectEngine {
     }
 
     fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
-        let cf = self.shared.cf(CF_OBJECTS)?;
-        let value = self.shared.db.get_pinned_cf(cf, key.as_bytes()).map_err(|e| err("read object", e))?;
-        Ok(value.map(|v| Bytes::copy_from_slice(&v)))
+        Ok(self.current(key.as_bytes())?.map(|(_, object)| object))
     }
 
     fn scan(&self, prefix: &str, start_after: Option<&str>, limit: usize) -> StoreResult<Vec<(String, Bytes)>> {
@@ -205,11 +286,12 @@ impl ObjectEngine for RocksObjectEngine {
         // The smallest key after `start_after` is `start_after` followed by a zero byte.
         let mut it = self.iter_in_prefix(CF_OBJECTS, prefix, start_after, 0)?;
         let mut out = Vec::new();
-        while let Some((key, value)) = it.item() {
+        while let Some((key, raw)) = it.item() {
             if out.len() >= limit || !key.starts_with(prefix.as_bytes()) {
                 break;
             }
-            out.push((decode_key(key)?, Bytes::copy_from_slice(value)));
+            let (_, object) = split_object_value(raw)?;
+            out.push((decode_key(key)?, Bytes::copy_from_slice(object)));
             it.next();
         }
         it.status().map_err(|e| err("scan objects", e))?;
@@ -217,22 +299,10 @@ impl ObjectEngine for RocksObjectEngine {
     }
 
     fn get_at(&self, key: &str, rv: u64) -> StoreResult<Option<Bytes>> {
-        let cf = self.shared.cf(CF_HISTORY)?;
-        let mut it = self.shared.db.raw_iterator_cf(cf);
-        it.seek_for_prev(history_key(key, rv));
-        let found = match it.item() {
-            Some((raw, value)) => {
-                let (k, _) = split_history_key(raw)?;
-                if k == key.as_bytes() {
-                    decode_history_value(value)
-                } else {
-                    None
-                }
-            }
-            None => None,
-        };
-        it.status().map_err(|e| err("read history", e))?;
-        Ok(found)
+        match self.current(key.as_bytes())? {
+            Some((current, object)) if current <= rv => Ok(Some(object)),
+            _ => Ok(self.in_history(key.as_bytes(), rv)?.flatten()),
+        }
     }
 
     fn scan_at(
@@ -245,75 +315,94 @@ impl ObjectEngine for RocksObjectEngine {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        // Past every version of `start_after`: its key followed by the byte after zero.
-        let mut it = self.iter_in_prefix(CF_HISTORY, prefix, start_after, 1)?;
+        // Two walks in step over the same keys: the current versions, and the history
+        // (past every version of `start_after`: its key followed by the byte after zero).
+        let mut current = self.iter_in_prefix(CF_OBJECTS, prefix, start_after, 0)?;
+        let mut older = self.iter_in_prefix(CF_HISTORY, prefix, start_after, 1)?;
         let mut out = Vec::new();
-        // The key whose versions are being read, and its newest value at or below `rv`.
-        let mut current: Option<(Vec<u8>, Option<Bytes>)> = None;
-        while let Some((raw, value)) = it.item() {
-            let (key, version) = split_history_key(raw)?;
-            if !key.starts_with(prefix.as_bytes()) {
-                break;
-            }
-            if current.as_ref().is_some_and(|(k, _)| k.as_slice() != key) {
-                if let Some((k, Some(v))) = current.take() {
-                    out.push((decode_key(&k)?, v));
-                    if out.len() >= limit {
-                        return Ok(out);
-                    }
+        loop {
+            let next_current = current.key().filter(|k| k.starts_with(prefix.as_bytes()));
+            let next_older = match older.key() {
+                Some(raw) => Some(split_history_key(raw)?.0).filter(|k| k.starts_with(prefix.as_bytes())),
+                None => None,
+            };
+            let key: Vec<u8> = match (next_current, next_older) {
+                (None, None) => break,
+                (Some(c), None) => c.to_vec(),
+                (None, Some(o)) => o.to_vec(),
+                (Some(c), Some(o)) => c.min(o).to_vec(),
+            };
+            // The key's value at `rv`: its current version if that is old enough, else
+            // its newest history entry at or below `rv` (every history entry of a key is
+            // older than its current version).
+            let mut now: Option<Bytes> = None;
+            if let Some((_, raw)) = current.item().filter(|(k, _)| *k == key.as_slice()) {
+                let (version, object) = split_object_value(raw)?;
+                if version <= rv {
+                    now = Some(Bytes::copy_from_slice(object));
                 }
-                current = None;
+                current.next();
             }
-            if current.is_none() {
-                current = Some((key.to_vec(), None));
+            let mut then: Option<Bytes> = None;
+            while let Some((raw, value)) = older.item() {
+                let (k, version) = split_history_key(raw)?;
+                if k != key.as_slice() {
+                    break;
+                }
+                if now.is_none() && version <= rv {
+                    then = decode_history_value(value);
+                }
+                older.next();
             }
-            if version <= rv {
-                if let Some((_, best)) = current.as_mut() {
-                    *best = decode_history_value(value);
+            if let Some(object) = now.or(then) {
+                out.push((decode_key(&key)?, object));
+                if out.len() >= limit {
+                    break;
                 }
             }
-            it.next();
         }
-        it.status().map_err(|e| err("scan history", e))?;
-        if let Some((k, Some(v))) = current {
-            out.push((decode_key(&k)?, v));
-        }
+        current.status().map_err(|e| err("scan objects", e))?;
+        older.status().map_err(|e| err("scan history", e))?;
         Ok(out)
     }
 
     fn history_after(&self, after: u64) -> StoreResult<Vec<ObjectWrite>> {
-        let cf = self.shared.cf(CF_HISTORY)?;
-        let mut all = collect_history(self.shared.db.raw_iterator_cf(cf))?;
+        let mut all = collect_history(self.shared.db.raw_iterator_cf(self.shared.cf(CF_HISTORY)?))?;
+        all.extend(collect_current(self.shared.db.raw_iterator_cf(self.shared.cf(CF_OBJECTS)?))?);
         all.retain(|w| w.rv > after);
         all.sort_by(|a, b| (a.rv, &a.key).cmp(&(b.rv, &b.key)));
         Ok(all)
     }
 
     async fn compact(&self, rv: u64) -> StoreResult<()> {
-        let shared = Arc::clone(&self.shared);
+        let me = self.clone();
         blocking(move || {
+            let shared = &me.shared;
             let cf = shared.cf(CF_HISTORY)?;
             let mut wb = WriteBatch::default();
             let mut it = shared.db.raw_iterator_cf(cf);
             it.seek_to_first();
             // Versions of the current key at or below `rv`, oldest first: all but the newest
-            // go, and the newest too if it is a deletion.
+            // go, and the newest too if it is a deletion, or if the key's current version
+            // (which is newer than all of them) is at or below `rv` as well.
             let mut key: Vec<u8> = Vec::new();
             let mut old: Vec<(Vec<u8>, bool)> = Vec::new();
-            let flush = |old: &mut Vec<(Vec<u8>, bool)>, wb: &mut WriteBatch| {
+            let flush = |key: &[u8], old: &mut Vec<(Vec<u8>, bool)>, wb: &mut WriteBatch| -> StoreResult<()> {
                 if let Some((newest, live)) = old.pop() {
                     for (raw, _) in old.drain(..) {
                         wb.delete_cf(cf, raw);
                     }
-                    if !live {
+                    let superseded_by_current = live && me.current(key)?.is_some_and(|(current, _)| current <= rv);
+                    if !live || superseded_by_current {
                         wb.delete_cf(cf, newest);
                     }
                 }
+                Ok(())
             };
             while let Some((raw, value)) = it.item() {
                 let (k, version) = split_history_key(raw)?;
                 if k != key.as_slice() {
-                    flush(&mut old, &mut wb);
+                    flush(&key, &mut old, &mut wb)?;
                     key = k.to_vec();
                 }
                 if version <= rv {
@@ -322,7 +411,7 @@ impl ObjectEngine for RocksObjectEngine {
                 it.next();
             }
             it.status().map_err(|e| err("compact history", e))?;
-            flush(&mut old, &mut wb);
+            flush(&key, &mut old, &mut wb)?;
             drop(it);
             shared.write_unlogged(wb)
         })
@@ -338,13 +427,18 @@ impl ObjectEngine for RocksObjectEngine {
     fn dump(&self) -> StoreResult<ObjectDump> {
         let objects_cf = self.shared.cf(CF_OBJECTS)?;
         let meta_cf = self.shared.cf(CF_OBJECT_META)?;
-        // One snapshot for both families: a batch is either wholly in it or not at all,
+        let history_cf = self.shared.cf(CF_HISTORY)?;
+        // One snapshot for all families: a batch is either wholly in it or not at all,
         // so the dumped metadata (the applied log id) matches the dumped objects.
         let snapshot = self.shared.db.snapshot();
-        let history_cf = self.shared.cf(CF_HISTORY)?;
-        let objects = collect_all(snapshot.raw_iterator_cf(objects_cf), "dump objects")?;
-        let history = collect_history(snapshot.raw_iterator_cf(history_cf))?;
-        let meta = collect_all(snapshot.raw_iterator_cf(meta_cf), "dump object meta")?;
+        let current = collect_current(snapshot.raw_iterator_cf(objects_cf))?;
+        let mut history = collect_history(snapshot.raw_iterator_cf(history_cf))?;
+        let mut meta = collect_all(snapshot.raw_iterator_cf(meta_cf), "dump object meta")?;
+        meta.retain(|(key, _)| key != META_FORMAT);
+        let objects = current.iter().map(|w| (w.key.clone(), w.value.clone().unwrap_or_default())).collect();
+        // A dump's history is every version, the current ones included.
+        history.extend(current);
+        history.sort_by(|a, b| (&a.key, a.rv).cmp(&(&b.key, b.rv)));
         Ok(ObjectDump { objects, history, meta })
     }
 
@@ -360,19 +454,79 @@ impl ObjectEngine for RocksObjectEngine {
             wb.delete_range_cf(objects, &[][..], &PAST_ALL_KEYS[..]);
             wb.delete_range_cf(meta, &[][..], &PAST_ALL_KEYS[..]);
             wb.delete_range_cf(history, &[][..], &PAST_ALL_KEYS[..]);
+            // Each object's rv is that of its key's newest version in the dump's history,
+            // which stays out of the history family (it is the current version).
+            let mut newest: HashMap<&str, u64> = HashMap::new();
+            for w in &dump.history {
+                let rv = newest.entry(w.key.as_str()).or_insert(w.rv);
+                *rv = (*rv).max(w.rv);
+            }
+            let mut current: HashMap<&str, u64> = HashMap::new();
             for (key, value) in &dump.objects {
-                wb.put_cf(objects, key.as_bytes(), value);
+                let rv = newest.get(key.as_str()).copied().unwrap_or(0);
+                current.insert(key.as_str(), rv);
+                wb.put_cf(objects, key.as_bytes(), object_value(rv, value));
             }
             for w in &dump.history {
+                if w.value.is_some() && current.get(w.key.as_str()) == Some(&w.rv) {
+                    continue;
+                }
                 wb.put_cf(history, history_key(&w.key, w.rv), history_value(&w.value));
             }
             for (key, value) in &dump.meta {
                 wb.put_cf(meta, key.as_bytes(), value);
             }
+            wb.put_cf(meta, META_FORMAT.as_bytes(), FORMAT_SUPERSEDED);
             shared.write_synced(wb)
         })
         .await
     }
+}
+
+/// Brings a database to the current layout, once, when it is opened: a fresh one is
+/// marked; one written before the history held only superseded versions has each
+/// object's current version moved out of the history (its rv onto the object's value).
+/// One synced batch, so a crash leaves the old layout or the new one.
+pub(crate) fn migrate(shared: &Shared) -> StoreResult<()> {
+    let meta = shared.cf(CF_OBJECT_META)?;
+    let format = shared.db.get_pinned_cf(meta, META_FORMAT.as_bytes()).map_err(|e| err("read format", e))?;
+    if format.as_deref() == Some(FORMAT_SUPERSEDED) {
+        return Ok(());
+    }
+    if let Some(other) = format {
+        return Err(err("open", format!("unknown object layout {:?}", String::from_utf8_lossy(&other))));
+    }
+    let objects = shared.cf(CF_OBJECTS)?;
+    let history = shared.cf(CF_HISTORY)?;
+    let mut wb = WriteBatch::default();
+    let mut it = shared.db.raw_iterator_cf(objects);
+    it.seek_to_first();
+    while let Some((key, object)) = it.item() {
+        // The current version is the key's newest history entry.
+        let mut h = shared.db.raw_iterator_cf(history);
+        let mut seek = key.to_vec();
+        seek.push(0);
+        seek.extend_from_slice(&u64::MAX.to_be_bytes());
+        h.seek_for_prev(&seek);
+        let rv = match h.key() {
+            Some(raw) if split_history_key(raw)?.0 == key => {
+                let rv = split_history_key(raw)?.1;
+                wb.delete_cf(history, raw);
+                rv
+            }
+            _ => 0,
+        };
+        h.status().map_err(|e| err("migrate history", e))?;
+        wb.put_cf(objects, key, object_value(rv, object));
+        it.next();
+    }
+    it.status().map_err(|e| err("migrate objects", e))?;
+    drop(it);
+    wb.put_cf(meta, META_FORMAT.as_bytes(), FORMAT_SUPERSEDED);
+    // Synced, but not counted with the engines' fsyncs: it is part of opening.
+    let mut wo = WriteOptions::default();
+    wo.set_sync(true);
+    shared.db.write_opt(wb, &wo).map_err(|e| err("migrate", e))
 }
 
 #[cfg(test)]
