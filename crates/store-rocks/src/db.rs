@@ -45,24 +45,61 @@ where
     tokio::task::spawn_blocking(f).await.map_err(|e| err("blocking task", e))?
 }
 
-/// The database plus the group-commit counters. Every unsynced write bumps `written`
-/// once it has returned (so it is in the WAL file, though maybe not on disk);
-/// `synced` is a value of `written` such that every write counted up to it is on disk.
-/// Writes without the WAL are counted apart, in `unlogged` and `flushed`, the same way.
+/// Group commit for one kind of durability step (an fsync of the WAL, a flush of the
+/// memtables). Writes are counted once they have returned; a caller of `run` makes every
+/// write counted before it durable, and callers queued behind a running step usually
+/// find their writes covered by it and return without a step of their own.
+#[derive(Default)]
+struct GroupCommit {
+    /// Writes that have returned.
+    written: AtomicU64,
+    /// A value of `written` such that every write counted up to it is durable.
+    durable: AtomicU64,
+    /// Steps taken.
+    steps: AtomicU64,
+    /// One step at a time.
+    lock: tokio::sync::Mutex<()>,
+}
+
+impl GroupCommit {
+    fn wrote(&self) {
+        self.written.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Records a step that covered every write counted up to `upto`.
+    fn stepped(&self, upto: u64) {
+        self.steps.fetch_add(1, Ordering::SeqCst);
+        self.durable.fetch_max(upto, Ordering::SeqCst);
+    }
+
+    async fn run<F>(&self, step: F) -> StoreResult<()>
+    where
+        F: FnOnce() -> StoreResult<()> + Send + 'static,
+    {
+        let target = self.written.load(Ordering::SeqCst);
+        if self.durable.load(Ordering::SeqCst) >= target {
+            return Ok(());
+        }
+        let _guard = self.lock.lock().await;
+        if self.durable.load(Ordering::SeqCst) >= target {
+            return Ok(());
+        }
+        // Everything counted up to `upto` has returned, so the step below covers it
+        // (and perhaps more, which only the next step counts).
+        let upto = self.written.load(Ordering::SeqCst);
+        blocking(step).await?;
+        self.stepped(upto);
+        Ok(())
+    }
+}
+
+/// The database plus its two group commits: `wal` for writes through the WAL (durable
+/// once it is fsynced), `memtables` for writes without it (durable once flushed).
 pub(crate) struct Shared {
     pub(crate) db: DB,
     path: PathBuf,
-    written: AtomicU64,
-    synced: AtomicU64,
-    fsyncs: AtomicU64,
-    /// One WAL fsync at a time; callers queued behind it usually find their writes
-    /// covered by the fsync they waited for, and return without one of their own.
-    sync_lock: tokio::sync::Mutex<()>,
-    unlogged: AtomicU64,
-    flushed: AtomicU64,
-    flushes: AtomicU64,
-    /// One memtable flush at a time, shared as `sync_lock` shares fsyncs.
-    flush_lock: tokio::sync::Mutex<()>,
+    wal: GroupCommit,
+    memtables: GroupCommit,
 }
 
 impl Shared {
@@ -112,14 +149,8 @@ impl Shared {
         Ok(Arc::new(Shared {
             db,
             path: path.to_path_buf(),
-            written: AtomicU64::new(0),
-            synced: AtomicU64::new(0),
-            fsyncs: AtomicU64::new(0),
-            sync_lock: tokio::sync::Mutex::new(()),
-            unlogged: AtomicU64::new(0),
-            flushed: AtomicU64::new(0),
-            flushes: AtomicU64::new(0),
-            flush_lock: tokio::sync::Mutex::new(()),
+            wal: GroupCommit::default(),
+            memtables: GroupCommit::default(),
         }))
     }
 
@@ -128,11 +159,11 @@ impl Shared {
     }
 
     pub(crate) fn fsync_count(&self) -> u64 {
-        self.fsyncs.load(Ordering::SeqCst)
+        self.wal.steps.load(Ordering::SeqCst)
     }
 
     pub(crate) fn flush_count(&self) -> u64 {
-        self.flushes.load(Ordering::SeqCst)
+        self.memtables.steps.load(Ordering::SeqCst)
     }
 
     pub(crate) fn cf(&self, name: &str) -> StoreResult<&ColumnFamily> {
@@ -149,9 +180,9 @@ impl Shared {
     /// only in a RocksDB write stall (flushes far behind), which slows writes anyway.
     pub(crate) fn write(&self, batch: WriteBatch) -> StoreResult<()> {
         self.db.write(batch).map_err(|e| err("write", e))?;
-        // Counted only now that it is in the WAL file: a sync that reads `written` after
-        // this point and then fsyncs the WAL covers this write.
-        self.written.fetch_add(1, Ordering::SeqCst);
+        // Counted only now that it is in the WAL file: a sync that counts it and then
+        // fsyncs the WAL covers this write.
+        self.wal.wrote();
         Ok(())
     }
 
@@ -167,7 +198,7 @@ impl Shared {
         let mut wo = WriteOptions::default();
         wo.disable_wal(true);
         self.db.write_opt(batch, &wo).map_err(|e| err("write", e))?;
-        self.unlogged.fetch_add(1, Ordering::SeqCst);
+        self.memtables.wrote();
         Ok(())
     }
 
@@ -175,37 +206,25 @@ impl Shared {
     /// every family's memtable to table files (atomically, see `open`). Concurrent
     /// callers share flushes as [`Shared::sync`] callers share fsyncs.
     pub(crate) async fn flush(self: &Arc<Self>) -> StoreResult<()> {
-        let target = self.unlogged.load(Ordering::SeqCst);
-        if self.flushed.load(Ordering::SeqCst) >= target {
-            return Ok(());
-        }
-        let _guard = self.flush_lock.lock().await;
-        if self.flushed.load(Ordering::SeqCst) >= target {
-            return Ok(());
-        }
-        let upto = self.unlogged.load(Ordering::SeqCst);
         let me = Arc::clone(self);
-        blocking(move || {
-            let cfs = ALL_CFS.iter().map(|name| me.cf(name)).collect::<StoreResult<Vec<_>>>()?;
-            let mut fo = FlushOptions::default();
-            fo.set_wait(true);
-            me.db.flush_cfs_opt(&cfs, &fo).map_err(|e| err("flush", e))
-        })
-        .await?;
-        self.flushes.fetch_add(1, Ordering::SeqCst);
-        self.flushed.fetch_max(upto, Ordering::SeqCst);
-        Ok(())
+        self.memtables
+            .run(move || {
+                let cfs = ALL_CFS.iter().map(|name| me.cf(name)).collect::<StoreResult<Vec<_>>>()?;
+                let mut fo = FlushOptions::default();
+                fo.set_wait(true);
+                me.db.flush_cfs_opt(&cfs, &fo).map_err(|e| err("flush", e))
+            })
+            .await
     }
 
     /// Writes a batch and fsyncs the WAL before returning. RocksDB syncs the whole WAL
     /// up to this record, so every write that returned before this one is durable too.
     pub(crate) fn write_synced(&self, batch: WriteBatch) -> StoreResult<()> {
-        let covered = self.written.load(Ordering::SeqCst);
+        let covered = self.wal.written.load(Ordering::SeqCst);
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
         self.db.write_opt(batch, &wo).map_err(|e| err("synced write", e))?;
-        self.fsyncs.fetch_add(1, Ordering::SeqCst);
-        self.synced.fetch_max(covered, Ordering::SeqCst);
+        self.wal.stepped(covered);
         Ok(())
     }
 
@@ -213,21 +232,7 @@ impl Shared {
     /// share fsyncs: a caller whose writes were covered by an fsync that began after
     /// them returns without another.
     pub(crate) async fn sync(self: &Arc<Self>) -> StoreResult<()> {
-        let target = self.written.load(Ordering::SeqCst);
-        if self.synced.load(Ordering::SeqCst) >= target {
-            return Ok(());
-        }
-        let _guard = self.sync_lock.lock().await;
-        if self.synced.load(Ordering::SeqCst) >= target {
-            return Ok(());
-        }
-        // Everything counted up to `upto` is already in the WAL file; the fsync below
-        // covers it (and perhaps more, which is only counted by the next sync).
-        let upto = self.written.load(Ordering::SeqCst);
         let me = Arc::clone(self);
-        blocking(move || me.db.flush_wal(true).map_err(|e| err("sync wal", e))).await?;
-        self.fsyncs.fetch_add(1, Ordering::SeqCst);
-        self.synced.fetch_max(upto, Ordering::SeqCst);
-        Ok(())
+        self.wal.run(move || me.db.flush_wal(true).map_err(|e| err("sync wal", e))).await
     }
 }
