@@ -1,6 +1,6 @@
 //! The object store (the applied state) in RocksDB.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -35,9 +35,10 @@ fn decode_key(key: &[u8]) -> StoreResult<String> {
 
 /// The history key of one version: the storage key, a zero byte (no storage key holds
 /// one, so all versions of a key sort together and before any longer key), the rv.
-fn history_key(key: &str, rv: u64) -> Vec<u8> {
+fn history_key(key: impl AsRef<[u8]>, rv: u64) -> Vec<u8> {
+    let key = key.as_ref();
     let mut k = Vec::with_capacity(key.len() + 9);
-    k.extend_from_slice(key.as_bytes());
+    k.extend_from_slice(key);
     k.push(0);
     k.extend_from_slice(&rv.to_be_bytes());
     k
@@ -52,7 +53,7 @@ fn split_history_key(raw: &[u8]) -> StoreResult<(&[u8], u64)> {
     Ok((key, rv))
 }
 
-fn history_value(value: &Option<Bytes>) -> Vec<u8> {
+fn history_value(value: Option<&[u8]>) -> Vec<u8> {
     match value {
         Some(v) => {
             let mut out = Vec::with_capacity(v.len() + 1);
@@ -200,9 +201,7 @@ impl RocksObjectEngine {
     pub fn flush_count(&self) -> u64 {
         self.shared.flush_count()
     }
-}
 
-impl RocksObjectEngine {
     /// The current version of `key` as (rv, object bytes), as the database holds it.
     fn current(&self, key: &[u8]) -> StoreResult<Option<(u64, Bytes)>> {
         let cf = self.shared.cf(CF_OBJECTS)?;
@@ -218,11 +217,7 @@ impl RocksObjectEngine {
     fn in_history(&self, key: &[u8], rv: u64) -> StoreResult<Option<Option<Bytes>>> {
         let cf = self.shared.cf(CF_HISTORY)?;
         let mut it = self.shared.db.raw_iterator_cf(cf);
-        let mut seek = Vec::with_capacity(key.len() + 9);
-        seek.extend_from_slice(key);
-        seek.push(0);
-        seek.extend_from_slice(&rv.to_be_bytes());
-        it.seek_for_prev(&seek);
+        it.seek_for_prev(history_key(key, rv));
         let found = match it.item() {
             Some((raw, value)) if split_history_key(raw)?.0 == key => Some(decode_history_value(value)),
             _ => None,
@@ -243,27 +238,35 @@ impl ObjectEngine for RocksObjectEngine {
         let meta = shared.cf(CF_OBJECT_META)?;
         let history = shared.cf(CF_HISTORY)?;
         let mut wb = WriteBatch::default();
-        // Keys this batch already wrote, with what they hold after it so far: a later
-        // write of the same key supersedes that, not what the database holds.
-        let mut written: HashMap<&str, Option<(u64, Bytes)>> = HashMap::new();
+        // Keys this batch already wrote, with their last write in it: a later write of
+        // the same key supersedes that, not what the database holds.
+        let mut written: HashMap<&str, &ObjectWrite> = HashMap::new();
         for w in &batch.objects {
-            let previous = match written.get(w.key.as_str()) {
-                Some(p) => p.clone(),
-                None => self.current(w.key.as_bytes())?,
-            };
             // The version being replaced moves to the history. A create (nothing to
             // replace, the common write) is one insert, into `objects` only.
-            if let Some((rv, object)) = &previous {
-                wb.put_cf(history, history_key(&w.key, *rv), history_value(&Some(object.clone())));
+            match written.get(w.key.as_str()) {
+                Some(earlier) => {
+                    if let Some(object) = &earlier.value {
+                        wb.put_cf(history, history_key(&w.key, earlier.rv), history_value(Some(object)));
+                    }
+                }
+                None => {
+                    let stored =
+                        shared.db.get_pinned_cf(objects, w.key.as_bytes()).map_err(|e| err("read object", e))?;
+                    if let Some(raw) = stored {
+                        let (rv, object) = split_object_value(&raw)?;
+                        wb.put_cf(history, history_key(&w.key, rv), history_value(Some(object)));
+                    }
+                }
             }
             match &w.value {
                 Some(v) => wb.put_cf(objects, w.key.as_bytes(), object_value(w.rv, v)),
                 None => {
                     wb.delete_cf(objects, w.key.as_bytes());
-                    wb.put_cf(history, history_key(&w.key, w.rv), history_value(&None));
+                    wb.put_cf(history, history_key(&w.key, w.rv), history_value(None));
                 }
             }
-            written.insert(&w.key, w.value.as_ref().map(|v| (w.rv, v.clone())));
+            written.insert(&w.key, w);
         }
         for (key, value) in &batch.meta {
             wb.put_cf(meta, key.as_bytes(), value);
@@ -461,17 +464,16 @@ impl ObjectEngine for RocksObjectEngine {
                 let rv = newest.entry(w.key.as_str()).or_insert(w.rv);
                 *rv = (*rv).max(w.rv);
             }
-            let mut current: HashMap<&str, u64> = HashMap::new();
             for (key, value) in &dump.objects {
                 let rv = newest.get(key.as_str()).copied().unwrap_or(0);
-                current.insert(key.as_str(), rv);
                 wb.put_cf(objects, key.as_bytes(), object_value(rv, value));
             }
+            let live: HashSet<&str> = dump.objects.iter().map(|(key, _)| key.as_str()).collect();
             for w in &dump.history {
-                if w.value.is_some() && current.get(w.key.as_str()) == Some(&w.rv) {
+                if w.value.is_some() && live.contains(w.key.as_str()) && newest.get(w.key.as_str()) == Some(&w.rv) {
                     continue;
                 }
-                wb.put_cf(history, history_key(&w.key, w.rv), history_value(&w.value));
+                wb.put_cf(history, history_key(&w.key, w.rv), history_value(w.value.as_deref()));
             }
             for (key, value) in &dump.meta {
                 wb.put_cf(meta, key.as_bytes(), value);
@@ -504,10 +506,7 @@ pub(crate) fn migrate(shared: &Shared) -> StoreResult<()> {
     while let Some((key, object)) = it.item() {
         // The current version is the key's newest history entry.
         let mut h = shared.db.raw_iterator_cf(history);
-        let mut seek = key.to_vec();
-        seek.push(0);
-        seek.extend_from_slice(&u64::MAX.to_be_bytes());
-        h.seek_for_prev(&seek);
+        h.seek_for_prev(history_key(key, u64::MAX));
         let rv = match h.key() {
             Some(raw) if split_history_key(raw)?.0 == key => {
                 let rv = split_history_key(raw)?.1;
