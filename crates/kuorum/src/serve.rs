@@ -17,7 +17,7 @@ use clap::Args;
 use futures::StreamExt;
 use kuorum_api::seams::{SplitMix64, SystemClock};
 use kuorum_node::{start_node, NodeConfig, NodeSeams};
-use kuorum_raft::{Dialer, PeerIo, TcpDialer};
+use kuorum_raft::{Dialer, PeerIo, RaftTiming, TcpDialer};
 use kuorum_rest::auth::Authenticator;
 use kuorum_rest::authz::Authorization;
 use kuorum_store_file::FileLogEngine;
@@ -48,6 +48,15 @@ pub struct ServeArgs {
     /// and watch resumes older than it get 410 Gone).
     #[arg(long, default_value_t = 300)]
     pub compaction_window_secs: u64,
+    /// Applied entries between two Raft snapshots (etcd's flag and default). A snapshot is
+    /// a RocksDB checkpoint in the data directory; after it, the log it covers (less
+    /// --snapshot-catchup-entries) is purged.
+    #[arg(long, default_value_t = 100_000)]
+    pub snapshot_count: u64,
+    /// Log entries kept behind the latest snapshot, so a follower that lags by fewer
+    /// catches up from the log instead of a whole snapshot (etcd's default).
+    #[arg(long, default_value_t = 5_000)]
+    pub snapshot_catchup_entries: u64,
     /// Non-mutating requests served at once; more get 429 with Retry-After (0: no limit).
     /// Watches do not count. kube-apiserver's flag and default.
     #[arg(long, default_value_t = 400)]
@@ -246,6 +255,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         authorization: authorization(&args),
         chaos: args.enable_chaos,
         ..NodeConfig::new(args.id, members)
+    };
+    let cfg = NodeConfig {
+        timing: RaftTiming {
+            snapshot_every: args.snapshot_count.max(1),
+            logs_to_keep: args.snapshot_catchup_entries,
+            ..cfg.timing
+        },
+        ..cfg
     };
     let seams = NodeSeams {
         rest_listener: rest,

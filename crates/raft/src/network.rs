@@ -11,13 +11,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use hyper_util::rt::TokioIo;
-use openraft::errors::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
+use openraft::errors::{ErrorSource, NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest, TransferLeaderResponse,
     VoteRequest, VoteResponse,
 };
-use openraft::{AnyError, BasicNode, RaftNetworkV2};
+use openraft::{AnyError, BasicNode, RaftNetworkV2, StorageError};
 use serde::de::DeserializeOwned;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tonic::transport::{Channel, Endpoint};
@@ -25,7 +25,7 @@ use tonic::transport::{Channel, Endpoint};
 use crate::codec::{decode, encode};
 use crate::pb;
 use crate::pb::peer_client::PeerClient;
-use crate::state_machine::{Snapshot, SnapshotData};
+use crate::state_machine::{off_the_runtime, Snapshot, SnapshotData};
 use crate::types::{NodeId, TypeConfig, Vote};
 
 /// A byte stream to a peer.
@@ -204,7 +204,14 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
             .map_err(|e| StreamingError::Unreachable(Unreachable::new(&AnyError::error(e.to_string()))))?;
         let target = self.target;
         let meta = Bytes::from(encode(&(vote, snapshot.meta.clone())));
-        let data = snapshot.snapshot;
+        // A snapshot built here is encoded only now that a peer needs it.
+        let frozen = snapshot.snapshot;
+        let data = off_the_runtime(|| frozen.encode()).map_err(|e| {
+            StreamingError::StorageError(StorageError::read_snapshot(
+                Some(snapshot.meta.signature()),
+                ErrorSource::from_error(&e),
+            ))
+        })?;
         let mut chunks = Vec::with_capacity(data.len() / SNAPSHOT_CHUNK + 1);
         chunks.push(pb::SnapshotChunk { meta, data: Bytes::new() });
         let mut off = 0;
@@ -224,6 +231,8 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
         })?;
         let decoded: Result<SnapshotResponse<TypeConfig>, String> = decode(&resp.into_inner().data)
             .map_err(|e| StreamingError::Network(NetworkError::new(&AnyError::error(e.to_string()))))?;
-        decoded.map_err(|e| StreamingError::Network(NetworkError::new(&AnyError::error(e))))
+        let installed = decoded.map_err(|e| StreamingError::Network(NetworkError::new(&AnyError::error(e))))?;
+        frozen.sent();
+        Ok(installed)
     }
 }

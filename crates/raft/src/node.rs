@@ -44,9 +44,9 @@ impl Default for RaftTiming {
             heartbeat: Duration::from_millis(150),
             election_min: Duration::from_millis(1000),
             election_max: Duration::from_millis(2000),
-            // etcd's defaults (--snapshot-count, snapshot catch-up entries): a snapshot
-            // holds every object and the history window, so building one costs time and
-            // memory in proportion to the data, not to the entries since the last one.
+            // etcd's defaults (--snapshot-count, snapshot catch-up entries). Building a
+            // snapshot is a checkpoint (a flush and hard links); sending one to a peer
+            // costs time and memory in proportion to the data.
             snapshot_every: 100_000,
             logs_to_keep: 5_000,
             peer_keepalive: Some(Duration::from_secs(1)),

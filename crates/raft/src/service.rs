@@ -121,7 +121,7 @@ impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_ser
             data.extend_from_slice(&chunk.data);
         }
         let (vote, meta) = head.ok_or_else(|| bad("snapshot stream without meta"))?;
-        let snapshot = Snapshot { meta, snapshot: data.freeze() };
+        let snapshot = Snapshot { meta, snapshot: SnapshotData::Encoded(data.freeze()) };
         reply(&self.raft.install_full_snapshot(vote, snapshot).await.map_err(|e| e.to_string()))
     }
 

@@ -6,8 +6,10 @@
 //! is written. The applied index is then published on a watch channel, which is what
 //! read barriers and NotOlderThan reads wait on.
 //!
-//! Snapshots are a consistent dump of the engine (objects + metadata), encoded once and
-//! streamed to peers in chunks by the network layer.
+//! A snapshot this node builds is its engine frozen at one point ([`ObjectEngine::freeze`]:
+//! a RocksDB checkpoint, on disk). It is dumped and encoded only when a peer needs it, by
+//! the network layer, which streams it in chunks; a node never holds its whole state
+//! encoded in memory just in case.
 
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -16,7 +18,7 @@ use bytes::Bytes;
 use futures::{Stream, TryStreamExt};
 use kuorum_store::apply::{changes_since, ApplyObserver, BatchApplier};
 use kuorum_store::engine::{ObjectDump, ObjectWrite};
-use kuorum_store::ObjectEngine;
+use kuorum_store::{FrozenObjects, ObjectEngine};
 use openraft::entry::RaftEntry;
 use openraft::storage::{EntryResponder, RaftStateMachine};
 use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder};
@@ -30,9 +32,71 @@ pub(crate) const META_MEMBERSHIP: &str = "membership";
 /// History at or below this rv has been compacted away.
 const META_COMPACTED: &str = "compacted";
 
-/// An encoded snapshot. Shared, not copied, between the current snapshot, openraft and
-/// the streams sending it to peers: it holds every object and the history window.
-pub type SnapshotData = Bytes;
+/// A snapshot's data. Cloning shares it.
+#[derive(Clone)]
+pub enum SnapshotData {
+    /// Built here: the object store as it stood at the snapshot's log id, encoded only
+    /// when a peer needs it.
+    Frozen(Arc<FrozenSnapshot>),
+    /// Received from a leader: the encoded [`SnapshotBody`] as it arrived, until it is
+    /// installed.
+    Encoded(Bytes),
+}
+
+/// A frozen object store and, while peers are being sent it, its encoding.
+pub struct FrozenSnapshot {
+    state: Box<dyn FrozenObjects>,
+    /// Made by the first send and kept for the sends after it (a peer that is down is
+    /// retried, and a second lagging peer needs the same bytes) until one succeeds.
+    encoded: Mutex<Option<Bytes>>,
+}
+
+impl SnapshotData {
+    pub fn frozen(state: impl FrozenObjects) -> Self {
+        SnapshotData::Frozen(Arc::new(FrozenSnapshot { state: Box::new(state), encoded: Mutex::new(None) }))
+    }
+
+    /// The encoded [`SnapshotBody`]. For a frozen state, the first call dumps and
+    /// encodes every object and the history window (blocking, about a second per few
+    /// hundred MB), and later calls share that until [`SnapshotData::sent`].
+    pub fn encode(&self) -> io::Result<Bytes> {
+        match self {
+            SnapshotData::Frozen(f) => {
+                let mut encoded = f.encoded.lock().unwrap_or_else(|e| e.into_inner());
+                if encoded.is_none() {
+                    *encoded = Some(Bytes::from(encode(&SnapshotBody::from(f.state.dump()?))));
+                }
+                Ok(encoded.clone().unwrap_or_default())
+            }
+            SnapshotData::Encoded(bytes) => Ok(bytes.clone()),
+        }
+    }
+
+    /// A peer has installed it: the encoding is let go (sends still running keep their
+    /// own reference) and a later send makes it again.
+    pub fn sent(&self) {
+        if let SnapshotData::Frozen(f) = self {
+            f.encoded.lock().unwrap_or_else(|e| e.into_inner()).take();
+        }
+    }
+
+    /// Whether an encoding is held in memory now.
+    pub fn holds_encoding(&self) -> bool {
+        match self {
+            SnapshotData::Frozen(f) => f.encoded.lock().unwrap_or_else(|e| e.into_inner()).is_some(),
+            SnapshotData::Encoded(_) => true,
+        }
+    }
+}
+
+impl std::fmt::Debug for SnapshotData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SnapshotData::Frozen(_) => f.write_str("SnapshotData::Frozen"),
+            SnapshotData::Encoded(b) => write!(f, "SnapshotData::Encoded({} bytes)", b.len()),
+        }
+    }
+}
 
 /// The rv of the last compaction applied to `engine` (0 if none).
 pub fn compacted_rv<E: ObjectEngine>(engine: &E) -> io::Result<u64> {
@@ -189,7 +253,7 @@ impl<E: ObjectEngine> StateMachine<E> {
 /// Runs blocking work so the rest of the runtime keeps going: on a multi-threaded runtime
 /// the worker hands its other tasks to another thread first. On a current-thread runtime
 /// (the simulator's) it simply runs, which keeps simulated runs deterministic.
-fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
         _ => f(),
@@ -203,17 +267,14 @@ impl<E: ObjectEngine> RaftSnapshotBuilder<TypeConfig> for StateMachine<E> {
         // Everything in the snapshot must be durable before openraft may purge the log
         // entries it covers.
         self.shared.engine.sync().await?;
-        // Dumping and encoding every object and the history window takes a while (about
-        // a second per few hundred MB); openraft runs this in a task of its own, and on a
-        // runtime worker it would stall every other task scheduled there.
-        let (meta, data) = off_the_runtime(|| -> io::Result<_> {
-            let dump = self.shared.engine.dump()?;
-            let find = |k: &str| dump.meta.iter().find(|(mk, _)| mk == k).map(|(_, v)| v.clone());
-            let last_log_id: Option<LogId> = find(META_APPLIED).map(|b| decode(&b)).transpose()?;
-            let last_membership: StoredMembership =
-                find(META_MEMBERSHIP).map(|b| decode(&b)).transpose()?.unwrap_or_default();
-            Ok((SnapshotMeta { last_log_id, last_membership }, Bytes::from(encode(&SnapshotBody::from(dump)))))
-        })?;
+        // Apply goes on meanwhile: the snapshot stands where the frozen state says it
+        // was applied to, not where apply is now.
+        let frozen = self.shared.engine.freeze().await?;
+        let last_log_id: Option<LogId> = frozen.get_meta(META_APPLIED)?.map(|b| decode(&b)).transpose()?;
+        let last_membership: StoredMembership =
+            frozen.get_meta(META_MEMBERSHIP)?.map(|b| decode(&b)).transpose()?.unwrap_or_default();
+        let meta = SnapshotMeta { last_log_id, last_membership };
+        let data = SnapshotData::frozen(frozen);
         *self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()) = Some((meta.clone(), data.clone()));
         Ok(Snapshot { meta, snapshot: data })
     }
@@ -294,7 +355,7 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
     }
 
     async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: SnapshotData) -> Result<(), io::Error> {
-        let SnapshotBody { objects, history, meta: mut dump_meta } = decode(&snapshot)?;
+        let SnapshotBody { objects, history, meta: mut dump_meta } = decode(&snapshot.encode()?)?;
         // The snapshot's own meta is authoritative for where it stands.
         dump_meta.retain(|(k, _)| k != META_APPLIED && k != META_MEMBERSHIP);
         if let Some(l) = &meta.last_log_id {
@@ -303,7 +364,12 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
         dump_meta.push((META_MEMBERSHIP.to_string(), Bytes::from(encode(&meta.last_membership))));
         let history = history.into_iter().map(|(key, rv, value)| ObjectWrite { key, rv, value }).collect();
         self.shared.engine.restore(ObjectDump { objects, history, meta: dump_meta }).await?;
-        *self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()) = Some((meta.clone(), snapshot));
+        drop(snapshot);
+        // Kept as this node's own snapshot from now on: frozen like one built here, so
+        // the received encoding does not stay in memory.
+        let frozen = self.shared.engine.freeze().await?;
+        let data = SnapshotData::frozen(frozen);
+        *self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()) = Some((meta.clone(), data));
         self.reset_observer()?;
         if let Some(l) = &meta.last_log_id {
             self.publish_applied(l.index());
@@ -314,5 +380,57 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
         let cur = self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()).clone();
         Ok(cur.map(|(meta, data)| Snapshot { meta, snapshot: data }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kuorum_store::engine::{ObjectBatch, ObjectWrite};
+    use kuorum_store::memory::MemoryObjectEngine;
+
+    use super::*;
+
+    fn put(key: &str, rv: u64, value: &str) -> ObjectWrite {
+        ObjectWrite { key: key.into(), rv, value: Some(Bytes::copy_from_slice(value.as_bytes())) }
+    }
+
+    async fn current(sm: &mut StateMachine<MemoryObjectEngine>) -> Snapshot {
+        sm.get_current_snapshot().await.unwrap().expect("a current snapshot")
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_is_encoded_only_for_a_peer_and_installed_as_a_frozen_state() {
+        let engine = Arc::new(MemoryObjectEngine::default());
+        let mut leader = StateMachine::new(engine.clone()).unwrap();
+        engine
+            .write(ObjectBatch { objects: vec![put("/a", 1, "one"), put("/b", 2, "two")], meta: vec![] })
+            .await
+            .unwrap();
+        let built = leader.build_snapshot().await.unwrap();
+        assert!(matches!(built.snapshot, SnapshotData::Frozen(_)));
+        assert!(!built.snapshot.holds_encoding(), "building a snapshot encodes nothing");
+
+        // Later writes do not reach it.
+        engine.write(ObjectBatch { objects: vec![put("/a", 3, "uno")], meta: vec![] }).await.unwrap();
+        let sending = current(&mut leader).await.snapshot;
+        let bytes = sending.encode().unwrap();
+        assert!(built.snapshot.holds_encoding(), "clones share the encoding a send made");
+        assert_eq!(sending.encode().unwrap().as_ptr(), bytes.as_ptr(), "a retry reuses it");
+        sending.sent();
+        assert!(!built.snapshot.holds_encoding(), "a successful send lets it go");
+        assert_eq!(sending.encode().unwrap(), bytes, "and a later send makes the same bytes");
+        sending.sent();
+
+        let follower_engine = Arc::new(MemoryObjectEngine::default());
+        let mut follower = StateMachine::new(follower_engine.clone()).unwrap();
+        follower.install_snapshot(&built.meta, SnapshotData::Encoded(bytes)).await.unwrap();
+        assert_eq!(follower_engine.get("/a").unwrap(), Some(Bytes::from_static(b"one")), "the state at the snapshot");
+        assert_eq!(follower_engine.get_at("/b", 2).unwrap(), Some(Bytes::from_static(b"two")));
+        let kept = current(&mut follower).await;
+        assert!(matches!(kept.snapshot, SnapshotData::Frozen(_)), "kept frozen, not as the received bytes");
+        assert!(!kept.snapshot.holds_encoding());
+        let kept: SnapshotBody = decode(&kept.snapshot.encode().unwrap()).unwrap();
+        let sent: SnapshotBody = decode(&sending.encode().unwrap()).unwrap();
+        assert_eq!((kept.objects, kept.history), (sent.objects, sent.history), "it is the same snapshot");
     }
 }

@@ -36,6 +36,15 @@ pub(crate) fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::new(format!("rocksdb: {context}: {e}"))
 }
 
+pub(crate) fn cf<'a>(db: &'a DB, name: &str) -> StoreResult<&'a ColumnFamily> {
+    db.cf_handle(name).ok_or_else(|| err("column family", format!("{name} is missing")))
+}
+
+/// Opens a checkpoint (see [`Shared::checkpoint`]) to read it. Blocking.
+pub(crate) fn open_checkpoint(dir: &Path) -> StoreResult<DB> {
+    DB::open_cf_for_read_only(&Options::default(), dir, ALL_CFS, false).map_err(|e| err("open checkpoint", e))
+}
+
 /// Runs blocking RocksDB work on tokio's blocking pool, so it never stalls the runtime.
 pub(crate) async fn blocking<T, F>(f: F) -> StoreResult<T>
 where
@@ -100,11 +109,24 @@ pub(crate) struct Shared {
     path: PathBuf,
     wal: GroupCommit,
     memtables: GroupCommit,
+    /// Names the next checkpoint directory; unique while this process holds the database
+    /// (opening clears every checkpoint a previous process left).
+    checkpoints: AtomicU64,
 }
+
+/// Where checkpoints (frozen copies of the database) are made, inside its directory:
+/// RocksDB keeps to the files it named itself and leaves a directory of ours alone.
+const CHECKPOINT_DIR: &str = "checkpoints";
 
 impl Shared {
     pub(crate) fn open(path: &Path) -> StoreResult<Arc<Self>> {
         std::fs::create_dir_all(path).map_err(|e| err("create directory", e))?;
+        // Checkpoints belong to the process that made them (what it froze for its Raft
+        // snapshot); one a crashed process left is only disk held.
+        match std::fs::remove_dir_all(path.join(CHECKPOINT_DIR)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(err("remove old checkpoints", e)),
+            _ => {}
+        }
 
         let mut opts = Options::default();
         opts.create_if_missing(true);
@@ -151,7 +173,20 @@ impl Shared {
             path: path.to_path_buf(),
             wal: GroupCommit::default(),
             memtables: GroupCommit::default(),
+            checkpoints: AtomicU64::new(0),
         }))
+    }
+
+    /// Makes a checkpoint: a new directory holding the database as it is now, as hard
+    /// links to the table files (RocksDB flushes the memtables first, atomically across
+    /// the families). Later writes and compactions leave it as it is. Blocking.
+    pub(crate) fn checkpoint(&self) -> StoreResult<PathBuf> {
+        let parent = self.path.join(CHECKPOINT_DIR);
+        std::fs::create_dir_all(&parent).map_err(|e| err("create checkpoint directory", e))?;
+        let dir = parent.join(self.checkpoints.fetch_add(1, Ordering::SeqCst).to_string());
+        let checkpoint = rocksdb::checkpoint::Checkpoint::new(&self.db).map_err(|e| err("checkpoint", e))?;
+        checkpoint.create_checkpoint(&dir).map_err(|e| err("checkpoint", e))?;
+        Ok(dir)
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -167,7 +202,7 @@ impl Shared {
     }
 
     pub(crate) fn cf(&self, name: &str) -> StoreResult<&ColumnFamily> {
-        self.db.cf_handle(name).ok_or_else(|| err("column family", format!("{name} is missing")))
+        cf(&self.db, name)
     }
 
     /// Writes a batch to the memtable and the WAL file, without an fsync. Readable at

@@ -47,6 +47,11 @@
 //!   some batch: objects, history and the applied log id agree.
 //! - `put_meta` (the vote, the committed id) and `restore` are synced WAL writes:
 //!   durable on return, together with every WAL write before them.
+//! - `freeze` (what a Raft snapshot stands for) makes a RocksDB checkpoint in
+//!   `checkpoints/` inside the database's directory: the memtables are flushed and the
+//!   table files hard-linked, so it holds disk, not memory, and it is opened and read
+//!   only when a peer needs the snapshot. Dropping the frozen state removes it; opening
+//!   the database removes any a previous process left.
 //! - Opening syncs the WAL once, so log writes a crashed process left unsynced in the
 //!   page cache are durable before the node builds anything on them.
 //!
@@ -64,7 +69,7 @@ use std::sync::Arc;
 use kuorum_store::StoreResult;
 
 pub use crate::log::RocksLogEngine;
-pub use crate::object::RocksObjectEngine;
+pub use crate::object::{RocksFrozen, RocksObjectEngine};
 
 /// One RocksDB database holding both the Raft log and the object store. Cheap to clone;
 /// the database closes when the store and every engine taken from it are dropped.

@@ -1,15 +1,15 @@
 //! The object store (the applied state) in RocksDB.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use kuorum_store::engine::{ObjectDump, ObjectWrite};
-use kuorum_store::{ObjectBatch, ObjectEngine, StoreResult};
-use rocksdb::{DBRawIterator, ReadOptions, WriteBatch, WriteOptions};
+use kuorum_store::{FrozenObjects, ObjectBatch, ObjectEngine, StoreResult};
+use rocksdb::{DBRawIterator, ReadOptions, WriteBatch, WriteOptions, DB};
 
-use crate::db::{blocking, err, Shared, CF_HISTORY, CF_OBJECTS, CF_OBJECT_META};
+use crate::db::{blocking, cf, err, open_checkpoint, Shared, CF_HISTORY, CF_OBJECTS, CF_OBJECT_META};
 use crate::RocksStore;
 
 /// A key past every UTF-8 string: no UTF-8 text holds the byte 0xff, so every key of
@@ -92,6 +92,54 @@ fn split_object_value(raw: &[u8]) -> StoreResult<(u64, &[u8])> {
 /// The `object_meta` key naming the layout of the families (not part of a dump: it
 /// describes this database, not the state). Absent in a database written before the
 /// history held only superseded versions; `RocksStore::open` migrates those.
+/// Everything in `db`, read at one point: a batch is either wholly in it or not at all,
+/// so the dumped metadata (the applied log id) matches the dumped objects.
+fn dump_db(db: &DB) -> StoreResult<ObjectDump> {
+    let snapshot = db.snapshot();
+    let current = collect_current(snapshot.raw_iterator_cf(cf(db, CF_OBJECTS)?))?;
+    let mut history = collect_history(snapshot.raw_iterator_cf(cf(db, CF_HISTORY)?))?;
+    let mut meta = collect_all(snapshot.raw_iterator_cf(cf(db, CF_OBJECT_META)?), "dump object meta")?;
+    meta.retain(|(key, _)| key != META_FORMAT);
+    let objects = current.iter().map(|w| (w.key.clone(), w.value.clone().unwrap_or_default())).collect();
+    // A dump's history is every version, the current ones included.
+    history.extend(current);
+    history.sort_by(|a, b| (&a.key, a.rv).cmp(&(&b.key, b.rv)));
+    Ok(ObjectDump { objects, history, meta })
+}
+
+/// The object store as it was when [`ObjectEngine::freeze`] was called: a RocksDB
+/// checkpoint (hard links to the table files, on disk, not in memory) and its metadata.
+/// The checkpoint is opened only to be dumped, and removed when this is dropped.
+#[derive(Debug)]
+pub struct RocksFrozen {
+    dir: PathBuf,
+    meta: Vec<(String, Bytes)>,
+}
+
+impl RocksFrozen {
+    /// The checkpoint's directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl FrozenObjects for RocksFrozen {
+    fn get_meta(&self, key: &str) -> StoreResult<Option<Bytes>> {
+        Ok(self.meta.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
+    }
+
+    fn dump(&self) -> StoreResult<ObjectDump> {
+        dump_db(&open_checkpoint(&self.dir)?)
+    }
+}
+
+impl Drop for RocksFrozen {
+    fn drop(&mut self) {
+        // Failing leaves disk held until the database is next opened, which clears it.
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 pub(crate) const META_FORMAT: &str = "\0format";
 /// The layout this code reads and writes: objects hold the current version with its rv,
 /// the history every older version and every deletion.
@@ -228,6 +276,8 @@ impl RocksObjectEngine {
 }
 
 impl ObjectEngine for RocksObjectEngine {
+    type Frozen = RocksFrozen;
+
     async fn write(&self, batch: ObjectBatch) -> StoreResult<()> {
         if batch.is_empty() {
             return Ok(());
@@ -428,21 +478,21 @@ impl ObjectEngine for RocksObjectEngine {
     }
 
     fn dump(&self) -> StoreResult<ObjectDump> {
-        let objects_cf = self.shared.cf(CF_OBJECTS)?;
-        let meta_cf = self.shared.cf(CF_OBJECT_META)?;
-        let history_cf = self.shared.cf(CF_HISTORY)?;
-        // One snapshot for all families: a batch is either wholly in it or not at all,
-        // so the dumped metadata (the applied log id) matches the dumped objects.
-        let snapshot = self.shared.db.snapshot();
-        let current = collect_current(snapshot.raw_iterator_cf(objects_cf))?;
-        let mut history = collect_history(snapshot.raw_iterator_cf(history_cf))?;
-        let mut meta = collect_all(snapshot.raw_iterator_cf(meta_cf), "dump object meta")?;
-        meta.retain(|(key, _)| key != META_FORMAT);
-        let objects = current.iter().map(|w| (w.key.clone(), w.value.clone().unwrap_or_default())).collect();
-        // A dump's history is every version, the current ones included.
-        history.extend(current);
-        history.sort_by(|a, b| (&a.key, a.rv).cmp(&(&b.key, b.rv)));
-        Ok(ObjectDump { objects, history, meta })
+        dump_db(&self.shared.db)
+    }
+
+    async fn freeze(&self) -> StoreResult<RocksFrozen> {
+        let shared = Arc::clone(&self.shared);
+        blocking(move || {
+            let dir = shared.checkpoint()?;
+            // Owned from here: an error below still removes the directory.
+            let mut frozen = RocksFrozen { dir, meta: Vec::new() };
+            let db = open_checkpoint(&frozen.dir)?;
+            frozen.meta = collect_all(db.raw_iterator_cf(cf(&db, CF_OBJECT_META)?), "read checkpoint meta")?;
+            frozen.meta.retain(|(key, _)| key != META_FORMAT);
+            Ok(frozen)
+        })
+        .await
     }
 
     async fn restore(&self, dump: ObjectDump) -> StoreResult<()> {

@@ -450,3 +450,49 @@ async fn random_histories_match_the_reference() {
         compare(&RocksObjectEngine::open(&path).unwrap());
     }
 }
+
+#[tokio::test]
+async fn a_frozen_state_is_a_checkpoint_on_disk_until_dropped() {
+    use kuorum_store::FrozenObjects;
+    let dirs = Dirs::default();
+    let path = dirs.fresh();
+    let objects = RocksObjectEngine::open(&path).unwrap();
+    objects
+        .write(ObjectBatch {
+            objects: vec![put("/z/a", "1"), put("/z/b", "2")],
+            meta: vec![("applied".into(), b("2"))],
+        })
+        .await
+        .unwrap();
+    // Not synced: object writes skip the WAL, so only the checkpoint's flush puts them in.
+    let before = objects.dump().unwrap();
+    let first = objects.freeze().await.unwrap();
+    assert!(first.path().starts_with(path.join("checkpoints")), "{:?}", first.path());
+    assert!(first.path().join("CURRENT").exists(), "the checkpoint is a database of its own");
+
+    objects
+        .write(ObjectBatch { objects: vec![put("/z/a", "1b"), del("/z/b")], meta: vec![("applied".into(), b("4"))] })
+        .await
+        .unwrap();
+    objects.compact(NEXT_RV.load(std::sync::atomic::Ordering::SeqCst)).await.unwrap();
+    objects.sync().await.unwrap();
+    assert_eq!(first.dump().unwrap(), before, "unsynced writes before the freeze are in it, later ones are not");
+    assert_eq!(first.get_meta("applied").unwrap(), Some(b("2")));
+
+    let second = objects.freeze().await.unwrap();
+    assert_ne!(first.path(), second.path());
+    let first_dir = first.path().to_path_buf();
+    drop(first);
+    assert!(!first_dir.exists(), "dropping a frozen state removes its checkpoint");
+    assert_eq!(second.dump().unwrap(), objects.dump().unwrap());
+
+    // One left behind by a process that ended without dropping it.
+    let leftover = second.path().to_path_buf();
+    std::mem::forget(second);
+    drop(objects);
+    assert!(leftover.exists());
+    let objects = RocksObjectEngine::open(&path).unwrap();
+    assert!(!path.join("checkpoints").exists(), "opening removes the checkpoints a previous process left");
+    assert_eq!(objects.get("/z/a").unwrap(), Some(b("1b")), "and leaves the database as it was");
+    assert_eq!(objects.get("/z/b").unwrap(), None);
+}

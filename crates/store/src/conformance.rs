@@ -103,6 +103,7 @@ pub async fn object_engine_suite<E: ObjectEngine, F: Fn() -> E>(make: F) {
     object_write_get_scan(&make()).await;
     object_history_and_compaction(&make()).await;
     object_dump_restore(&make(), &make()).await;
+    object_freeze(&make()).await;
     apply_preconditions(&make()).await;
     apply_batch_sees_its_own_writes(&make()).await;
     apply_finalizers_hold_deletion(&make()).await;
@@ -209,6 +210,38 @@ async fn object_dump_restore<E: ObjectEngine>(src: &E, dst: &E) {
     let empty = ObjectDump::default();
     dst.restore(empty.clone()).await.unwrap();
     assert_eq!(dst.dump().unwrap(), empty);
+}
+
+async fn object_freeze<E: ObjectEngine>(e: &E) {
+    use crate::engine::FrozenObjects;
+    e.write(ObjectBatch {
+        objects: vec![w("/f/1", 1, Some("one")), w("/f/2", 2, Some("two")), w("/f/1", 3, Some("uno"))],
+        meta: vec![("applied".into(), b("3"))],
+    })
+    .await
+    .unwrap();
+    e.sync().await.unwrap();
+    let before = e.dump().unwrap();
+    let frozen = e.freeze().await.unwrap();
+    // Everything a later batch can do: overwrite, delete, create, move the meta, compact.
+    e.write(ObjectBatch {
+        objects: vec![w("/f/1", 4, Some("eins")), w("/f/2", 5, None), w("/f/3", 6, Some("drei"))],
+        meta: vec![("applied".into(), b("6"))],
+    })
+    .await
+    .unwrap();
+    e.compact(5).await.unwrap();
+    e.sync().await.unwrap();
+    assert_eq!(frozen.dump().unwrap(), before, "a frozen state is the state when it was taken");
+    assert_eq!(frozen.get_meta("applied").unwrap(), Some(b("3")), "and so is its metadata");
+    assert_eq!(frozen.get_meta("absent").unwrap(), None);
+    assert_ne!(e.dump().unwrap(), before, "while the engine moved on");
+
+    let second = e.freeze().await.unwrap();
+    assert_eq!(second.dump().unwrap(), e.dump().unwrap(), "a second freeze sees the later writes");
+    assert_eq!(frozen.dump().unwrap(), before, "two frozen states live side by side");
+    drop(frozen);
+    assert_eq!(second.get_meta("applied").unwrap(), Some(b("6")), "dropping one leaves the other");
 }
 
 fn cm(name: &str, uid: &str, data: &str) -> Bytes {

@@ -97,6 +97,27 @@ pub struct ObjectDump {
     pub meta: Vec<(String, Bytes)>,
 }
 
+/// The applied state as it was at one point, kept aside by [`ObjectEngine::freeze`].
+/// Whatever it holds (memory, files) is released when it is dropped.
+pub trait FrozenObjects: Send + Sync + 'static {
+    /// A metadata value as it was at the frozen point.
+    fn get_meta(&self, key: &str) -> StoreResult<Option<Bytes>>;
+
+    /// Everything as it was at the frozen point: what [`ObjectEngine::dump`] answered then.
+    fn dump(&self) -> StoreResult<ObjectDump>;
+}
+
+/// A dump is its own frozen state (the in-memory engine's).
+impl FrozenObjects for ObjectDump {
+    fn get_meta(&self, key: &str) -> StoreResult<Option<Bytes>> {
+        Ok(self.meta.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
+    }
+
+    fn dump(&self) -> StoreResult<ObjectDump> {
+        Ok(self.clone())
+    }
+}
+
 /// The applied state: Kubernetes objects by key with their recent history (MVCC), plus
 /// metadata.
 ///
@@ -105,6 +126,9 @@ pub struct ObjectDump {
 /// value of 9. After `compact(6)` the versions 3 is gone (5 still answers reads at 6 and
 /// 7), and `get_at("/a", 4)` is no longer answerable (callers refuse rv < compacted).
 pub trait ObjectEngine: Send + Sync + 'static {
+    /// What [`ObjectEngine::freeze`] sets aside.
+    type Frozen: FrozenObjects;
+
     /// Applies a batch atomically. Readers see all of it or none of it. Durable after the
     /// next [`ObjectEngine::sync`] (the Raft log already holds what is needed to redo it).
     fn write(&self, batch: ObjectBatch) -> impl Future<Output = StoreResult<()>> + Send;
@@ -142,6 +166,12 @@ pub trait ObjectEngine: Send + Sync + 'static {
 
     /// A consistent copy of all objects, history and metadata, taken at one point.
     fn dump(&self) -> StoreResult<ObjectDump>;
+
+    /// Sets the current state aside, as it is at one point, to be dumped later: what a
+    /// Raft snapshot stands for until a peer needs its data. Taking it copies no data
+    /// into memory where the engine can avoid it (RocksDB keeps it on disk, as
+    /// hard links to its table files), and writes after it do not change it.
+    fn freeze(&self) -> impl Future<Output = StoreResult<Self::Frozen>> + Send;
 
     /// Replaces everything with `dump`, atomically and durably (snapshot install).
     fn restore(&self, dump: ObjectDump) -> impl Future<Output = StoreResult<()>> + Send;

@@ -243,6 +243,9 @@ fn range_from<'a, V>(
 }
 
 impl ObjectEngine for MemoryObjectEngine {
+    /// A copy: the simulator's states are small.
+    type Frozen = ObjectDump;
+
     async fn write(&self, batch: ObjectBatch) -> StoreResult<()> {
         self.op(ObjectOp::Write(batch));
         Ok(())
@@ -325,6 +328,10 @@ impl ObjectEngine for MemoryObjectEngine {
                 .collect(),
             meta: g.visible.meta.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         })
+    }
+
+    async fn freeze(&self) -> StoreResult<ObjectDump> {
+        self.dump()
     }
 
     async fn restore(&self, dump: ObjectDump) -> StoreResult<()> {
