@@ -266,7 +266,9 @@ impl<E: ObjectEngine> RaftSnapshotBuilder<TypeConfig> for StateMachine<E> {
     async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
         // Everything in the snapshot must be durable before openraft may purge the log
         // entries it covers.
+        let started = std::time::Instant::now();
         self.shared.engine.sync().await?;
+        let synced = started.elapsed();
         // Apply goes on meanwhile: the snapshot stands where the frozen state says it
         // was applied to, not where apply is now.
         let frozen = self.shared.engine.freeze().await?;
@@ -274,6 +276,12 @@ impl<E: ObjectEngine> RaftSnapshotBuilder<TypeConfig> for StateMachine<E> {
         let last_membership: StoredMembership =
             frozen.get_meta(META_MEMBERSHIP)?.map(|b| decode(&b)).transpose()?.unwrap_or_default();
         let meta = SnapshotMeta { last_log_id, last_membership };
+        tracing::info!(
+            index = last_log_id.map(|l| l.index()),
+            sync_ms = synced.as_millis() as u64,
+            total_ms = started.elapsed().as_millis() as u64,
+            "snapshot built"
+        );
         let data = SnapshotData::frozen(frozen);
         *self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()) = Some((meta.clone(), data.clone()));
         Ok(Snapshot { meta, snapshot: data })

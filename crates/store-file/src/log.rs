@@ -263,7 +263,7 @@ impl FileLogEngine {
         };
         let locs: VecDeque<Loc> = found.into_iter().filter(|(i, _)| *i >= first).map(|(_, l)| l).collect();
         let mut state = State { segments, first, locs, recent: VecDeque::new(), recent_bytes: 0, opts };
-        remove_purged_segments(&mut state)?;
+        remove_segment_files(take_purged_segments(&mut state))?;
         if !doomed.is_empty() {
             meta::sync_dir(dir).map_err(|e| err("sync directory", e))?;
         }
@@ -304,11 +304,19 @@ impl FileLogEngine {
     }
 }
 
-/// Removes the segments whose entries are all below the first live index (never the
-/// last one: appends go there).
-fn remove_purged_segments(state: &mut State) -> StoreResult<()> {
+/// Takes out the segments whose entries are all below the first live index (never the
+/// last one: appends go there). Nothing reads them afterwards; their files are the
+/// caller's to remove.
+fn take_purged_segments(state: &mut State) -> Vec<Segment> {
+    let mut gone = Vec::new();
     while state.segments.len() > 1 && state.segments[1].first <= state.first {
-        let gone = state.segments.remove(0);
+        gone.push(state.segments.remove(0));
+    }
+    gone
+}
+
+fn remove_segment_files(segments: Vec<Segment>) -> StoreResult<()> {
+    for gone in segments {
         fs::remove_file(&gone.path).map_err(|e| err("remove purged segment", e))?;
     }
     Ok(())
@@ -437,25 +445,35 @@ impl LogEngine for FileLogEngine {
 
     async fn purge_upto(&self, index: u64) -> StoreResult<()> {
         self.blocking(move |inner| {
-            let mut st = inner.state();
             let new_first = index.saturating_add(1);
-            if new_first <= st.first {
-                return Ok(());
-            }
-            let gone = ((new_first - st.first) as usize).min(st.locs.len());
-            st.locs.drain(..gone);
-            st.trim_recent_front();
-            st.first = new_first;
+            // Under the state lock only what is in memory: appends and reads wait on that
+            // lock, and the disk work below (two fsyncs, unlinking whole segments) can take
+            // hundreds of milliseconds right after a snapshot's flush. Every node purges at
+            // about the same entry, so a lock held across it stalled the whole cluster.
+            let gone = {
+                let mut st = inner.state();
+                if new_first <= st.first {
+                    return Ok(());
+                }
+                let gone = ((new_first - st.first) as usize).min(st.locs.len());
+                st.locs.drain(..gone);
+                st.trim_recent_front();
+                st.first = new_first;
+                take_purged_segments(&mut st)
+            };
+            // The purge point first, then the files: after a crash in between the point
+            // hides what the files still hold. A crash before it leaves the entries there,
+            // which is as if the purge had not been asked for.
             {
-                // The purge point first, then the files: after a crash in between the
-                // point hides what the files still hold.
                 let mut m = inner.meta();
-                let mut next = m.clone();
-                next.first = new_first;
-                meta::store(&inner.dir, &next).map_err(|e| err("write meta", e))?;
-                *m = next;
+                if new_first > m.first {
+                    let mut next = m.clone();
+                    next.first = new_first;
+                    meta::store(&inner.dir, &next).map_err(|e| err("write meta", e))?;
+                    *m = next;
+                }
             }
-            remove_purged_segments(&mut st)
+            remove_segment_files(gone)
         })
         .await
     }
