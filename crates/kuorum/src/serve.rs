@@ -51,7 +51,7 @@ pub struct ServeArgs {
     /// Applied entries between two Raft snapshots (etcd's flag and default). A snapshot is
     /// a RocksDB checkpoint in the data directory; after it, the log it covers (less
     /// --snapshot-catchup-entries) is purged.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub snapshot_count: u64,
     /// Log entries kept behind the latest snapshot, so a follower that lags by fewer
     /// catches up from the log instead of a whole snapshot (etcd's default).
@@ -254,15 +254,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         auth: Arc::new(auth),
         authorization: authorization(&args),
         chaos: args.enable_chaos,
-        ..NodeConfig::new(args.id, members)
-    };
-    let cfg = NodeConfig {
         timing: RaftTiming {
-            snapshot_every: args.snapshot_count.max(1),
+            snapshot_every: args.snapshot_count,
             logs_to_keep: args.snapshot_catchup_entries,
-            ..cfg.timing
+            ..RaftTiming::default()
         },
-        ..cfg
+        ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {
         rest_listener: rest,

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kuorum_store::engine::{LogEngine, ObjectDump, ObjectWrite};
+use kuorum_store::engine::{meta_value, LogEngine, ObjectDump, ObjectWrite};
 use kuorum_store::ObjectEngine;
 use openraft::storage::RaftLogStorage;
 use openraft::{BasicNode, Membership};
@@ -70,7 +70,7 @@ pub async fn save<E: ObjectEngine>(
 }
 
 fn applied_of(body: &SnapshotBody) -> io::Result<Option<LogId>> {
-    body.meta.iter().find(|(k, _)| k == META_APPLIED).map(|(_, v)| decode(v)).transpose()
+    meta_value(&body.meta, META_APPLIED).map(|v| decode(&v)).transpose()
 }
 
 /// Checks a backup file and decodes its body.

@@ -81,7 +81,8 @@ impl SnapshotData {
     }
 
     /// Whether an encoding is held in memory now.
-    pub fn holds_encoding(&self) -> bool {
+    #[cfg(test)]
+    fn holds_encoding(&self) -> bool {
         match self {
             SnapshotData::Frozen(f) => f.encoded.lock().unwrap_or_else(|e| e.into_inner()).is_some(),
             SnapshotData::Encoded(_) => true,
@@ -264,9 +265,9 @@ impl<E: ObjectEngine> RaftSnapshotBuilder<TypeConfig> for StateMachine<E> {
     type SnapshotData = SnapshotData;
 
     async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
+        let started = std::time::Instant::now();
         // Everything in the snapshot must be durable before openraft may purge the log
         // entries it covers.
-        let started = std::time::Instant::now();
         self.shared.engine.sync().await?;
         let synced = started.elapsed();
         // Apply goes on meanwhile: the snapshot stands where the frozen state says it

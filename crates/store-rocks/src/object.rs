@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kuorum_store::engine::{ObjectDump, ObjectWrite};
+use kuorum_store::engine::{meta_value, ObjectDump, ObjectWrite};
 use kuorum_store::{FrozenObjects, ObjectBatch, ObjectEngine, StoreResult};
 use rocksdb::{DBRawIterator, ReadOptions, WriteBatch, WriteOptions, DB};
 
@@ -92,54 +92,6 @@ fn split_object_value(raw: &[u8]) -> StoreResult<(u64, &[u8])> {
 /// The `object_meta` key naming the layout of the families (not part of a dump: it
 /// describes this database, not the state). Absent in a database written before the
 /// history held only superseded versions; `RocksStore::open` migrates those.
-/// Everything in `db`, read at one point: a batch is either wholly in it or not at all,
-/// so the dumped metadata (the applied log id) matches the dumped objects.
-fn dump_db(db: &DB) -> StoreResult<ObjectDump> {
-    let snapshot = db.snapshot();
-    let current = collect_current(snapshot.raw_iterator_cf(cf(db, CF_OBJECTS)?))?;
-    let mut history = collect_history(snapshot.raw_iterator_cf(cf(db, CF_HISTORY)?))?;
-    let mut meta = collect_all(snapshot.raw_iterator_cf(cf(db, CF_OBJECT_META)?), "dump object meta")?;
-    meta.retain(|(key, _)| key != META_FORMAT);
-    let objects = current.iter().map(|w| (w.key.clone(), w.value.clone().unwrap_or_default())).collect();
-    // A dump's history is every version, the current ones included.
-    history.extend(current);
-    history.sort_by(|a, b| (&a.key, a.rv).cmp(&(&b.key, b.rv)));
-    Ok(ObjectDump { objects, history, meta })
-}
-
-/// The object store as it was when [`ObjectEngine::freeze`] was called: a RocksDB
-/// checkpoint (hard links to the table files, on disk, not in memory) and its metadata.
-/// The checkpoint is opened only to be dumped, and removed when this is dropped.
-#[derive(Debug)]
-pub struct RocksFrozen {
-    dir: PathBuf,
-    meta: Vec<(String, Bytes)>,
-}
-
-impl RocksFrozen {
-    /// The checkpoint's directory.
-    pub fn path(&self) -> &Path {
-        &self.dir
-    }
-}
-
-impl FrozenObjects for RocksFrozen {
-    fn get_meta(&self, key: &str) -> StoreResult<Option<Bytes>> {
-        Ok(self.meta.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
-    }
-
-    fn dump(&self) -> StoreResult<ObjectDump> {
-        dump_db(&open_checkpoint(&self.dir)?)
-    }
-}
-
-impl Drop for RocksFrozen {
-    fn drop(&mut self) {
-        // Failing leaves disk held until the database is next opened, which clears it.
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 pub(crate) const META_FORMAT: &str = "\0format";
 /// The layout this code reads and writes: objects hold the current version with its rv,
 /// the history every older version and every deletion.
@@ -181,6 +133,60 @@ fn collect_all(mut it: DBRawIterator<'_>, what: &str) -> StoreResult<Vec<(String
     }
     it.status().map_err(|e| err(what, e))?;
     Ok(out)
+}
+
+/// The state's metadata: every `object_meta` pair but the layout marker.
+fn collect_meta(it: DBRawIterator<'_>) -> StoreResult<Vec<(String, Bytes)>> {
+    let mut meta = collect_all(it, "read object meta")?;
+    meta.retain(|(key, _)| key != META_FORMAT);
+    Ok(meta)
+}
+
+/// Everything in `db`, read at one point: a batch is either wholly in it or not at all,
+/// so the dumped metadata (the applied log id) matches the dumped objects.
+fn dump_db(db: &DB) -> StoreResult<ObjectDump> {
+    let snapshot = db.snapshot();
+    let current = collect_current(snapshot.raw_iterator_cf(cf(db, CF_OBJECTS)?))?;
+    let mut history = collect_history(snapshot.raw_iterator_cf(cf(db, CF_HISTORY)?))?;
+    let meta = collect_meta(snapshot.raw_iterator_cf(cf(db, CF_OBJECT_META)?))?;
+    let objects = current.iter().map(|w| (w.key.clone(), w.value.clone().unwrap_or_default())).collect();
+    // A dump's history is every version, the current ones included.
+    history.extend(current);
+    history.sort_by(|a, b| (&a.key, a.rv).cmp(&(&b.key, b.rv)));
+    Ok(ObjectDump { objects, history, meta })
+}
+
+/// The object store as it was when [`ObjectEngine::freeze`] was called: a RocksDB
+/// checkpoint (hard links to the table files, on disk, not in memory) and its metadata.
+/// The checkpoint is opened only to be dumped, and removed when this is dropped.
+#[derive(Debug)]
+pub struct RocksFrozen {
+    dir: PathBuf,
+    meta: Vec<(String, Bytes)>,
+}
+
+impl RocksFrozen {
+    /// The checkpoint's directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl FrozenObjects for RocksFrozen {
+    fn get_meta(&self, key: &str) -> StoreResult<Option<Bytes>> {
+        Ok(meta_value(&self.meta, key))
+    }
+
+    fn dump(&self) -> StoreResult<ObjectDump> {
+        dump_db(&open_checkpoint(&self.dir)?)
+    }
+}
+
+impl Drop for RocksFrozen {
+    fn drop(&mut self) {
+        // Failing leaves disk held until the database is next opened, which clears it.
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// The applied state: column families `objects` (storage key → object bytes) and
@@ -488,8 +494,7 @@ impl ObjectEngine for RocksObjectEngine {
             // Owned from here: an error below still removes the directory.
             let mut frozen = RocksFrozen { dir, meta: Vec::new() };
             let db = open_checkpoint(&frozen.dir)?;
-            frozen.meta = collect_all(db.raw_iterator_cf(cf(&db, CF_OBJECT_META)?), "read checkpoint meta")?;
-            frozen.meta.retain(|(key, _)| key != META_FORMAT);
+            frozen.meta = collect_meta(db.raw_iterator_cf(cf(&db, CF_OBJECT_META)?))?;
             Ok(frozen)
         })
         .await

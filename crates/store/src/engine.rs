@@ -107,10 +107,15 @@ pub trait FrozenObjects: Send + Sync + 'static {
     fn dump(&self) -> StoreResult<ObjectDump>;
 }
 
+/// The value of `key` in a list of metadata pairs (a dump's, a frozen state's).
+pub fn meta_value(meta: &[(String, Bytes)], key: &str) -> Option<Bytes> {
+    meta.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+}
+
 /// A dump is its own frozen state (the in-memory engine's).
 impl FrozenObjects for ObjectDump {
     fn get_meta(&self, key: &str) -> StoreResult<Option<Bytes>> {
-        Ok(self.meta.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
+        Ok(meta_value(&self.meta, key))
     }
 
     fn dump(&self) -> StoreResult<ObjectDump> {
