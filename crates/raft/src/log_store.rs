@@ -124,11 +124,91 @@ pub struct LogStore<E: LogEngine> {
     flush_tx: mpsc::UnboundedSender<IOFlushed<TypeConfig>>,
     /// Shared by the storage and its readers (clones).
     recent: Arc<Mutex<RecentEntries>>,
+    purger: Purger,
 }
 
 impl<E: LogEngine> Clone for LogStore<E> {
     fn clone(&self) -> Self {
-        Self { engine: self.engine.clone(), flush_tx: self.flush_tx.clone(), recent: self.recent.clone() }
+        Self {
+            engine: self.engine.clone(),
+            flush_tx: self.flush_tx.clone(),
+            recent: self.recent.clone(),
+            purger: self.purger.clone(),
+        }
+    }
+}
+
+/// Work for the purger task, done in the order asked.
+enum PurgeJob {
+    Purge(LogId),
+    /// Answered once every purge asked before it is done.
+    Barrier(tokio::sync::oneshot::Sender<()>),
+}
+
+/// Runs the disk part of purges (the purge point, then the engine's purge) on a task of
+/// its own. openraft awaits `purge` inside its core loop, and a purge comes right after a
+/// snapshot's flush on every node at about the same entry: its fsyncs, queued behind the
+/// flush's writeback, held every node's core for up to 0.75 s at once. The purge point is
+/// only an optimisation: one a crash loses leaves entries that are purged again.
+#[derive(Clone)]
+struct Purger {
+    tx: mpsc::UnboundedSender<PurgeJob>,
+    /// The newest purge asked for and not yet done.
+    pending: Arc<Mutex<Option<LogId>>>,
+}
+
+impl Purger {
+    fn start<E: LogEngine>(engine: Arc<E>) -> Self {
+        let (tx, mut rx) = mpsc::unbounded_channel::<PurgeJob>();
+        let pending: Arc<Mutex<Option<LogId>>> = Arc::default();
+        let done = pending.clone();
+        tokio::spawn(async move {
+            while let Some(job) = rx.recv().await {
+                match job {
+                    PurgeJob::Purge(log_id) => {
+                        // Record the purge point first: a crash between the two leaves
+                        // entries that are simply purged again, never a log whose start
+                        // is unknown.
+                        let res = async {
+                            engine.put_meta(META_PURGED, Bytes::from(encode(&log_id))).await?;
+                            engine.purge_upto(log_id.index()).await
+                        }
+                        .await;
+                        if let Err(e) = res {
+                            // The entries stay; a later purge covers them.
+                            tracing::error!(index = log_id.index(), "log purge failed: {e}");
+                        }
+                        let mut p = done.lock().unwrap_or_else(|e| e.into_inner());
+                        if p.as_ref() == Some(&log_id) {
+                            *p = None;
+                        }
+                    }
+                    PurgeJob::Barrier(tx) => {
+                        let _ = tx.send(());
+                    }
+                }
+            }
+        });
+        Purger { tx, pending }
+    }
+
+    fn pending(&self) -> Option<LogId> {
+        *self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn ask(&self, log_id: LogId) -> io::Result<()> {
+        *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(log_id);
+        self.tx.send(PurgeJob::Purge(log_id)).map_err(|_| io::Error::other("log purger stopped"))
+    }
+
+    /// Returns once every purge asked so far is done.
+    async fn settled(&self) -> io::Result<()> {
+        if self.pending().is_none() {
+            return Ok(());
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.tx.send(PurgeJob::Barrier(tx)).map_err(|_| io::Error::other("log purger stopped"))?;
+        rx.await.map_err(|_| io::Error::other("log purger stopped"))
     }
 }
 
@@ -164,7 +244,8 @@ impl<E: LogEngine> LogStore<E> {
                 }
             }
         });
-        Self { engine, flush_tx, recent: Arc::default() }
+        let purger = Purger::start(engine.clone());
+        Self { engine, flush_tx, recent: Arc::default(), purger }
     }
 
     fn recent(&self) -> std::sync::MutexGuard<'_, RecentEntries> {
@@ -232,6 +313,7 @@ impl<E: LogEngine> RaftLogStorage<TypeConfig> for LogStore<E> {
     type LogReader = Self;
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, io::Error> {
+        self.purger.settled().await?;
         let last_purged_log_id: Option<LogId> = self.engine.get_meta(META_PURGED)?.map(|b| decode(&b)).transpose()?;
         let purged_index = last_purged_log_id.as_ref().map(|l| l.index());
         let last_log_id = match self.engine.last_entry()? {
@@ -260,6 +342,13 @@ impl<E: LogEngine> RaftLogStorage<TypeConfig> for LogStore<E> {
         I::IntoIter: OptionalSend,
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
+        // Entries that start right after a purge point (a follower's log rebased on an
+        // installed snapshot) need the engine to have dropped what it held below it.
+        if let (Some(first), Some(purged)) = (entries.first(), self.purger.pending()) {
+            if first.index() <= purged.index() + 1 {
+                self.purger.settled().await?;
+            }
+        }
         let encoded: Vec<(u64, Bytes)> = entries.iter().map(|e| (e.index(), Bytes::from(encode(e)))).collect();
         if !encoded.is_empty() {
             self.engine.append(encoded).await?;
@@ -282,12 +371,10 @@ impl<E: LogEngine> RaftLogStorage<TypeConfig> for LogStore<E> {
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
-        // Record the purge point first: a crash between the two leaves entries that are
-        // simply purged again, never a log whose start is unknown.
-        self.engine.put_meta(META_PURGED, Bytes::from(encode(&log_id))).await?;
+        // openraft reads nothing at or below a purge point once it has asked for it; the
+        // disk work runs behind (see [`Purger`]).
         self.recent().purge_upto(log_id.index());
-        self.engine.purge_upto(log_id.index()).await?;
-        Ok(())
+        self.purger.ask(log_id)
     }
 }
 
@@ -412,5 +499,67 @@ mod tests {
         let state = store.get_log_state().await.unwrap();
         assert_eq!(state.last_purged_log_id, Some(purged));
         assert_eq!(state.last_log_id, Some(purged), "not entry 3, which openraft would call a corrupted log");
+    }
+
+    /// A log engine whose purges wait until the test lets them through.
+    struct HeldPurges {
+        inner: MemoryLogEngine,
+        open: tokio::sync::watch::Receiver<bool>,
+    }
+
+    impl LogEngine for HeldPurges {
+        async fn append(&self, entries: Vec<(u64, Bytes)>) -> kuorum_store::StoreResult<()> {
+            self.inner.append(entries).await
+        }
+        async fn sync(&self) -> kuorum_store::StoreResult<()> {
+            self.inner.sync().await
+        }
+        async fn truncate_from(&self, index: u64) -> kuorum_store::StoreResult<()> {
+            self.inner.truncate_from(index).await
+        }
+        async fn purge_upto(&self, index: u64) -> kuorum_store::StoreResult<()> {
+            let mut open = self.open.clone();
+            let _ = open.wait_for(|o| *o).await;
+            self.inner.purge_upto(index).await
+        }
+        fn read_range(&self, start: u64, end: u64) -> kuorum_store::StoreResult<Vec<(u64, Bytes)>> {
+            self.inner.read_range(start, end)
+        }
+        fn last_entry(&self) -> kuorum_store::StoreResult<Option<(u64, Bytes)>> {
+            self.inner.last_entry()
+        }
+        async fn put_meta(&self, key: &str, value: Bytes) -> kuorum_store::StoreResult<()> {
+            self.inner.put_meta(key, value).await
+        }
+        fn get_meta(&self, key: &str) -> kuorum_store::StoreResult<Option<Bytes>> {
+            self.inner.get_meta(key)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_purge_returns_before_its_disk_work_and_the_log_state_waits_for_it() {
+        let (open_tx, open) = tokio::sync::watch::channel(false);
+        let engine = Arc::new(HeldPurges { inner: MemoryLogEngine::new(), open });
+        let mut store = LogStore::new(engine.clone());
+        engine.append((1..=10).map(|i| (i, Bytes::from(encode(&create(i, 8))))).collect()).await.unwrap();
+        let purged = create(5, 0).log_id();
+
+        // openraft awaits `purge` in its core loop: it must not wait for the engine.
+        tokio::time::timeout(std::time::Duration::from_secs(5), store.purge(purged))
+            .await
+            .expect("purge waited for the engine's purge")
+            .unwrap();
+        assert_eq!(engine.read_range(1, 11).unwrap().len(), 10, "the engine's purge is still held");
+
+        // The log state is read only once the purge is done.
+        let mut reader = store.clone();
+        let state = tokio::spawn(async move { reader.get_log_state().await });
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert!(!state.is_finished(), "the log state did not wait for the pending purge");
+        open_tx.send(true).unwrap();
+        let state = state.await.unwrap().unwrap();
+        assert_eq!(state.last_purged_log_id, Some(purged));
+        assert_eq!(state.last_log_id.map(|l| l.index()), Some(10));
+        assert_eq!(engine.read_range(1, 11).unwrap().first().map(|(i, _)| *i), Some(6));
     }
 }
