@@ -148,13 +148,17 @@ enum PurgeJob {
 /// Runs the disk part of purges (the purge point, then the engine's purge) on a task of
 /// its own. openraft awaits `purge` inside its core loop, and a purge comes right after a
 /// snapshot's flush on every node at about the same entry: its fsyncs, queued behind the
-/// flush's writeback, held every node's core for up to 0.75 s at once. The purge point is
+/// flush's writeback, held every node's core for 0.35–1.0 s at once. The purge point is
 /// only an optimisation: one a crash loses leaves entries that are purged again.
 #[derive(Clone)]
 struct Purger {
     tx: mpsc::UnboundedSender<PurgeJob>,
     /// The newest purge asked for and not yet done.
     pending: Arc<Mutex<Option<LogId>>>,
+}
+
+fn purger_stopped() -> io::Error {
+    io::Error::other("log purger stopped")
 }
 
 impl Purger {
@@ -198,7 +202,7 @@ impl Purger {
 
     fn ask(&self, log_id: LogId) -> io::Result<()> {
         *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(log_id);
-        self.tx.send(PurgeJob::Purge(log_id)).map_err(|_| io::Error::other("log purger stopped"))
+        self.tx.send(PurgeJob::Purge(log_id)).map_err(|_| purger_stopped())
     }
 
     /// Returns once every purge asked so far is done.
@@ -207,8 +211,8 @@ impl Purger {
             return Ok(());
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.tx.send(PurgeJob::Barrier(tx)).map_err(|_| io::Error::other("log purger stopped"))?;
-        rx.await.map_err(|_| io::Error::other("log purger stopped"))
+        self.tx.send(PurgeJob::Barrier(tx)).map_err(|_| purger_stopped())?;
+        rx.await.map_err(|_| purger_stopped())
     }
 }
 
