@@ -1,7 +1,8 @@
 //! Raft snapshots on real processes and RocksDB. A follower that was down while the
-//! leader snapshotted and purged its log catches up by a snapshot streamed to it; every
-//! node keeps its latest snapshot as a RocksDB checkpoint in its data directory (not as
-//! an encoding in memory), and only that one.
+//! leader snapshotted and purged its log catches up by a snapshot streamed to it in parts
+//! (several here: 600 objects of 4 KiB) through a spool file that is gone once it is
+//! installed; every node keeps its latest snapshot as a RocksDB checkpoint in its data
+//! directory (not as an encoding in memory), and only that one.
 
 use std::path::Path;
 use std::time::Duration;
@@ -14,7 +15,12 @@ const WRITES: usize = 600;
 
 /// The checkpoints a node's object store holds now.
 fn checkpoints(data_dir: &Path) -> Vec<String> {
-    match std::fs::read_dir(data_dir.join("objects").join("checkpoints")) {
+    files_in(data_dir, "checkpoints")
+}
+
+/// What a directory inside a node's object store holds now.
+fn files_in(data_dir: &Path, dir: &str) -> Vec<String> {
+    match std::fs::read_dir(data_dir.join("objects").join(dir)) {
         Ok(dir) => dir.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
         Err(_) => vec![],
     }
@@ -46,8 +52,10 @@ fn a_follower_behind_the_purged_log_catches_up_by_snapshot() {
     let before = snapshot_index(&c, leader);
 
     let url = format!("{}{CM_PATH}", c.url(leader));
+    let pad = "p".repeat(4096);
     for i in 0..WRITES {
-        let r = c.http().post(&url, &configmap("default", &format!("snap-{i}"), json!({"i": i.to_string()}))).unwrap();
+        let data = json!({"i": i.to_string(), "pad": pad});
+        let r = c.http().post(&url, &configmap("default", &format!("snap-{i}"), data)).unwrap();
         assert!(r.is_success(), "create {i}: {} {}", r.status, r.text);
     }
     let built = eventually(WAIT, "the leader builds a snapshot", || {
@@ -75,6 +83,7 @@ fn a_follower_behind_the_purged_log_catches_up_by_snapshot() {
         Ok(Some(()).filter(|_| checkpoints(&behind_dir).len() == 1))
     })
     .unwrap();
+    assert_eq!(files_in(&behind_dir, "incoming-snapshots"), Vec::<String>::new(), "the spool file is gone");
 
     // It serves from its own watch cache, rebuilt from the snapshot, and follows new writes.
     let r = c.http().post(&url, &configmap("default", "after", json!({}))).unwrap();
@@ -85,4 +94,5 @@ fn a_follower_behind_the_purged_log_catches_up_by_snapshot() {
     .unwrap();
     let one: Value = c.http().get(&format!("{}{CM_PATH}/snap-123?resourceVersion=0", c.url(behind))).unwrap().body;
     assert_eq!(one["data"]["i"], "123", "{one}");
+    assert_eq!(one["data"]["pad"].as_str().map(str::len), Some(4096));
 }

@@ -27,7 +27,8 @@ use openraft::{BasicNode, Membership};
 use crate::cluster::{Cluster, ClusterError};
 use crate::codec::{decode, encode};
 use crate::log_store::LogStore;
-use crate::state_machine::{SnapshotBody, StateMachine, META_APPLIED, META_MEMBERSHIP};
+use crate::snapshot::SnapshotBody;
+use crate::state_machine::{StateMachine, META_APPLIED, META_MEMBERSHIP};
 use crate::types::{LogId, StoredMembership};
 
 const MAGIC: &[u8; 16] = b"kuorum-snapshot\n";

@@ -12,6 +12,7 @@ pub mod network;
 pub mod node;
 pub(crate) mod replicator;
 pub mod service;
+pub mod snapshot;
 pub mod state_machine;
 pub mod status;
 pub mod testing;

@@ -25,7 +25,8 @@ use tonic::transport::{Channel, Endpoint};
 use crate::codec::{decode, encode};
 use crate::pb;
 use crate::pb::peer_client::PeerClient;
-use crate::state_machine::{off_the_runtime, Snapshot, SnapshotData};
+use crate::snapshot::{send_chunks, SnapshotData};
+use crate::state_machine::Snapshot;
 use crate::types::{NodeId, TypeConfig, Vote};
 
 /// A byte stream to a peer.
@@ -149,9 +150,6 @@ fn msg<T: serde::Serialize>(v: &T) -> pb::RaftMessage {
     pb::RaftMessage { data: Bytes::from(encode(v)) }
 }
 
-/// Snapshot chunks on the wire: 1 MiB each.
-const SNAPSHOT_CHUNK: usize = 1 << 20;
-
 impl RaftNetworkV2<TypeConfig> for PeerConnection {
     type SnapshotData = SnapshotData;
 
@@ -203,36 +201,28 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
             .client(&self.addr)
             .map_err(|e| StreamingError::Unreachable(Unreachable::new(&AnyError::error(e.to_string()))))?;
         let target = self.target;
-        let meta = Bytes::from(encode(&(vote, snapshot.meta.clone())));
-        // A snapshot built here is encoded only now that a peer needs it.
-        let frozen = snapshot.snapshot;
-        let data = off_the_runtime(|| frozen.encode()).map_err(|e| {
-            StreamingError::StorageError(StorageError::read_snapshot(
-                Some(snapshot.meta.signature()),
-                ErrorSource::from_error(&e),
-            ))
-        })?;
-        let mut chunks = Vec::with_capacity(data.len() / SNAPSHOT_CHUNK + 1);
-        chunks.push(pb::SnapshotChunk { meta, data: Bytes::new() });
-        let mut off = 0;
-        while off < data.len() {
-            let end = (off + SNAPSHOT_CHUNK).min(data.len());
-            chunks.push(pb::SnapshotChunk { meta: Bytes::new(), data: data.slice(off..end) });
-            off = end;
-        }
-        let send = client.install_snapshot(futures::stream::iter(chunks));
+        // Read part by part from the frozen state while the stream goes out.
+        let (chunks, reading) = send_chunks(&vote, &snapshot.meta, &snapshot.snapshot);
+        let send = client.install_snapshot(chunks);
         let resp = tokio::select! {
             r = send => r,
             closed = cancel => return Err(StreamingError::Closed(closed)),
         };
+        // The stream is over: a read that failed is why it ended early.
+        if let Ok(Err(e)) = reading.await {
+            tracing::warn!(target, "reading the snapshot failed: {e}");
+            let e = io::Error::from(e);
+            return Err(StreamingError::StorageError(StorageError::read_snapshot(
+                Some(snapshot.meta.signature()),
+                ErrorSource::from_error(&e),
+            )));
+        }
         let resp = resp.map_err(|s| {
             tracing::warn!(target, "snapshot stream failed: {s}");
             StreamingError::Network(NetworkError::new(&AnyError::error(s.to_string())))
         })?;
         let decoded: Result<SnapshotResponse<TypeConfig>, String> = decode(&resp.into_inner().data)
             .map_err(|e| StreamingError::Network(NetworkError::new(&AnyError::error(e.to_string()))))?;
-        let installed = decoded.map_err(|e| StreamingError::Network(NetworkError::new(&AnyError::error(e))))?;
-        frozen.sent();
-        Ok(installed)
+        decoded.map_err(|e| StreamingError::Network(NetworkError::new(&AnyError::error(e))))
     }
 }

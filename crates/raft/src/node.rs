@@ -180,8 +180,10 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
         engine: object_engine.clone(),
         counters,
     };
+    let spool_dir = object_engine.spool_dir();
     let cluster = Cluster { replicator: Arc::new(replicator), reader: Arc::new(EngineReader(object_engine)) };
-    Ok(StartedRaft { cluster, raft: raft.clone(), state_machine, peer_service: Some(PeerService::new(raft)) })
+    let peer_service = Some(PeerService::new(raft.clone(), spool_dir));
+    Ok(StartedRaft { cluster, raft, state_machine, peer_service })
 }
 
 /// The ids of the voters this node currently knows.

@@ -1,8 +1,9 @@
 //! Peer RPC, server side: the tonic `Peer` service. Raft messages go straight to
 //! openraft; `Forward` and `ReadIndex` are what followers ask of the leader.
 
-use bytes::{Bytes, BytesMut};
-use futures::StreamExt;
+use std::path::PathBuf;
+
+use bytes::Bytes;
 use openraft::errors::ClientWriteError;
 use openraft::storage::RaftStateMachine;
 use openraft::ReadPolicy;
@@ -11,8 +12,9 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::codec::{decode, encode};
 use crate::pb;
-use crate::state_machine::{Snapshot, SnapshotData};
-use crate::types::{NodeId, Raft, SnapshotMeta, TypeConfig, Vote};
+use crate::snapshot::SnapshotData;
+use crate::state_machine::Snapshot;
+use crate::types::{NodeId, Raft, TypeConfig};
 use kuorum_store::{Command, WriteResult};
 
 /// The leader's answer to a forwarded write.
@@ -43,11 +45,13 @@ pub enum ReadIndexReply {
 /// The `Peer` service of one node.
 pub struct PeerService<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> {
     raft: Raft<SM>,
+    /// Where snapshots from the leader are kept until installed (in memory if none).
+    spool_dir: Option<PathBuf>,
 }
 
 impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> PeerService<SM> {
-    pub fn new(raft: Raft<SM>) -> Self {
-        Self { raft }
+    pub fn new(raft: Raft<SM>, spool_dir: Option<PathBuf>) -> Self {
+        Self { raft, spool_dir }
     }
 
     pub fn into_server(self) -> pb::peer_server::PeerServer<Self> {
@@ -110,19 +114,9 @@ impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_ser
         &self,
         req: Request<Streaming<pb::SnapshotChunk>>,
     ) -> Result<Response<pb::RaftMessage>, Status> {
-        let mut stream = req.into_inner();
-        let mut head: Option<(Vote, SnapshotMeta)> = None;
-        let mut data = BytesMut::new();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk?;
-            if !chunk.meta.is_empty() {
-                head = Some(decode(&chunk.meta).map_err(bad)?);
-            }
-            data.extend_from_slice(&chunk.data);
-        }
-        let (vote, meta) = head.ok_or_else(|| bad("snapshot stream without meta"))?;
-        let snapshot = Snapshot { meta, snapshot: SnapshotData::Encoded(data.freeze()) };
-        reply(&self.raft.install_full_snapshot(vote, snapshot).await.map_err(|e| e.to_string()))
+        let received = crate::snapshot::receive(req.into_inner(), self.spool_dir.as_deref()).await.map_err(bad)?;
+        let snapshot = Snapshot { meta: received.meta, snapshot: received.data };
+        reply(&self.raft.install_full_snapshot(received.vote, snapshot).await.map_err(|e| e.to_string()))
     }
 
     async fn forward(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {

@@ -7,9 +7,9 @@
 //! read barriers and NotOlderThan reads wait on.
 //!
 //! A snapshot this node builds is its engine frozen at one point ([`ObjectEngine::freeze`]:
-//! a RocksDB checkpoint, on disk). It is dumped and encoded only when a peer needs it, by
-//! the network layer, which streams it in chunks; a node never holds its whole state
-//! encoded in memory just in case.
+//! a RocksDB checkpoint, on disk). It is read only when a peer needs it, part by part as
+//! it is streamed ([`crate::snapshot`]); a node never holds its whole state encoded in
+//! memory.
 
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use futures::{Stream, TryStreamExt};
 use kuorum_store::apply::{changes_since, ApplyObserver, BatchApplier};
-use kuorum_store::engine::{ObjectDump, ObjectWrite};
+use kuorum_store::engine::DumpPart;
 use kuorum_store::{FrozenObjects, ObjectEngine};
 use openraft::entry::RaftEntry;
 use openraft::storage::{EntryResponder, RaftStateMachine};
@@ -25,6 +25,7 @@ use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder};
 use tokio::sync::watch;
 
 use crate::codec::{decode, encode};
+pub use crate::snapshot::SnapshotData;
 use crate::types::{LogId, SnapshotMeta, StoredMembership, TypeConfig};
 
 pub(crate) const META_APPLIED: &str = "last_applied";
@@ -32,96 +33,11 @@ pub(crate) const META_MEMBERSHIP: &str = "membership";
 /// History at or below this rv has been compacted away.
 const META_COMPACTED: &str = "compacted";
 
-/// A snapshot's data. Cloning shares it.
-#[derive(Clone)]
-pub enum SnapshotData {
-    /// Built here: the object store as it stood at the snapshot's log id, encoded only
-    /// when a peer needs it.
-    Frozen(Arc<FrozenSnapshot>),
-    /// Received from a leader: the encoded [`SnapshotBody`] as it arrived, until it is
-    /// installed.
-    Encoded(Bytes),
-}
-
-/// A frozen object store and, while peers are being sent it, its encoding.
-pub struct FrozenSnapshot {
-    state: Box<dyn FrozenObjects>,
-    /// Made by the first send and kept for the sends after it (a peer that is down is
-    /// retried, and a second lagging peer needs the same bytes) until one succeeds.
-    encoded: Mutex<Option<Bytes>>,
-}
-
-impl SnapshotData {
-    pub fn frozen(state: impl FrozenObjects) -> Self {
-        SnapshotData::Frozen(Arc::new(FrozenSnapshot { state: Box::new(state), encoded: Mutex::new(None) }))
-    }
-
-    /// The encoded [`SnapshotBody`]. For a frozen state, the first call dumps and
-    /// encodes every object and the history window (blocking, about a second per few
-    /// hundred MB), and later calls share that until [`SnapshotData::sent`].
-    pub fn encode(&self) -> io::Result<Bytes> {
-        match self {
-            SnapshotData::Frozen(f) => {
-                let mut encoded = f.encoded.lock().unwrap_or_else(|e| e.into_inner());
-                if encoded.is_none() {
-                    *encoded = Some(Bytes::from(encode(&SnapshotBody::from(f.state.dump()?))));
-                }
-                Ok(encoded.clone().unwrap_or_default())
-            }
-            SnapshotData::Encoded(bytes) => Ok(bytes.clone()),
-        }
-    }
-
-    /// A peer has installed it: the encoding is let go (sends still running keep their
-    /// own reference) and a later send makes it again.
-    pub fn sent(&self) {
-        if let SnapshotData::Frozen(f) = self {
-            f.encoded.lock().unwrap_or_else(|e| e.into_inner()).take();
-        }
-    }
-
-    /// Whether an encoding is held in memory now.
-    #[cfg(test)]
-    fn holds_encoding(&self) -> bool {
-        match self {
-            SnapshotData::Frozen(f) => f.encoded.lock().unwrap_or_else(|e| e.into_inner()).is_some(),
-            SnapshotData::Encoded(_) => true,
-        }
-    }
-}
-
-impl std::fmt::Debug for SnapshotData {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SnapshotData::Frozen(_) => f.write_str("SnapshotData::Frozen"),
-            SnapshotData::Encoded(b) => write!(f, "SnapshotData::Encoded({} bytes)", b.len()),
-        }
-    }
-}
-
 /// The rv of the last compaction applied to `engine` (0 if none).
 pub fn compacted_rv<E: ObjectEngine>(engine: &E) -> io::Result<u64> {
     Ok(engine.get_meta(META_COMPACTED)?.map(|b| decode(&b)).transpose()?.unwrap_or(0))
 }
 pub type Snapshot = openraft::alias::SnapshotOf<TypeConfig, SnapshotData>;
-
-/// What a snapshot carries: the engine's dump, in a form bincode can encode.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub(crate) struct SnapshotBody {
-    pub objects: Vec<(String, Bytes)>,
-    pub history: Vec<(String, u64, Option<Bytes>)>,
-    pub meta: Vec<(String, Bytes)>,
-}
-
-impl From<ObjectDump> for SnapshotBody {
-    fn from(d: ObjectDump) -> Self {
-        SnapshotBody {
-            objects: d.objects,
-            history: d.history.into_iter().map(|w| (w.key, w.rv, w.value)).collect(),
-            meta: d.meta,
-        }
-    }
-}
 
 struct Shared<E> {
     engine: Arc<E>,
@@ -251,16 +167,6 @@ impl<E: ObjectEngine> StateMachine<E> {
     }
 }
 
-/// Runs blocking work so the rest of the runtime keeps going: on a multi-threaded runtime
-/// the worker hands its other tasks to another thread first. On a current-thread runtime
-/// (the simulator's) it simply runs, which keeps simulated runs deterministic.
-pub(crate) fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
-        _ => f(),
-    }
-}
-
 impl<E: ObjectEngine> RaftSnapshotBuilder<TypeConfig> for StateMachine<E> {
     type SnapshotData = SnapshotData;
 
@@ -364,18 +270,23 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
     }
 
     async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: SnapshotData) -> Result<(), io::Error> {
-        let SnapshotBody { objects, history, meta: mut dump_meta } = decode(&snapshot.encode()?)?;
         // The snapshot's own meta is authoritative for where it stands.
-        dump_meta.retain(|(k, _)| k != META_APPLIED && k != META_MEMBERSHIP);
+        let mut ours = vec![(META_MEMBERSHIP.to_string(), Bytes::from(encode(&meta.last_membership)))];
         if let Some(l) = &meta.last_log_id {
-            dump_meta.push((META_APPLIED.to_string(), Bytes::from(encode(l))));
+            ours.push((META_APPLIED.to_string(), Bytes::from(encode(l))));
         }
-        dump_meta.push((META_MEMBERSHIP.to_string(), Bytes::from(encode(&meta.last_membership))));
-        let history = history.into_iter().map(|(key, rv, value)| ObjectWrite { key, rv, value }).collect();
-        self.shared.engine.restore(ObjectDump { objects, history, meta: dump_meta }).await?;
+        let parts = snapshot.parts()?.map(move |part| match part {
+            Ok(DumpPart::Meta(mut pairs)) => {
+                pairs.retain(|(k, _)| k != META_APPLIED && k != META_MEMBERSHIP);
+                pairs.append(&mut ours);
+                Ok(DumpPart::Meta(pairs))
+            }
+            other => other,
+        });
+        self.shared.engine.restore_parts(Box::new(parts)).await?;
+        // Kept as this node's own snapshot from now on: frozen like one built here, and
+        // the received parts (their spool file) are let go.
         drop(snapshot);
-        // Kept as this node's own snapshot from now on: frozen like one built here, so
-        // the received encoding does not stay in memory.
         let frozen = self.shared.engine.freeze().await?;
         let data = SnapshotData::frozen(frozen);
         *self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()) = Some((meta.clone(), data));
@@ -394,6 +305,7 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
 
 #[cfg(test)]
 mod tests {
+    use futures::StreamExt;
     use kuorum_store::engine::{ObjectBatch, ObjectWrite};
     use kuorum_store::memory::MemoryObjectEngine;
 
@@ -407,8 +319,16 @@ mod tests {
         sm.get_current_snapshot().await.unwrap().expect("a current snapshot")
     }
 
-    #[tokio::test]
-    async fn a_snapshot_is_encoded_only_for_a_peer_and_installed_as_a_frozen_state() {
+    fn objects_and_history(data: &SnapshotData) -> (Vec<(String, Bytes)>, Vec<ObjectWrite>) {
+        let SnapshotData::Frozen(f) = data else { panic!("not frozen: {data:?}") };
+        let dump = f.dump().unwrap();
+        (dump.objects, dump.history)
+    }
+
+    /// A built snapshot is read for a peer as it is streamed, received into a spool
+    /// file, installed from it, and kept frozen; the file goes once it is installed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_snapshot_streams_to_a_spool_and_is_installed_as_a_frozen_state() {
         let engine = Arc::new(MemoryObjectEngine::default());
         let mut leader = StateMachine::new(engine.clone()).unwrap();
         engine
@@ -417,29 +337,30 @@ mod tests {
             .unwrap();
         let built = leader.build_snapshot().await.unwrap();
         assert!(matches!(built.snapshot, SnapshotData::Frozen(_)));
-        assert!(!built.snapshot.holds_encoding(), "building a snapshot encodes nothing");
-
         // Later writes do not reach it.
         engine.write(ObjectBatch { objects: vec![put("/a", 3, "uno")], meta: vec![] }).await.unwrap();
-        let sending = current(&mut leader).await.snapshot;
-        let bytes = sending.encode().unwrap();
-        assert!(built.snapshot.holds_encoding(), "clones share the encoding a send made");
-        assert_eq!(sending.encode().unwrap().as_ptr(), bytes.as_ptr(), "a retry reuses it");
-        sending.sent();
-        assert!(!built.snapshot.holds_encoding(), "a successful send lets it go");
-        assert_eq!(sending.encode().unwrap(), bytes, "and a later send makes the same bytes");
-        sending.sent();
+        let sending = current(&mut leader).await;
+
+        let vote = crate::types::Vote::new(1, 1);
+        let (chunks, reading) = crate::snapshot::send_chunks(&vote, &sending.meta, &sending.snapshot);
+        let spool = tempfile::tempdir().unwrap();
+        let chunks = chunks.map(Ok::<_, String>);
+        let received = crate::snapshot::receive(Box::pin(chunks), Some(spool.path())).await.unwrap();
+        reading.await.unwrap().unwrap();
+        assert_eq!(received.meta, built.meta);
+        let SnapshotData::Received(spooled) = &received.data else { panic!("not received") };
+        let file = spooled.path().expect("spooled to a file").to_path_buf();
+        assert!(file.starts_with(spool.path()) && file.exists());
 
         let follower_engine = Arc::new(MemoryObjectEngine::default());
         let mut follower = StateMachine::new(follower_engine.clone()).unwrap();
-        follower.install_snapshot(&built.meta, SnapshotData::Encoded(bytes)).await.unwrap();
+        follower.install_snapshot(&received.meta, received.data).await.unwrap();
+        assert!(!file.exists(), "the spool file goes once installed");
         assert_eq!(follower_engine.get("/a").unwrap(), Some(Bytes::from_static(b"one")), "the state at the snapshot");
         assert_eq!(follower_engine.get_at("/b", 2).unwrap(), Some(Bytes::from_static(b"two")));
+        assert_eq!(follower.read_meta().unwrap().1, built.meta.last_membership, "where the snapshot stands");
         let kept = current(&mut follower).await;
-        assert!(matches!(kept.snapshot, SnapshotData::Frozen(_)), "kept frozen, not as the received bytes");
-        assert!(!kept.snapshot.holds_encoding());
-        let kept: SnapshotBody = decode(&kept.snapshot.encode().unwrap()).unwrap();
-        let sent: SnapshotBody = decode(&sending.encode().unwrap()).unwrap();
-        assert_eq!((kept.objects, kept.history), (sent.objects, sent.history), "it is the same snapshot");
+        assert!(matches!(kept.snapshot, SnapshotData::Frozen(_)), "kept frozen, not as the received parts");
+        assert_eq!(objects_and_history(&kept.snapshot), objects_and_history(&built.snapshot), "the same snapshot");
     }
 }

@@ -117,15 +117,21 @@ pub(crate) struct Shared {
 /// Where checkpoints (frozen copies of the database) are made, inside its directory:
 /// RocksDB keeps to the files it named itself and leaves a directory of ours alone.
 const CHECKPOINT_DIR: &str = "checkpoints";
+/// Where snapshots arriving from a peer are kept until they are restored, inside the
+/// database's directory (the same disk as what they replace).
+const SPOOL_DIR: &str = "incoming-snapshots";
 
 impl Shared {
     pub(crate) fn open(path: &Path) -> StoreResult<Arc<Self>> {
         std::fs::create_dir_all(path).map_err(|e| err("create directory", e))?;
         // Checkpoints belong to the process that made them (what it froze for its Raft
         // snapshot); one a crashed process left is only disk held.
-        match std::fs::remove_dir_all(path.join(CHECKPOINT_DIR)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(err("remove old checkpoints", e)),
-            _ => {}
+        // Likewise a snapshot it was receiving: the leader sends it again.
+        for dir in [CHECKPOINT_DIR, SPOOL_DIR] {
+            match std::fs::remove_dir_all(path.join(dir)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(err("remove leftovers", e)),
+                _ => {}
+            }
         }
 
         let mut opts = Options::default();
@@ -191,6 +197,10 @@ impl Shared {
 
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    pub(crate) fn spool_dir(&self) -> PathBuf {
+        self.path.join(SPOOL_DIR)
     }
 
     pub(crate) fn fsync_count(&self) -> u64 {

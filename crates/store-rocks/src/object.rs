@@ -1,11 +1,11 @@
 //! The object store (the applied state) in RocksDB.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kuorum_store::engine::{meta_value, ObjectDump, ObjectWrite};
+use kuorum_store::engine::{meta_value, DumpPart, DumpParts, ObjectDump, ObjectWrite, PartRun};
 use kuorum_store::{FrozenObjects, ObjectBatch, ObjectEngine, StoreResult};
 use rocksdb::{DBRawIterator, ReadOptions, WriteBatch, WriteOptions, DB};
 
@@ -179,6 +179,49 @@ impl FrozenObjects for RocksFrozen {
 
     fn dump(&self) -> StoreResult<ObjectDump> {
         dump_db(&open_checkpoint(&self.dir)?)
+    }
+
+    /// Reads the checkpoint family by family, a part at a time: the objects family holds
+    /// each current version with its rv, the history family the rest, in the order the
+    /// parts want.
+    fn dump_parts(&self, part_bytes: usize, each: &mut dyn FnMut(DumpPart) -> StoreResult<()>) -> StoreResult<()> {
+        let db = open_checkpoint(&self.dir)?;
+        each(DumpPart::Meta(self.meta.clone()))?;
+
+        let mut it = db.raw_iterator_cf(cf(&db, CF_OBJECTS)?);
+        it.seek_to_first();
+        let mut run = PartRun::new(part_bytes);
+        while let Some((key, raw)) = it.item() {
+            let (rv, object) = split_object_value(raw)?;
+            let key = decode_key(key)?;
+            let size = key.len() + 16 + object.len();
+            if let Some(full) = run.add(size, (key, rv, Bytes::copy_from_slice(object))) {
+                each(DumpPart::Objects(full))?;
+            }
+            it.next();
+        }
+        it.status().map_err(|e| err("read objects", e))?;
+        if let Some(rest) = run.rest() {
+            each(DumpPart::Objects(rest))?;
+        }
+
+        let mut it = db.raw_iterator_cf(cf(&db, CF_HISTORY)?);
+        it.seek_to_first();
+        let mut run = PartRun::new(part_bytes);
+        while let Some((raw, value)) = it.item() {
+            let (key, rv) = split_history_key(raw)?;
+            let w = ObjectWrite { key: decode_key(key)?, rv, value: decode_history_value(value) };
+            let size = DumpPart::size_of_item(&w.key, w.value.as_ref());
+            if let Some(full) = run.add(size, w) {
+                each(DumpPart::History(full))?;
+            }
+            it.next();
+        }
+        it.status().map_err(|e| err("read history", e))?;
+        if let Some(rest) = run.rest() {
+            each(DumpPart::History(rest))?;
+        }
+        Ok(())
     }
 }
 
@@ -500,43 +543,47 @@ impl ObjectEngine for RocksObjectEngine {
         .await
     }
 
-    async fn restore(&self, dump: ObjectDump) -> StoreResult<()> {
+    async fn restore_parts(&self, parts: DumpParts) -> StoreResult<()> {
         let shared = Arc::clone(&self.shared);
         blocking(move || {
             let objects = shared.cf(CF_OBJECTS)?;
             let meta = shared.cf(CF_OBJECT_META)?;
             let history = shared.cf(CF_HISTORY)?;
             // One batch: the old state is cleared and the new one written atomically,
-            // and after a crash either the whole old or the whole new state is there.
+            // and after a crash either the whole old or the whole new state is there. It
+            // holds the state once in memory while it is built (the parts are read from
+            // the spool file as they go).
             let mut wb = WriteBatch::default();
             wb.delete_range_cf(objects, &[][..], &PAST_ALL_KEYS[..]);
             wb.delete_range_cf(meta, &[][..], &PAST_ALL_KEYS[..]);
             wb.delete_range_cf(history, &[][..], &PAST_ALL_KEYS[..]);
-            // Each object's rv is that of its key's newest version in the dump's history,
-            // which stays out of the history family (it is the current version).
-            let mut newest: HashMap<&str, u64> = HashMap::new();
-            for w in &dump.history {
-                let rv = newest.entry(w.key.as_str()).or_insert(w.rv);
-                *rv = (*rv).max(w.rv);
-            }
-            for (key, value) in &dump.objects {
-                let rv = newest.get(key.as_str()).copied().unwrap_or(0);
-                wb.put_cf(objects, key.as_bytes(), object_value(rv, value));
-            }
-            let live: HashSet<&str> = dump.objects.iter().map(|(key, _)| key.as_str()).collect();
-            for w in &dump.history {
-                if w.value.is_some() && live.contains(w.key.as_str()) && newest.get(w.key.as_str()) == Some(&w.rv) {
-                    continue;
+            for part in parts {
+                match part? {
+                    DumpPart::Meta(pairs) => {
+                        for (key, value) in pairs {
+                            wb.put_cf(meta, key.as_bytes(), value);
+                        }
+                    }
+                    DumpPart::Objects(current) => {
+                        for (key, rv, value) in current {
+                            wb.put_cf(objects, key.as_bytes(), object_value(rv, &value));
+                        }
+                    }
+                    DumpPart::History(versions) => {
+                        for w in versions {
+                            wb.put_cf(history, history_key(&w.key, w.rv), history_value(w.value.as_deref()));
+                        }
+                    }
                 }
-                wb.put_cf(history, history_key(&w.key, w.rv), history_value(w.value.as_deref()));
-            }
-            for (key, value) in &dump.meta {
-                wb.put_cf(meta, key.as_bytes(), value);
             }
             wb.put_cf(meta, META_FORMAT.as_bytes(), FORMAT_SUPERSEDED);
             shared.write_synced(wb)
         })
         .await
+    }
+
+    fn spool_dir(&self) -> Option<PathBuf> {
+        Some(self.shared.spool_dir())
     }
 }
 

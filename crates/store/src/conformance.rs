@@ -104,6 +104,7 @@ pub async fn object_engine_suite<E: ObjectEngine, F: Fn() -> E>(make: F) {
     object_history_and_compaction(&make()).await;
     object_dump_restore(&make(), &make()).await;
     object_freeze(&make()).await;
+    object_parts_stream_a_frozen_state(&make(), &make()).await;
     apply_preconditions(&make()).await;
     apply_batch_sees_its_own_writes(&make()).await;
     apply_finalizers_hold_deletion(&make()).await;
@@ -242,6 +243,73 @@ async fn object_freeze<E: ObjectEngine>(e: &E) {
     assert_eq!(frozen.dump().unwrap(), before, "two frozen states live side by side");
     drop(frozen);
     assert_eq!(second.get_meta("applied").unwrap(), Some(b("6")), "dropping one leaves the other");
+}
+
+/// A frozen state read in parts and restored from them is the state it froze, and no
+/// part is much larger than asked; a failing reader stops the dump and a failing part
+/// stream leaves the old state.
+async fn object_parts_stream_a_frozen_state<E: ObjectEngine>(src: &E, dst: &E) {
+    use crate::engine::{DumpPart, FrozenObjects, StoreError};
+    // 40 objects of 100 bytes, half of them written twice, one deleted: parts of 1 KB
+    // each hold about ten items.
+    let value = |i: usize, round: usize| Some(format!("{round}-{i:0>96}"));
+    let mut rv = 0;
+    for round in 0..2 {
+        let mut objects = Vec::new();
+        for i in (0..40).filter(|i| round == 0 || i % 2 == 0) {
+            rv += 1;
+            objects.push(ObjectWrite { key: format!("/p/{i:02}"), rv, value: value(i, round).map(Bytes::from) });
+        }
+        src.write(ObjectBatch { objects, meta: vec![("applied".into(), b(&rv.to_string()))] }).await.unwrap();
+    }
+    rv += 1;
+    src.write(ObjectBatch { objects: vec![w("/p/07", rv, None)], meta: vec![] }).await.unwrap();
+    src.sync().await.unwrap();
+    let dump = src.dump().unwrap();
+    let frozen = src.freeze().await.unwrap();
+
+    let mut parts = Vec::new();
+    frozen
+        .dump_parts(1000, &mut |part| {
+            parts.push(part);
+            Ok(())
+        })
+        .unwrap();
+    assert!(matches!(parts.first(), Some(DumpPart::Meta(m)) if m.contains(&("applied".to_string(), b("60")))));
+    let objects: usize = parts.iter().map(|p| if let DumpPart::Objects(o) = p { o.len() } else { 0 }).sum();
+    let history: usize = parts.iter().map(|p| if let DumpPart::History(h) = p { h.len() } else { 0 }).sum();
+    assert_eq!(objects, 39, "every live object once");
+    assert_eq!(history, 20 + 2, "each superseded version; the deleted key's version and its deletion");
+    assert!(parts.len() >= 1 + 4 + 2, "split by size: {} parts", parts.len());
+    for part in &parts {
+        let bytes: usize = match part {
+            DumpPart::Meta(_) => 0,
+            DumpPart::Objects(o) => o.iter().map(|(k, _, v)| DumpPart::size_of_item(k, Some(v))).sum(),
+            DumpPart::History(h) => h.iter().map(|w| DumpPart::size_of_item(&w.key, w.value.as_ref())).sum(),
+        };
+        assert!(bytes < 1000 + 200, "a part goes over by one item at most: {bytes}");
+    }
+    assert_eq!(ObjectDump::from_parts(parts.clone().into_iter().map(Ok)).unwrap(), dump, "the parts are the dump");
+    assert_eq!(dump.clone().into_parts(1000), parts, "split as a dump splits");
+
+    let mut seen = 0;
+    let stopped = frozen.dump_parts(1000, &mut |_| {
+        seen += 1;
+        Err(StoreError::new("peer gone"))
+    });
+    assert!(stopped.is_err() && seen == 1, "a failing reader stops the dump");
+
+    dst.write(ObjectBatch { objects: vec![w("/old", 1, Some("kept"))], meta: vec![] }).await.unwrap();
+    let old = dst.dump().unwrap();
+    let broken = parts.clone().into_iter().map(Ok).chain([Err(StoreError::new("stream cut"))]);
+    assert!(dst.restore_parts(Box::new(broken)).await.is_err());
+    assert_eq!(dst.dump().unwrap(), old, "a part stream that fails leaves the old state");
+
+    dst.restore_parts(Box::new(parts.into_iter().map(Ok))).await.unwrap();
+    assert_eq!(dst.dump().unwrap(), dump, "restored from parts");
+    assert_eq!(dst.get_at("/p/07", rv - 1).unwrap(), value(7, 0).map(Bytes::from), "history came along");
+    assert_eq!(dst.get("/p/07").unwrap(), None);
+    assert_eq!(dst.get("/p/08").unwrap(), value(8, 1).map(Bytes::from));
 }
 
 fn cm(name: &str, uid: &str, data: &str) -> Bytes {

@@ -97,6 +97,116 @@ pub struct ObjectDump {
     pub meta: Vec<(String, Bytes)>,
 }
 
+/// One piece of a dump, as a snapshot is streamed: a frozen state is read, sent and
+/// restored part by part, so no side holds the whole state encoded at once.
+///
+/// Worked example: `/a` written at 3 and 5, `/b` written at 4 and deleted at 6. The
+/// dump's history is `/a`@3, `/a`@5, `/b`@4, `/b`@6 (deleted); its parts are
+/// `Meta(..)`, `Objects([("/a", 5, ..)])`, `History([/a@3, /b@4, /b@6])`: each current
+/// object with its rv, then the versions that are not current.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DumpPart {
+    Meta(Vec<(String, Bytes)>),
+    /// Current objects as (key, rv of the current version, value), ascending by key.
+    Objects(Vec<(String, u64, Bytes)>),
+    /// Superseded versions and deletions, ascending by key then `rv`.
+    History(Vec<ObjectWrite>),
+}
+
+impl DumpPart {
+    /// Roughly how many bytes one item of a part carries.
+    pub fn size_of_item(key: &str, value: Option<&Bytes>) -> usize {
+        key.len() + 16 + value.map_or(0, |v| v.len())
+    }
+}
+
+impl ObjectDump {
+    /// The dump as parts of about `part_bytes` each (a part goes over by at most one
+    /// item): the metadata, then the objects, then the history that is not current.
+    pub fn into_parts(self, part_bytes: usize) -> Vec<DumpPart> {
+        let mut newest: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+        for w in &self.history {
+            let rv = newest.entry(w.key.as_str()).or_insert(w.rv);
+            *rv = (*rv).max(w.rv);
+        }
+        let mut parts = vec![DumpPart::Meta(self.meta.clone())];
+        let mut run = PartRun::new(part_bytes);
+        for (key, value) in &self.objects {
+            let rv = newest.get(key.as_str()).copied().unwrap_or(0);
+            let size = DumpPart::size_of_item(key, Some(value));
+            parts.extend(run.add(size, (key.clone(), rv, value.clone())).map(DumpPart::Objects));
+        }
+        parts.extend(run.rest().map(DumpPart::Objects));
+        let live: std::collections::HashSet<&str> = self.objects.iter().map(|(k, _)| k.as_str()).collect();
+        let mut history = self.history.clone();
+        history.sort_by(|a, b| (&a.key, a.rv).cmp(&(&b.key, b.rv)));
+        let mut run = PartRun::new(part_bytes);
+        for w in history {
+            let current =
+                w.value.is_some() && live.contains(w.key.as_str()) && newest.get(w.key.as_str()) == Some(&w.rv);
+            if !current {
+                let size = DumpPart::size_of_item(&w.key, w.value.as_ref());
+                parts.extend(run.add(size, w).map(DumpPart::History));
+            }
+        }
+        parts.extend(run.rest().map(DumpPart::History));
+        parts
+    }
+
+    /// The dump the parts came from (what [`ObjectDump::into_parts`] split).
+    pub fn from_parts(parts: impl IntoIterator<Item = StoreResult<DumpPart>>) -> StoreResult<ObjectDump> {
+        let mut dump = ObjectDump::default();
+        for part in parts {
+            match part? {
+                DumpPart::Meta(meta) => dump.meta.extend(meta),
+                DumpPart::Objects(objects) => {
+                    for (key, rv, value) in objects {
+                        // rv 0 is no version: an object that came without history.
+                        if rv > 0 {
+                            dump.history.push(ObjectWrite { key: key.clone(), rv, value: Some(value.clone()) });
+                        }
+                        dump.objects.push((key, value));
+                    }
+                }
+                DumpPart::History(history) => dump.history.extend(history),
+            }
+        }
+        dump.objects.sort_by(|a, b| a.0.cmp(&b.0));
+        dump.history.sort_by(|a, b| (&a.key, a.rv).cmp(&(&b.key, b.rv)));
+        Ok(dump)
+    }
+}
+
+/// Items gathered into one part until it holds `part_bytes`.
+pub struct PartRun<T> {
+    part_bytes: usize,
+    bytes: usize,
+    items: Vec<T>,
+}
+
+impl<T> PartRun<T> {
+    pub fn new(part_bytes: usize) -> Self {
+        PartRun { part_bytes, bytes: 0, items: Vec::new() }
+    }
+
+    /// Adds an item of about `size` bytes and returns the items of a part that is full.
+    pub fn add(&mut self, size: usize, item: T) -> Option<Vec<T>> {
+        self.items.push(item);
+        self.bytes += size;
+        if self.bytes >= self.part_bytes {
+            self.bytes = 0;
+            return Some(std::mem::take(&mut self.items));
+        }
+        None
+    }
+
+    /// What is left, if anything.
+    pub fn rest(&mut self) -> Option<Vec<T>> {
+        self.bytes = 0;
+        (!self.items.is_empty()).then(|| std::mem::take(&mut self.items))
+    }
+}
+
 /// The applied state as it was at one point, kept aside by [`ObjectEngine::freeze`].
 /// Whatever it holds (memory, files) is released when it is dropped.
 pub trait FrozenObjects: Send + Sync + 'static {
@@ -105,6 +215,13 @@ pub trait FrozenObjects: Send + Sync + 'static {
 
     /// Everything as it was at the frozen point: what [`ObjectEngine::dump`] answered then.
     fn dump(&self) -> StoreResult<ObjectDump>;
+
+    /// The same as [`FrozenObjects::dump`], in parts of about `part_bytes` each, handed to
+    /// `each` in the order of [`ObjectDump::into_parts`]; stops at the first error of
+    /// `each`. Blocking. An engine that keeps its state on disk reads it part by part.
+    fn dump_parts(&self, part_bytes: usize, each: &mut dyn FnMut(DumpPart) -> StoreResult<()>) -> StoreResult<()> {
+        self.dump()?.into_parts(part_bytes).into_iter().try_for_each(each)
+    }
 }
 
 /// The value of `key` in a list of metadata pairs (a dump's, a frozen state's).
@@ -178,6 +295,23 @@ pub trait ObjectEngine: Send + Sync + 'static {
     /// hard links to its table files), and writes after it do not change it.
     fn freeze(&self) -> impl Future<Output = StoreResult<Self::Frozen>> + Send;
 
-    /// Replaces everything with `dump`, atomically and durably (snapshot install).
-    fn restore(&self, dump: ObjectDump) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Replaces everything with what the parts hold (a snapshot's, in the order of
+    /// [`ObjectDump::into_parts`]), atomically and durably: after a crash the old state
+    /// or the new one is there. The parts may be read from disk as they are consumed
+    /// (blocking); an error from them leaves the old state.
+    fn restore_parts(&self, parts: DumpParts) -> impl Future<Output = StoreResult<()>> + Send;
+
+    /// Replaces everything with `dump`, as [`ObjectEngine::restore_parts`] does.
+    fn restore(&self, dump: ObjectDump) -> impl Future<Output = StoreResult<()>> + Send {
+        self.restore_parts(Box::new(dump.into_parts(1 << 20).into_iter().map(Ok)))
+    }
+
+    /// Where a snapshot arriving from a peer may be kept on disk until it is restored
+    /// (beside the engine's own files), or `None` to keep it in memory.
+    fn spool_dir(&self) -> Option<std::path::PathBuf> {
+        None
+    }
 }
+
+/// The parts [`ObjectEngine::restore_parts`] consumes.
+pub type DumpParts = Box<dyn Iterator<Item = StoreResult<DumpPart>> + Send>;

@@ -22,4 +22,4 @@ pub mod splice;
 
 pub use apply::{apply_command, changes_since, ApplyObserver, ApplyOutcome, Change, ChangeKind};
 pub use command::{Command, Precondition, WriteError, WriteResult};
-pub use engine::{FrozenObjects, LogEngine, ObjectBatch, ObjectEngine, StoreError, StoreResult};
+pub use engine::{DumpPart, DumpParts, FrozenObjects, LogEngine, ObjectBatch, ObjectEngine, StoreError, StoreResult};

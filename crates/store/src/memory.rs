@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 
-use crate::engine::{LogEngine, ObjectBatch, ObjectDump, ObjectEngine, ObjectWrite, StoreResult};
+use crate::engine::{DumpParts, LogEngine, ObjectBatch, ObjectDump, ObjectEngine, ObjectWrite, StoreResult};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the lock leaves plain data behind; keep going with it.
@@ -334,7 +334,8 @@ impl ObjectEngine for MemoryObjectEngine {
         self.dump()
     }
 
-    async fn restore(&self, dump: ObjectDump) -> StoreResult<()> {
+    async fn restore_parts(&self, parts: DumpParts) -> StoreResult<()> {
+        let dump = ObjectDump::from_parts(parts)?;
         let mut history: BTreeMap<String, Versions> = BTreeMap::new();
         for w in dump.history {
             history.entry(w.key).or_default().insert(w.rv, w.value);
