@@ -208,8 +208,9 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
             r = send => r,
             closed = cancel => return Err(StreamingError::Closed(closed)),
         };
-        // The stream is over: a read that failed is why it ended early.
-        if let Ok(Err(e)) = reading.await {
+        // The stream is over: a read that failed is why it ended early. The reader ends
+        // once its stream is dropped; the bound is for safety, not expected to bite.
+        if let Ok(Ok(Err(e))) = tokio::time::timeout(Duration::from_secs(5), reading).await {
             tracing::warn!(target, "reading the snapshot failed: {e}");
             let e = io::Error::from(e);
             return Err(StreamingError::StorageError(StorageError::read_snapshot(

@@ -33,7 +33,9 @@ use crate::types::{SnapshotMeta, Vote};
 /// About how many bytes of objects one part (one gRPC message) carries.
 pub const PART_BYTES: usize = 1 << 20;
 
-/// The format of a stream of parts, in the first chunk.
+/// The format of a stream, in its first chunk: one encoded [`SnapshotBody`] in slices
+/// (nodes before session 15), or parts.
+const FORMAT_OLD: u32 = 0;
 const FORMAT_PARTS: u32 = 1;
 
 /// A snapshot's data. Cloning shares it.
@@ -226,32 +228,51 @@ where
 {
     let head = stream.next().await.ok_or("empty snapshot stream")?.map_err(|e| e.to_string())?;
     let (vote, meta): (Vote, SnapshotMeta) = decode(&head.meta).map_err(|e| format!("snapshot head: {e}"))?;
-    let mut spool = Spool::new(spool_dir).map_err(|e| format!("snapshot spool: {e}"))?;
-    if head.format != FORMAT_PARTS {
-        // Format 0: one body in slices, gathered whole (as the node sending it did).
+    if head.format != FORMAT_OLD && head.format != FORMAT_PARTS {
+        return Err(format!("snapshot stream of an unknown format {}", head.format));
+    }
+    // Dropped on any early return, which removes what was spooled.
+    let mut spool = on_disk(|| Spool::new(spool_dir)).map_err(|e| format!("snapshot spool: {e}"))?;
+    if head.format == FORMAT_OLD {
+        // One body in slices, gathered whole (as the node sending it did).
         let mut body = BytesMut::from(&head.data[..]);
         while let Some(c) = stream.next().await {
             body.extend_from_slice(&c.map_err(|e| e.to_string())?.data);
         }
-        let body: SnapshotBody = decode(&body).map_err(|e| format!("snapshot body: {e}"))?;
-        for part in ObjectDump::from(body).into_parts(PART_BYTES) {
-            spool.push(&encode(&WirePart::from(part))).map_err(|e| format!("snapshot spool: {e}"))?;
-        }
-        return Ok(Received { vote, meta, data: SnapshotData::Received(Arc::new(spool.finish()?)) });
+        on_disk(|| {
+            let body: SnapshotBody = decode(&body).map_err(|e| format!("snapshot body: {e}"))?;
+            for part in ObjectDump::from(body).into_parts(PART_BYTES) {
+                spool.push(&encode(&WirePart::from(part))).map_err(|e| format!("snapshot spool: {e}"))?;
+            }
+            Ok::<_, String>(())
+        })?;
+        let spooled = on_disk(|| spool.finish())?;
+        return Ok(Received { vote, meta, data: SnapshotData::Received(Arc::new(spooled)) });
     }
     loop {
         let c = stream.next().await.ok_or("the snapshot stream ended before its end")?.map_err(|e| e.to_string())?;
         let part: WirePart = decode(&c.data).map_err(|e| format!("snapshot part: {e}"))?;
         match part {
-            WirePart::End { parts } if parts == spool.parts => break,
+            WirePart::End { parts } if parts == spool.parts && parts > 0 => break,
             WirePart::End { parts } => return Err(format!("snapshot of {parts} parts arrived with {}", spool.parts)),
             WirePart::Meta(_) if spool.parts == 0 => {}
             _ if spool.parts == 0 => return Err("a snapshot's first part must be its metadata".into()),
             _ => {}
         }
-        spool.push(&c.data).map_err(|e| format!("snapshot spool: {e}"))?;
+        on_disk(|| spool.push(&c.data)).map_err(|e| format!("snapshot spool: {e}"))?;
     }
-    Ok(Received { vote, meta, data: SnapshotData::Received(Arc::new(spool.finish()?)) })
+    let spooled = on_disk(|| spool.finish())?;
+    Ok(Received { vote, meta, data: SnapshotData::Received(Arc::new(spooled)) })
+}
+
+/// Runs file work from an async task without stalling the runtime: on a multi-threaded
+/// runtime the worker hands its other tasks to another thread first. On a current-thread
+/// runtime (the simulator's, which spools in memory) it simply runs.
+fn on_disk<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
 }
 
 /// Names spool files apart within one process.
@@ -295,18 +316,29 @@ impl Spool {
         Ok(())
     }
 
-    pub fn finish(self) -> Result<Spooled, String> {
-        let Spool { file, memory, parts } = self;
-        let place = match file {
+    pub fn finish(mut self) -> Result<Spooled, String> {
+        let parts = self.parts;
+        let place = match self.file.take() {
             Some((path, w)) => {
-                // From here the file is removed with the spool, even if the flush fails.
+                // From here the file is removed with the spooled parts, even if the
+                // flush fails.
                 let spooled = Spooled { place: SpoolPlace::File(path), parts };
                 w.into_inner().map_err(|e| format!("snapshot spool: {}", e.error()))?;
                 return Ok(spooled);
             }
-            None => SpoolPlace::Memory(memory),
+            None => SpoolPlace::Memory(std::mem::take(&mut self.memory)),
         };
         Ok(Spooled { place, parts })
+    }
+}
+
+impl Drop for Spool {
+    /// A spool not finished (a stream refused or broken half way) removes its file: the
+    /// leader sends the snapshot again, into a new one.
+    fn drop(&mut self) {
+        if let Some((path, _)) = &self.file {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -418,26 +450,39 @@ mod tests {
         assert_eq!(received_dump(&received), whole);
     }
 
+    /// Each stream is refused, and what it had spooled is removed.
     #[tokio::test]
-    async fn a_stream_cut_short_or_miscounted_is_refused() {
+    async fn a_stream_cut_short_miscounted_or_odd_is_refused_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let spooled = || std::fs::read_dir(dir.path()).unwrap().count();
         let chunks = chunks_of(&SnapshotData::frozen(dump(10))).await;
         let cut = chunks[..chunks.len() - 1].to_vec();
-        let err = receive_all(cut, None).await.err().expect("no end: refused");
+        let err = receive_all(cut, Some(dir.path())).await.err().expect("no end: refused");
         assert!(err.contains("ended before its end"), "{err}");
+        assert_eq!(spooled(), 0, "the partial spool file is removed");
 
         let mut dropped = chunks.clone();
         dropped.remove(3);
-        let err = receive_all(dropped, None).await.err().expect("a part missing: refused");
+        let err = receive_all(dropped, Some(dir.path())).await.err().expect("a part missing: refused");
         assert!(err.contains("arrived with"), "{err}");
 
         let mut no_meta = chunks.clone();
         no_meta.remove(1);
-        assert!(receive_all(no_meta, None).await.is_err(), "the metadata must come first");
+        assert!(receive_all(no_meta, Some(dir.path())).await.is_err(), "the metadata must come first");
+
+        let empty = vec![chunks[0].clone(), chunk(&WirePart::End { parts: 0 })];
+        assert!(receive_all(empty, Some(dir.path())).await.is_err(), "a snapshot of no parts");
+
+        let mut unknown = chunks.clone();
+        unknown[0].format = 7;
+        let err = receive_all(unknown, Some(dir.path())).await.err().expect("an unknown format: refused");
+        assert!(err.contains("unknown format"), "{err}");
 
         let failing = futures::stream::iter(chunks.into_iter().take(3).map(Ok::<_, String>))
             .chain(futures::stream::iter([Err("connection reset".to_string())]));
-        let err = receive(failing, None).await.err().expect("a broken stream: refused");
+        let err = receive(failing, Some(dir.path())).await.err().expect("a broken stream: refused");
         assert!(err.contains("connection reset"), "{err}");
+        assert_eq!(spooled(), 0, "no refused stream left a file");
     }
 
     /// A frozen state whose reading fails half way.

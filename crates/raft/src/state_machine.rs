@@ -275,13 +275,17 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
         if let Some(l) = &meta.last_log_id {
             ours.push((META_APPLIED.to_string(), Bytes::from(encode(l))));
         }
-        let parts = snapshot.parts()?.map(move |part| match part {
-            Ok(DumpPart::Meta(mut pairs)) => {
+        // The metadata comes first (the receiver checked); without it the restore would
+        // leave the state with no applied id, so it fails and keeps the old state instead.
+        let mut first = true;
+        let parts = snapshot.parts()?.map(move |part| match (std::mem::replace(&mut first, false), part) {
+            (_, Ok(DumpPart::Meta(mut pairs))) => {
                 pairs.retain(|(k, _)| k != META_APPLIED && k != META_MEMBERSHIP);
                 pairs.append(&mut ours);
                 Ok(DumpPart::Meta(pairs))
             }
-            other => other,
+            (true, Ok(_)) => Err(kuorum_store::StoreError::new("a snapshot without its metadata")),
+            (_, other) => other,
         });
         self.shared.engine.restore_parts(Box::new(parts)).await?;
         // Kept as this node's own snapshot from now on: frozen like one built here, and
@@ -362,5 +366,35 @@ mod tests {
         let kept = current(&mut follower).await;
         assert!(matches!(kept.snapshot, SnapshotData::Frozen(_)), "kept frozen, not as the received parts");
         assert_eq!(objects_and_history(&kept.snapshot), objects_and_history(&built.snapshot), "the same snapshot");
+    }
+
+    /// Parts without their metadata (no sender makes them; the receiver refuses them).
+    struct Headless;
+
+    impl FrozenObjects for Headless {
+        fn get_meta(&self, _: &str) -> kuorum_store::StoreResult<Option<Bytes>> {
+            Ok(None)
+        }
+        fn dump(&self) -> kuorum_store::StoreResult<kuorum_store::engine::ObjectDump> {
+            Ok(Default::default())
+        }
+        fn dump_parts(
+            &self,
+            _: usize,
+            each: &mut dyn FnMut(DumpPart) -> kuorum_store::StoreResult<()>,
+        ) -> kuorum_store::StoreResult<()> {
+            each(DumpPart::Objects(vec![("/x".into(), 9, Bytes::from_static(b"x"))]))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_without_its_metadata_is_not_installed() {
+        let engine = Arc::new(MemoryObjectEngine::default());
+        let mut sm = StateMachine::new(engine.clone()).unwrap();
+        engine.write(ObjectBatch { objects: vec![put("/a", 1, "one")], meta: vec![] }).await.unwrap();
+        let before = engine.dump().unwrap();
+        let meta = SnapshotMeta { last_log_id: None, last_membership: StoredMembership::default() };
+        assert!(sm.install_snapshot(&meta, SnapshotData::frozen(Headless)).await.is_err());
+        assert_eq!(engine.dump().unwrap(), before, "the old state stays");
     }
 }
