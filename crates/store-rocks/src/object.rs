@@ -194,7 +194,7 @@ impl FrozenObjects for RocksFrozen {
         while let Some((key, raw)) = it.item() {
             let (rv, object) = split_object_value(raw)?;
             let key = decode_key(key)?;
-            let size = key.len() + 16 + object.len();
+            let size = DumpPart::size_of_item(&key, Some(object));
             if let Some(full) = run.add(size, (key, rv, Bytes::copy_from_slice(object))) {
                 each(DumpPart::Objects(full))?;
             }
@@ -211,7 +211,7 @@ impl FrozenObjects for RocksFrozen {
         while let Some((raw, value)) = it.item() {
             let (key, rv) = split_history_key(raw)?;
             let w = ObjectWrite { key: decode_key(key)?, rv, value: decode_history_value(value) };
-            let size = DumpPart::size_of_item(&w.key, w.value.as_ref());
+            let size = DumpPart::size_of_item(&w.key, w.value.as_deref());
             if let Some(full) = run.add(size, w) {
                 each(DumpPart::History(full))?;
             }

@@ -285,7 +285,7 @@ async fn object_parts_stream_a_frozen_state<E: ObjectEngine>(src: &E, dst: &E) {
         let bytes: usize = match part {
             DumpPart::Meta(_) => 0,
             DumpPart::Objects(o) => o.iter().map(|(k, _, v)| DumpPart::size_of_item(k, Some(v))).sum(),
-            DumpPart::History(h) => h.iter().map(|w| DumpPart::size_of_item(&w.key, w.value.as_ref())).sum(),
+            DumpPart::History(h) => h.iter().map(|w| DumpPart::size_of_item(&w.key, w.value.as_deref())).sum(),
         };
         assert!(bytes < 1000 + 200, "a part goes over by one item at most: {bytes}");
     }

@@ -115,7 +115,7 @@ pub enum DumpPart {
 
 impl DumpPart {
     /// Roughly how many bytes one item of a part carries.
-    pub fn size_of_item(key: &str, value: Option<&Bytes>) -> usize {
+    pub fn size_of_item(key: &str, value: Option<&[u8]>) -> usize {
         key.len() + 16 + value.map_or(0, |v| v.len())
     }
 }
@@ -145,7 +145,7 @@ impl ObjectDump {
             let current =
                 w.value.is_some() && live.contains(w.key.as_str()) && newest.get(w.key.as_str()) == Some(&w.rv);
             if !current {
-                let size = DumpPart::size_of_item(&w.key, w.value.as_ref());
+                let size = DumpPart::size_of_item(&w.key, w.value.as_deref());
                 parts.extend(run.add(size, w).map(DumpPart::History));
             }
         }
