@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use kuorum_store::{StoreError, StoreResult};
 use rocksdb::{
@@ -38,6 +38,26 @@ pub(crate) fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
 
 pub(crate) fn cf<'a>(db: &'a DB, name: &str) -> StoreResult<&'a ColumnFamily> {
     db.cf_handle(name).ok_or_else(|| err("column family", format!("{name} is missing")))
+}
+
+/// The options of one column family: what it is opened with, and what table files
+/// written outside the database for it (an installed snapshot) are built with.
+pub(crate) fn family_options(name: &str) -> Options {
+    let mut cf_opts = Options::default();
+    cf_opts.set_compression_type(DBCompressionType::Lz4);
+    if name == CF_OBJECTS {
+        // Every create looks up its key, and a namespace's, on every node, and the
+        // key is absent: a bloom filter over the memtable's keys answers that
+        // without walking its skip list.
+        cf_opts.set_memtable_prefix_bloom_ratio(0.05);
+        cf_opts.set_memtable_whole_key_filtering(true);
+        // And the table files' filters, once the key has been flushed out of
+        // the memtable: without them an absent key is looked up in every level.
+        let mut table = BlockBasedOptions::default();
+        table.set_bloom_filter(10.0, false);
+        cf_opts.set_block_based_table_factory(&table);
+    }
+    cf_opts
 }
 
 /// Opens a checkpoint (see [`Shared::checkpoint`]) to read it. Blocking.
@@ -112,6 +132,10 @@ pub(crate) struct Shared {
     /// Names the next checkpoint directory; unique while this process holds the database
     /// (opening clears every checkpoint a previous process left).
     checkpoints: AtomicU64,
+    /// Reads of the object families hold it shared; an install holds it exclusively while
+    /// it ingests its files one family after another, so no read sees objects of one
+    /// state beside the history of another.
+    install: RwLock<()>,
 }
 
 /// Where checkpoints (frozen copies of the database) are made, inside its directory:
@@ -150,23 +174,7 @@ impl Shared {
         // that a prefix of the writes: objects, history and the applied log id agree.
         opts.set_atomic_flush(true);
 
-        let cfs = ALL_CFS.iter().map(|name| {
-            let mut cf_opts = Options::default();
-            cf_opts.set_compression_type(DBCompressionType::Lz4);
-            if *name == CF_OBJECTS {
-                // Every create looks up its key, and a namespace's, on every node, and the
-                // key is absent: a bloom filter over the memtable's keys answers that
-                // without walking its skip list.
-                cf_opts.set_memtable_prefix_bloom_ratio(0.05);
-                cf_opts.set_memtable_whole_key_filtering(true);
-                // And the table files' filters, once the key has been flushed out of
-                // the memtable: without them an absent key is looked up in every level.
-                let mut table = BlockBasedOptions::default();
-                table.set_bloom_filter(10.0, false);
-                cf_opts.set_block_based_table_factory(&table);
-            }
-            ColumnFamilyDescriptor::new(*name, cf_opts)
-        });
+        let cfs = ALL_CFS.iter().map(|name| ColumnFamilyDescriptor::new(*name, family_options(name)));
         let db = DB::open_cf_descriptors(&opts, path, cfs).map_err(|e| err("open", e))?;
 
         // Whatever a previous process wrote without syncing may still sit in the page
@@ -180,6 +188,7 @@ impl Shared {
             wal: GroupCommit::default(),
             memtables: GroupCommit::default(),
             checkpoints: AtomicU64::new(0),
+            install: RwLock::new(()),
         }))
     }
 
@@ -193,6 +202,16 @@ impl Shared {
         let checkpoint = rocksdb::checkpoint::Checkpoint::new(&self.db).map_err(|e| err("checkpoint", e))?;
         checkpoint.create_checkpoint(&dir).map_err(|e| err("checkpoint", e))?;
         Ok(dir)
+    }
+
+    /// Held by a read of the object families while it reads (see `install`).
+    pub(crate) fn reading(&self) -> RwLockReadGuard<'_, ()> {
+        self.install.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Held by an install while it swaps the families' contents.
+    pub(crate) fn installing(&self) -> RwLockWriteGuard<'_, ()> {
+        self.install.write().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn path(&self) -> &Path {

@@ -45,8 +45,11 @@
 //!   next object `sync`, which flushes the memtables to table files. Flushes are atomic
 //!   across the families (`atomic_flush`), so what a crash leaves is the state after
 //!   some batch: objects, history and the applied log id agree.
-//! - `put_meta` (the vote, the committed id) and `restore` are synced WAL writes:
-//!   durable on return, together with every WAL write before them.
+//! - `put_meta` (the vote, the committed id) is a synced WAL write: durable on return,
+//!   together with every WAL write before it.
+//! - `restore` (installing a snapshot or a backup) writes the new state to table files
+//!   and ingests them, family by family, behind a synced mark that opening the database
+//!   resolves: durable on return, and all old or all new after a crash (`install.rs`).
 //! - `freeze` (what a Raft snapshot stands for) makes a RocksDB checkpoint in
 //!   `checkpoints/` inside the database's directory: the memtables are flushed and the
 //!   table files hard-linked, so it holds disk, not memory, and it is opened and read
@@ -60,6 +63,7 @@
 //! direct.
 
 mod db;
+mod install;
 mod log;
 mod object;
 
@@ -68,6 +72,7 @@ use std::sync::Arc;
 
 use kuorum_store::StoreResult;
 
+pub use crate::install::InstallUntil;
 pub use crate::log::RocksLogEngine;
 pub use crate::object::{RocksFrozen, RocksObjectEngine};
 
@@ -89,6 +94,7 @@ impl RocksStore {
     /// they are missing.
     pub fn open(path: &Path) -> StoreResult<Self> {
         let shared = db::Shared::open(path)?;
+        install::resume(&shared)?;
         object::migrate(&shared)?;
         Ok(RocksStore { shared })
     }

@@ -10,11 +10,12 @@ use kuorum_store::{FrozenObjects, ObjectBatch, ObjectEngine, StoreResult};
 use rocksdb::{DBRawIterator, ReadOptions, WriteBatch, WriteOptions, DB};
 
 use crate::db::{blocking, cf, err, open_checkpoint, Shared, CF_HISTORY, CF_OBJECTS, CF_OBJECT_META};
+use crate::install::{self, InstallUntil};
 use crate::RocksStore;
 
 /// A key past every UTF-8 string: no UTF-8 text holds the byte 0xff, so every key of
 /// ours sorts below it. The end of "everything" for a range deletion.
-const PAST_ALL_KEYS: [u8; 1] = [0xff];
+pub(crate) const PAST_ALL_KEYS: [u8; 1] = [0xff];
 
 /// The smallest byte string greater than every string that starts with `prefix`, if
 /// there is one (there is none for an empty prefix or one made of 0xff bytes only).
@@ -35,7 +36,7 @@ fn decode_key(key: &[u8]) -> StoreResult<String> {
 
 /// The history key of one version: the storage key, a zero byte (no storage key holds
 /// one, so all versions of a key sort together and before any longer key), the rv.
-fn history_key(key: impl AsRef<[u8]>, rv: u64) -> Vec<u8> {
+pub(crate) fn history_key(key: impl AsRef<[u8]>, rv: u64) -> Vec<u8> {
     let key = key.as_ref();
     let mut k = Vec::with_capacity(key.len() + 9);
     k.extend_from_slice(key);
@@ -53,7 +54,7 @@ fn split_history_key(raw: &[u8]) -> StoreResult<(&[u8], u64)> {
     Ok((key, rv))
 }
 
-fn history_value(value: Option<&[u8]>) -> Vec<u8> {
+pub(crate) fn history_value(value: Option<&[u8]>) -> Vec<u8> {
     match value {
         Some(v) => {
             let mut out = Vec::with_capacity(v.len() + 1);
@@ -74,7 +75,7 @@ fn decode_history_value(raw: &[u8]) -> Option<Bytes> {
 
 /// The `objects` value of a version: its rv (u64 big-endian), then the object bytes.
 /// The rv tells reads at an older rv to look in the history instead.
-fn object_value(rv: u64, object: &[u8]) -> Vec<u8> {
+pub(crate) fn object_value(rv: u64, object: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(object.len() + 8);
     out.extend_from_slice(&rv.to_be_bytes());
     out.extend_from_slice(object);
@@ -95,7 +96,7 @@ fn split_object_value(raw: &[u8]) -> StoreResult<(u64, &[u8])> {
 pub(crate) const META_FORMAT: &str = "\0format";
 /// The layout this code reads and writes: objects hold the current version with its rv,
 /// the history every older version and every deletion.
-const FORMAT_SUPERSEDED: &[u8] = b"2";
+pub(crate) const FORMAT_SUPERSEDED: &[u8] = b"2";
 
 /// Reads every version the iterator yields from its first key on.
 fn collect_history(mut it: DBRawIterator<'_>) -> StoreResult<Vec<ObjectWrite>> {
@@ -138,7 +139,7 @@ fn collect_all(mut it: DBRawIterator<'_>, what: &str) -> StoreResult<Vec<(String
 /// The state's metadata: every `object_meta` pair but the layout marker.
 fn collect_meta(it: DBRawIterator<'_>) -> StoreResult<Vec<(String, Bytes)>> {
     let mut meta = collect_all(it, "read object meta")?;
-    meta.retain(|(key, _)| key != META_FORMAT);
+    meta.retain(|(key, _)| key != META_FORMAT && key != install::META_INSTALLING);
     Ok(meta)
 }
 
@@ -237,7 +238,7 @@ impl Drop for RocksFrozen {
 ///
 /// A batch is one RocksDB `WriteBatch` (atomic, also across the families), written to
 /// the memtables without the WAL; `sync` flushes the memtables to table files.
-/// `restore` is one `WriteBatch` written through the WAL and fsynced.
+/// `restore` writes the new state to table files and ingests them (see `install`).
 #[derive(Clone)]
 pub struct RocksObjectEngine {
     shared: Arc<Shared>,
@@ -282,6 +283,14 @@ impl RocksObjectEngine {
         let mut it = self.shared.db.raw_iterator_cf_opt(self.shared.cf(cf)?, opts);
         it.seek(&from);
         Ok(it)
+    }
+
+    /// `restore_parts`, stopped midway as a crash would stop it (see
+    /// [`InstallUntil`]); for tests of what opening the database then finishes.
+    #[doc(hidden)]
+    pub async fn restore_parts_until(&self, parts: DumpParts, until: InstallUntil) -> StoreResult<()> {
+        let shared = Arc::clone(&self.shared);
+        blocking(move || install::install(&shared, parts, until)).await
     }
 
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
@@ -378,6 +387,7 @@ impl ObjectEngine for RocksObjectEngine {
     }
 
     fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
+        let _reading = self.shared.reading();
         Ok(self.current(key.as_bytes())?.map(|(_, object)| object))
     }
 
@@ -385,6 +395,7 @@ impl ObjectEngine for RocksObjectEngine {
         if limit == 0 {
             return Ok(Vec::new());
         }
+        let _reading = self.shared.reading();
         // The smallest key after `start_after` is `start_after` followed by a zero byte.
         let mut it = self.iter_in_prefix(CF_OBJECTS, prefix, start_after, 0)?;
         let mut out = Vec::new();
@@ -401,6 +412,7 @@ impl ObjectEngine for RocksObjectEngine {
     }
 
     fn get_at(&self, key: &str, rv: u64) -> StoreResult<Option<Bytes>> {
+        let _reading = self.shared.reading();
         match self.current(key.as_bytes())? {
             Some((current, object)) if current <= rv => Ok(Some(object)),
             _ => Ok(self.in_history(key.as_bytes(), rv)?.flatten()),
@@ -417,6 +429,7 @@ impl ObjectEngine for RocksObjectEngine {
         if limit == 0 {
             return Ok(Vec::new());
         }
+        let _reading = self.shared.reading();
         // Two walks in step over the same keys: the current versions, and the history
         // (past every version of `start_after`: its key followed by the byte after zero).
         let mut current = self.iter_in_prefix(CF_OBJECTS, prefix, start_after, 0)?;
@@ -469,6 +482,7 @@ impl ObjectEngine for RocksObjectEngine {
     }
 
     fn history_after(&self, after: u64) -> StoreResult<Vec<ObjectWrite>> {
+        let _reading = self.shared.reading();
         let mut all = collect_history(self.shared.db.raw_iterator_cf(self.shared.cf(CF_HISTORY)?))?;
         all.extend(collect_current(self.shared.db.raw_iterator_cf(self.shared.cf(CF_OBJECTS)?))?);
         all.retain(|w| w.rv > after);
@@ -521,12 +535,14 @@ impl ObjectEngine for RocksObjectEngine {
     }
 
     fn get_meta(&self, key: &str) -> StoreResult<Option<Bytes>> {
+        let _reading = self.shared.reading();
         let cf = self.shared.cf(CF_OBJECT_META)?;
         let value = self.shared.db.get_pinned_cf(cf, key.as_bytes()).map_err(|e| err("read object meta", e))?;
         Ok(value.map(|v| Bytes::copy_from_slice(&v)))
     }
 
     fn dump(&self) -> StoreResult<ObjectDump> {
+        let _reading = self.shared.reading();
         dump_db(&self.shared.db)
     }
 
@@ -544,42 +560,7 @@ impl ObjectEngine for RocksObjectEngine {
     }
 
     async fn restore_parts(&self, parts: DumpParts) -> StoreResult<()> {
-        let shared = Arc::clone(&self.shared);
-        blocking(move || {
-            let objects = shared.cf(CF_OBJECTS)?;
-            let meta = shared.cf(CF_OBJECT_META)?;
-            let history = shared.cf(CF_HISTORY)?;
-            // One batch: the old state is cleared and the new one written atomically,
-            // and after a crash either the whole old or the whole new state is there. It
-            // holds the state once in memory while it is built (the parts are read from
-            // the spool file as they go).
-            let mut wb = WriteBatch::default();
-            wb.delete_range_cf(objects, &[][..], &PAST_ALL_KEYS[..]);
-            wb.delete_range_cf(meta, &[][..], &PAST_ALL_KEYS[..]);
-            wb.delete_range_cf(history, &[][..], &PAST_ALL_KEYS[..]);
-            for part in parts {
-                match part? {
-                    DumpPart::Meta(pairs) => {
-                        for (key, value) in pairs {
-                            wb.put_cf(meta, key.as_bytes(), value);
-                        }
-                    }
-                    DumpPart::Objects(current) => {
-                        for (key, rv, value) in current {
-                            wb.put_cf(objects, key.as_bytes(), object_value(rv, &value));
-                        }
-                    }
-                    DumpPart::History(versions) => {
-                        for w in versions {
-                            wb.put_cf(history, history_key(&w.key, w.rv), history_value(w.value.as_deref()));
-                        }
-                    }
-                }
-            }
-            wb.put_cf(meta, META_FORMAT.as_bytes(), FORMAT_SUPERSEDED);
-            shared.write_synced(wb)
-        })
-        .await
+        self.restore_parts_until(parts, InstallUntil::Done).await
     }
 
     fn spool_dir(&self) -> Option<PathBuf> {

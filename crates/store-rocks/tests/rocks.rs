@@ -496,3 +496,32 @@ async fn a_frozen_state_is_a_checkpoint_on_disk_until_dropped() {
     assert_eq!(objects.get("/z/a").unwrap(), Some(b("1b")), "and leaves the database as it was");
     assert_eq!(objects.get("/z/b").unwrap(), None);
 }
+
+#[tokio::test]
+async fn an_install_refused_before_its_mark_keeps_the_old_state() {
+    use kuorum_store::engine::DumpPart;
+    let dirs = Dirs::default();
+    let path = dirs.fresh();
+    let objects = RocksObjectEngine::open(&path).unwrap();
+    objects
+        .write(ObjectBatch { objects: vec![put("/old/1", "x")], meta: vec![("applied".into(), b("3"))] })
+        .await
+        .unwrap();
+    let before = objects.dump().unwrap();
+
+    // Keys out of order cannot go into a table file; a failing part stream stops it.
+    let unordered = vec![
+        Ok(DumpPart::Meta(vec![("applied".into(), b("9"))])),
+        Ok(DumpPart::Objects(vec![("/b".into(), 7, b("b")), ("/a".into(), 8, b("a"))])),
+    ];
+    let broken = vec![Ok(DumpPart::Meta(vec![("applied".into(), b("9"))])), Err(kuorum_store::StoreError::new("cut"))];
+    for parts in [unordered, broken] {
+        let err = objects.restore_parts(Box::new(parts.into_iter())).await.unwrap_err();
+        assert!(!err.to_string().is_empty());
+        assert_eq!(objects.dump().unwrap(), before, "the old state stays: {err}");
+        assert!(!path.join("installing").exists(), "and the refused install's files are gone");
+    }
+    drop(objects);
+    let objects = RocksObjectEngine::open(&path).unwrap();
+    assert_eq!(objects.dump().unwrap(), before, "also after a reopen");
+}

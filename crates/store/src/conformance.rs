@@ -281,6 +281,20 @@ async fn object_parts_stream_a_frozen_state<E: ObjectEngine>(src: &E, dst: &E) {
     assert_eq!(objects, 39, "every live object once");
     assert_eq!(history, 20 + 2, "each superseded version; the deleted key's version and its deletion");
     assert!(parts.len() >= 1 + 4 + 2, "split by size: {} parts", parts.len());
+    let object_keys: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| if let DumpPart::Objects(o) = p { Some(o) } else { None })
+        .flatten()
+        .map(|o| o.0.as_str())
+        .collect();
+    let history_keys: Vec<(&str, u64)> = parts
+        .iter()
+        .filter_map(|p| if let DumpPart::History(h) = p { Some(h) } else { None })
+        .flatten()
+        .map(|w| (w.key.as_str(), w.rv))
+        .collect();
+    assert!(object_keys.windows(2).all(|k| k[0] < k[1]), "objects come in ascending key order");
+    assert!(history_keys.windows(2).all(|k| k[0] < k[1]), "versions come in ascending (key, rv) order");
     for part in &parts {
         let bytes: usize = match part {
             DumpPart::Meta(_) => 0,

@@ -130,8 +130,12 @@ impl ObjectDump {
             *rv = (*rv).max(w.rv);
         }
         let mut parts = vec![DumpPart::Meta(self.meta.clone())];
+        // Parts carry keys in ascending order (an engine may write them straight into a
+        // sorted file); a dump's objects need not come sorted.
+        let mut objects: Vec<&(String, Bytes)> = self.objects.iter().collect();
+        objects.sort_by(|a, b| a.0.cmp(&b.0));
         let mut run = PartRun::new(part_bytes);
-        for (key, value) in &self.objects {
+        for (key, value) in objects {
             let rv = newest.get(key.as_str()).copied().unwrap_or(0);
             let size = DumpPart::size_of_item(key, Some(value));
             parts.extend(run.add(size, (key.clone(), rv, value.clone())).map(DumpPart::Objects));
