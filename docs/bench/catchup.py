@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Peak RSS of the leader and of a restarted follower while it catches up by snapshot.
-usage: catchup.py KUORUM_BIN OUT_JSON [N_OBJECTS] [SIZE]"""
+usage: catchup.py KUORUM_BIN OUT_JSON [N_OBJECTS] [SIZE]   (SNAP=snapshot count, TRACE=1 prints a timeline)"""
 import urllib.error, json, os, shutil, signal, subprocess, sys, tempfile, threading, time, urllib.request
 
 BIN, OUT = sys.argv[1], sys.argv[2]
@@ -96,6 +96,8 @@ try:
     while time.time() - t0 < 120:
         peak_l = max(peak_l, rss_mb(lpid)); peak_f = max(peak_f, rss_mb(fpid))
         v = raft(behind)
+        if os.environ.get("TRACE"):  # a timeline of the follower: s, RSS MB, applied, snapshot
+            print(f"{time.time() - t0:6.2f} {rss_mb(fpid):7.0f} {v and v.get('last_applied')} {v and v.get('snapshot')}", flush=True)
         if v and v.get("snapshot") and installed_at is None:
             installed_at = (time.time() - t0, peak_f, rss_mb(fpid), peak_l)
         if v and (v.get("last_applied") or 0) >= target and done is None:

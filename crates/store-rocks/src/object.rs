@@ -98,26 +98,31 @@ pub(crate) const META_FORMAT: &str = "\0format";
 /// the history every older version and every deletion.
 pub(crate) const FORMAT_SUPERSEDED: &[u8] = b"2";
 
-/// Reads every version the iterator yields from its first key on.
-fn collect_history(mut it: DBRawIterator<'_>) -> StoreResult<Vec<ObjectWrite>> {
+/// Reads every version the iterator yields from its first key on whose rv `keep` takes,
+/// copying only those.
+fn collect_history(mut it: DBRawIterator<'_>, keep: impl Fn(u64) -> bool) -> StoreResult<Vec<ObjectWrite>> {
     it.seek_to_first();
     let mut out = Vec::new();
     while let Some((raw, value)) = it.item() {
         let (key, rv) = split_history_key(raw)?;
-        out.push(ObjectWrite { key: decode_key(key)?, rv, value: decode_history_value(value) });
+        if keep(rv) {
+            out.push(ObjectWrite { key: decode_key(key)?, rv, value: decode_history_value(value) });
+        }
         it.next();
     }
     it.status().map_err(|e| err("read history", e))?;
     Ok(out)
 }
 
-/// Every current version, as (key, rv, object), in key order.
-fn collect_current(mut it: DBRawIterator<'_>) -> StoreResult<Vec<ObjectWrite>> {
+/// Every current version whose rv `keep` takes, as (key, rv, object), in key order.
+fn collect_current(mut it: DBRawIterator<'_>, keep: impl Fn(u64) -> bool) -> StoreResult<Vec<ObjectWrite>> {
     it.seek_to_first();
     let mut out = Vec::new();
     while let Some((key, raw)) = it.item() {
         let (rv, object) = split_object_value(raw)?;
-        out.push(ObjectWrite { key: decode_key(key)?, rv, value: Some(Bytes::copy_from_slice(object)) });
+        if keep(rv) {
+            out.push(ObjectWrite { key: decode_key(key)?, rv, value: Some(Bytes::copy_from_slice(object)) });
+        }
         it.next();
     }
     it.status().map_err(|e| err("read objects", e))?;
@@ -147,8 +152,8 @@ fn collect_meta(it: DBRawIterator<'_>) -> StoreResult<Vec<(String, Bytes)>> {
 /// so the dumped metadata (the applied log id) matches the dumped objects.
 fn dump_db(db: &DB) -> StoreResult<ObjectDump> {
     let snapshot = db.snapshot();
-    let current = collect_current(snapshot.raw_iterator_cf(cf(db, CF_OBJECTS)?))?;
-    let mut history = collect_history(snapshot.raw_iterator_cf(cf(db, CF_HISTORY)?))?;
+    let current = collect_current(snapshot.raw_iterator_cf(cf(db, CF_OBJECTS)?), |_| true)?;
+    let mut history = collect_history(snapshot.raw_iterator_cf(cf(db, CF_HISTORY)?), |_| true)?;
     let meta = collect_meta(snapshot.raw_iterator_cf(cf(db, CF_OBJECT_META)?))?;
     let objects = current.iter().map(|w| (w.key.clone(), w.value.clone().unwrap_or_default())).collect();
     // A dump's history is every version, the current ones included.
@@ -483,9 +488,10 @@ impl ObjectEngine for RocksObjectEngine {
 
     fn history_after(&self, after: u64) -> StoreResult<Vec<ObjectWrite>> {
         let _reading = self.shared.reading();
-        let mut all = collect_history(self.shared.db.raw_iterator_cf(self.shared.cf(CF_HISTORY)?))?;
-        all.extend(collect_current(self.shared.db.raw_iterator_cf(self.shared.cf(CF_OBJECTS)?))?);
-        all.retain(|w| w.rv > after);
+        // Filtered as read: after a snapshot install the watch cache asks for the window
+        // above the compaction point, and copying every object first doubled the peak.
+        let mut all = collect_history(self.shared.db.raw_iterator_cf(self.shared.cf(CF_HISTORY)?), |rv| rv > after)?;
+        all.extend(collect_current(self.shared.db.raw_iterator_cf(self.shared.cf(CF_OBJECTS)?), |rv| rv > after)?);
         all.sort_by(|a, b| (a.rv, &a.key).cmp(&(b.rv, &b.key)));
         Ok(all)
     }

@@ -14,7 +14,7 @@
 //! refused ([`TooOld`]): the client relists. After `compact(11)`, oldest is 11.
 
 use kuorum_api::mutation::{self, Mutation};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -165,8 +165,22 @@ impl WatchCache {
     /// `changes` every change after `oldest` (ascending). Watchers are cut off: they
     /// resume from their last rv and are served from the new window if it covers it.
     pub fn reset(&self, rv: u64, oldest: u64, objects: Vec<(String, Bytes)>, changes: Vec<Change>) {
-        let objects = objects.into_iter().map(|(k, b)| (k.clone(), Obj::from_stored(k, b))).collect();
-        let mut events: VecDeque<Arc<Event>> = changes.into_iter().map(|c| to_event(c, None)).collect();
+        let objects: BTreeMap<String, Arc<Obj>> =
+            objects.into_iter().map(|(k, b)| (k.clone(), Obj::from_stored(k, b))).collect();
+        // Each version held once: an event's object is the current object when it is the
+        // current version, and its prev the object of the key's event before it (the
+        // engine hands both over as copies of their own).
+        let mut last: HashMap<String, Arc<Obj>> = HashMap::new();
+        let mut events: VecDeque<Arc<Event>> = VecDeque::with_capacity(changes.len());
+        for c in changes {
+            let before = last.get(&c.key).cloned();
+            let mut event = to_event(c, before);
+            if let Some(current) = objects.get(&event.object.key).filter(|o| o.rv == event.rv) {
+                event = Event::new(event.rv, event.kind, Arc::clone(current), event.prev.clone());
+            }
+            last.insert(event.object.key.clone(), Arc::clone(&event.object));
+            events.push_back(event);
+        }
         let mut oldest = oldest;
         while events.len() > self.config.max_events {
             if let Some(e) = events.pop_front() {

@@ -187,3 +187,31 @@ fn an_event_shares_the_version_it_replaced_with_the_event_before() {
     assert_eq!(prev.rv, 7);
     assert!(!Arc::ptr_eq(prev, &modified_a.object));
 }
+
+/// A cache loaded from storage (start-up, snapshot install) holds each version once: the
+/// engine hands the current objects and the window's changes over as separate copies.
+#[test]
+fn a_reset_shares_each_version_between_objects_and_events() {
+    let c = WatchCache::new(CacheConfig::default());
+    let objects = vec![(key("a"), obj("a", 8, "y")), (key("c"), obj("c", 3, "z"))];
+    let changes = vec![
+        change(ChangeKind::Added, "a", 5, "x", None),
+        change(ChangeKind::Added, "b", 6, "y", None),
+        change(ChangeKind::Modified, "a", 8, "y", Some((5, "x"))),
+        change(ChangeKind::Deleted, "b", 9, "y", Some((6, "y"))),
+    ];
+    c.reset(9, 4, objects, changes);
+    let mut w = c.watch(WatchFilter::prefix(P), WatchStart::After(4), false).unwrap().watch;
+    let mut events = Vec::new();
+    while let Ok(WatchItem::Event(_, e)) = w.rx.try_recv() {
+        events.push(e);
+    }
+    assert_eq!(events.iter().map(|e| e.rv).collect::<Vec<_>>(), vec![5, 6, 8, 9]);
+    let (_, current_a) = c.get(&key("a"));
+    let current_a = current_a.unwrap();
+    assert_eq!(current_a.rv, 8);
+    assert!(Arc::ptr_eq(&events[2].object, &current_a), "the event at the current version is the current object");
+    assert!(Arc::ptr_eq(events[2].prev.as_ref().unwrap(), &events[0].object), "its prev is the event before it");
+    assert!(Arc::ptr_eq(events[3].prev.as_ref().unwrap(), &events[1].object), "so is a deletion's");
+    assert_eq!(c.get(&key("c")).1.unwrap().rv, 3, "an object older than the window keeps its rv");
+}
