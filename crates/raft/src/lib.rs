@@ -1,12 +1,14 @@
 //! Replication for kuorum: the openraft type config ([`types`]), the storage adaptors that
 //! put openraft on top of kuorum-store's engines ([`log_store`], [`state_machine`]), tonic
-//! peer RPC ([`network`] dials, [`service`] answers: raft, write forwarding, read index),
+//! peer RPC ([`network`] dials, [`service`] answers: raft, write forwarding ([`forward`]),
+//! read index),
 //! [`Cluster`], the handle the REST layer uses, and [`status`], what a node reports to
 //! operators.
 
 pub mod backup;
 pub mod cluster;
 pub(crate) mod codec;
+pub(crate) mod forward;
 pub mod log_store;
 pub mod network;
 pub mod node;

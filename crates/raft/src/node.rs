@@ -11,6 +11,7 @@ use kuorum_store::{ApplyObserver, LogEngine, ObjectEngine};
 use openraft::async_runtime::WatchReceiver;
 use openraft::BasicNode;
 
+use crate::forward::ForwardPipes;
 use crate::cluster::{Cluster, ClusterError, LocalReader};
 use crate::log_store::LogStore;
 use crate::network::{Channels, Dialer, PeerNetwork};
@@ -175,6 +176,7 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
     let replicator = RaftReplicator {
         id: cfg.id,
         raft: raft.clone(),
+        pipes: ForwardPipes::new(channels.clone()),
         channels,
         applied_rx: state_machine.applied_rx(),
         engine: object_engine.clone(),

@@ -24,6 +24,7 @@ use tokio::time::Instant;
 
 use crate::cluster::{ClusterError, Replicator};
 use crate::codec::{decode, encode};
+use crate::forward::{ForwardPipes, NoReply};
 use crate::network::Channels;
 use crate::pb;
 use crate::service::{propose_local, read_index_local, ForwardReply, ReadIndexReply};
@@ -37,6 +38,8 @@ pub(crate) struct RaftReplicator<E: ObjectEngine> {
     pub(crate) id: NodeId,
     pub(crate) raft: Raft<StateMachine<E>>,
     pub(crate) channels: Channels,
+    /// Forwarded writes go over these streams (the unary RPC to leaders without them).
+    pub(crate) pipes: ForwardPipes,
     pub(crate) applied_rx: watch::Receiver<u64>,
     pub(crate) engine: Arc<E>,
     pub(crate) counters: crate::status::RaftCounters,
@@ -74,19 +77,17 @@ impl<E: ObjectEngine> RaftReplicator<E> {
             let Some(addr) = self.leader_addr(leader) else {
                 return Attempt::Retry;
             };
-            let mut client = match self.channels.client(&addr) {
-                Ok(c) => c,
-                Err(_) => return Attempt::Retry,
+            let streamed = match self.pipes.unary_only(&addr) {
+                false => self.pipes.call(&addr, cmd, remaining).await,
+                true => Err(NoReply::Unsupported),
             };
-            let req = pb::RaftMessage { data: Bytes::from(encode(cmd)) };
-            match tokio::time::timeout(remaining, client.forward(req)).await {
-                Ok(Ok(resp)) => match decode::<ForwardReply>(&resp.into_inner().data) {
+            match streamed {
+                Ok(r) => r,
+                Err(NoReply::Lost) => return Attempt::Uncertain,
+                Err(NoReply::Unsupported) => match self.forward_unary(&addr, cmd, remaining).await {
                     Ok(r) => r,
-                    Err(_) => return Attempt::Uncertain,
+                    Err(attempt) => return attempt,
                 },
-                // Even "unavailable" may come from a connection that broke after the
-                // leader took the request, so any failure leaves the outcome unknown.
-                Ok(Err(_)) | Err(_) => return Attempt::Uncertain,
             }
         };
         match reply {
@@ -94,6 +95,23 @@ impl<E: ObjectEngine> RaftReplicator<E> {
             ForwardReply::NotLeader { .. } => Attempt::Retry,
             ForwardReply::Unknown(_) => Attempt::Uncertain,
             ForwardReply::Failed(msg) => Attempt::Done(Err(ClusterError::Fatal(msg))),
+        }
+    }
+
+    /// A write forwarded by the unary RPC (to a leader without the stream).
+    async fn forward_unary(
+        &self,
+        addr: &str,
+        cmd: &Command,
+        remaining: Duration,
+    ) -> Result<ForwardReply, Attempt<Result<WriteResult, ClusterError>>> {
+        let mut client = self.channels.client(addr).map_err(|_| Attempt::Retry)?;
+        let req = pb::RaftMessage { data: Bytes::from(encode(cmd)) };
+        match tokio::time::timeout(remaining, client.forward(req)).await {
+            Ok(Ok(resp)) => decode::<ForwardReply>(&resp.into_inner().data).map_err(|_| Attempt::Uncertain),
+            // Even "unavailable" may come from a connection that broke after the leader
+            // took the request, so any failure leaves the outcome unknown.
+            Ok(Err(_)) | Err(_) => Err(Attempt::Uncertain),
         }
     }
 

@@ -1,5 +1,6 @@
 //! Peer RPC, server side: the tonic `Peer` service. Raft messages go straight to
-//! openraft; `Forward` and `ReadIndex` are what followers ask of the leader.
+//! openraft; `Forward`, `ForwardStream` and `ReadIndex` are what followers ask of the
+//! leader.
 
 use std::path::PathBuf;
 
@@ -18,7 +19,7 @@ use crate::types::{NodeId, Raft, TypeConfig};
 use kuorum_store::{Command, WriteResult};
 
 /// The leader's answer to a forwarded write.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ForwardReply {
     /// Committed and applied: what apply decided.
     Applied(WriteResult),
@@ -72,11 +73,18 @@ pub(crate) async fn propose_local<SM: RaftStateMachine<TypeConfig>>(raft: &Raft<
     match raft.client_write(cmd).await {
         Ok(resp) => ForwardReply::Applied(resp.data),
         Err(e) => match e.api_error() {
-            Some(ClientWriteError::ForwardToLeader(f)) => ForwardReply::NotLeader { leader: f.leader_id },
-            Some(ClientWriteError::LogEntryDiscarded(f)) => ForwardReply::Unknown(f.to_string()),
-            Some(other) => ForwardReply::Failed(other.to_string()),
+            Some(refused) => refused_reply(refused),
             None => ForwardReply::Failed(e.to_string()),
         },
+    }
+}
+
+/// The reply for a write the leader refused or lost.
+pub(crate) fn refused_reply(e: &ClientWriteError<TypeConfig>) -> ForwardReply {
+    match e {
+        ClientWriteError::ForwardToLeader(f) => ForwardReply::NotLeader { leader: f.leader_id },
+        ClientWriteError::LogEntryDiscarded(f) => ForwardReply::Unknown(f.to_string()),
+        other => ForwardReply::Failed(other.to_string()),
     }
 }
 
@@ -122,6 +130,15 @@ impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_ser
     async fn forward(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
         let cmd: Command = decode(&req.into_inner().data).map_err(bad)?;
         reply(&propose_local(&self.raft, cmd).await)
+    }
+
+    type ForwardStreamStream = crate::forward::ReplyStream;
+
+    async fn forward_stream(
+        &self,
+        req: Request<Streaming<pb::RaftMessage>>,
+    ) -> Result<Response<Self::ForwardStreamStream>, Status> {
+        Ok(Response::new(crate::forward::serve_stream(self.raft.clone(), req.into_inner())))
     }
 
     async fn transfer_leader(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
