@@ -11,8 +11,8 @@ use kuorum_store::{ApplyObserver, LogEngine, ObjectEngine};
 use openraft::async_runtime::WatchReceiver;
 use openraft::BasicNode;
 
-use crate::forward::ForwardPipes;
 use crate::cluster::{Cluster, ClusterError, LocalReader};
+use crate::forward::ForwardPipes;
 use crate::log_store::LogStore;
 use crate::network::{Channels, Dialer, PeerNetwork};
 use crate::replicator::RaftReplicator;
