@@ -14,7 +14,7 @@
 //! entry 10 sees RV 9 in the overlay and answers `Conflict`.
 
 use kuorum_api::mutation::{self, Mutation};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -116,11 +116,37 @@ pub struct BatchApplier<'e, E: ObjectEngine> {
     writes: Vec<ObjectWrite>,
     /// The highest compaction requested in this batch.
     compact: Option<u64>,
+    /// The namespaces this batch's creates looked up, by name, as the overlay or the
+    /// engine had them. Invariant: cleared by every write to a namespace key, so an entry
+    /// is always what a fresh lookup would answer. The creates of one batch mostly share
+    /// a namespace; each would otherwise read it from the engine and scan its text.
+    namespaces: HashMap<String, NamespaceState>,
+}
+
+/// What a create needs to know of its namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NamespaceState {
+    Missing,
+    Active,
+    Terminating,
 }
 
 impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
     pub fn new(engine: &'e E) -> Self {
-        Self { engine, overlay: BTreeMap::new(), writes: Vec::new(), compact: None }
+        Self { engine, overlay: BTreeMap::new(), writes: Vec::new(), compact: None, namespaces: HashMap::new() }
+    }
+
+    fn namespace(&mut self, name: &str) -> StoreResult<NamespaceState> {
+        if let Some(state) = self.namespaces.get(name) {
+            return Ok(*state);
+        }
+        let state = match self.get(&keys::namespace_key(name))? {
+            None => NamespaceState::Missing,
+            Some(ns) if is_terminating(&ns) => NamespaceState::Terminating,
+            Some(_) => NamespaceState::Active,
+        };
+        self.namespaces.insert(name.to_string(), state);
+        Ok(state)
     }
 
     fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
@@ -131,6 +157,9 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
     }
 
     fn put(&mut self, key: &str, rv: u64, value: Option<Bytes>) {
+        if key.starts_with(keys::NAMESPACES_PREFIX) {
+            self.namespaces.clear();
+        }
         self.overlay.insert(key.to_string(), value.clone());
         self.writes.push(ObjectWrite { key: key.to_string(), rv, value });
     }
@@ -193,12 +222,10 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
             }
             Command::Create { key, namespace, object } => {
                 if let Some(ns) = namespace {
-                    match self.get(&keys::namespace_key(ns))? {
-                        None => return Ok(Err(WriteError::NamespaceNotFound(ns.clone()))),
-                        Some(nsobj) if is_terminating(&nsobj) => {
-                            return Ok(Err(WriteError::NamespaceTerminating(ns.clone())))
-                        }
-                        Some(_) => {}
+                    match self.namespace(ns)? {
+                        NamespaceState::Missing => return Ok(Err(WriteError::NamespaceNotFound(ns.clone()))),
+                        NamespaceState::Terminating => return Ok(Err(WriteError::NamespaceTerminating(ns.clone()))),
+                        NamespaceState::Active => {}
                     }
                 }
                 if self.get(key)?.is_some() {

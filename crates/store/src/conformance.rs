@@ -107,6 +107,7 @@ pub async fn object_engine_suite<E: ObjectEngine, F: Fn() -> E>(make: F) {
     object_parts_stream_a_frozen_state(&make(), &make()).await;
     apply_preconditions(&make()).await;
     apply_batch_sees_its_own_writes(&make()).await;
+    apply_batch_sees_its_own_namespace_changes(&make()).await;
     apply_finalizers_hold_deletion(&make()).await;
     history_rebuilds_the_changes(&make()).await;
 }
@@ -414,6 +415,47 @@ async fn apply_batch_sees_its_own_writes<E: ObjectEngine>(e: &E) {
     assert_eq!(e.get(&key).unwrap(), None, "nothing is written before the batch is");
     e.write(applier.into_batch(vec![("applied".into(), b("3"))])).await.unwrap();
     assert_eq!(rv_of(&e.get(&key).unwrap().unwrap()), "2");
+}
+
+/// Within one batch, a create sees its namespace as the entries before it left it: made,
+/// marked for deletion, made again elsewhere. (Apply remembers the namespaces a batch
+/// looked up; every namespace write must be seen through that.)
+async fn apply_batch_sees_its_own_namespace_changes<E: ObjectEngine>(e: &E) {
+    let namespace = |name: &str| Command::Create {
+        key: keys::namespace_key(name),
+        namespace: None,
+        object: Bytes::from(format!(
+            r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{name}"}},"spec":{{"finalizers":["kubernetes"]}}}}"#
+        )),
+    };
+    let create = |name: &str| Command::Create {
+        key: keys::ObjectKey { group: "", resource: "configmaps", namespace: Some("ns"), name }.encode(),
+        namespace: Some("ns".into()),
+        object: cm(name, name, "x"),
+    };
+    let mut applier = BatchApplier::new(e);
+    let mut apply = |index: u64, cmd: &Command| applier.apply(index, cmd).unwrap().result;
+    assert_eq!(apply(1, &create("a")), Err(WriteError::NamespaceNotFound("ns".into())));
+    apply(2, &namespace("ns")).unwrap();
+    assert!(apply(3, &create("b")).is_ok(), "the namespace made two entries earlier counts");
+    assert!(apply(4, &create("c")).is_ok());
+    apply(5, &namespace("other")).unwrap();
+    let mark = Command::Delete {
+        key: keys::namespace_key("ns"),
+        precondition: Precondition::default(),
+        deletion_timestamp: Some("2026-01-01T00:00:00Z".into()),
+    };
+    apply(6, &mark).unwrap();
+    assert_eq!(apply(7, &create("d")), Err(WriteError::NamespaceTerminating("ns".into())));
+    e.write(applier.into_batch(Vec::new())).await.unwrap();
+
+    // The next batch reads what this one wrote.
+    let mut applier = BatchApplier::new(e);
+    assert_eq!(applier.apply(8, &create("e")).unwrap().result, Err(WriteError::NamespaceTerminating("ns".into())));
+    assert!(e
+        .get(&keys::ObjectKey { group: "", resource: "configmaps", namespace: Some("ns"), name: "c" }.encode())
+        .unwrap()
+        .is_some());
 }
 
 async fn apply_finalizers_hold_deletion<E: ObjectEngine>(e: &E) {

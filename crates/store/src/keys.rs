@@ -43,6 +43,9 @@ pub fn collection_prefix(group: &str, resource: &str, namespace: Option<&str>) -
 }
 
 /// The key of a namespace object.
+/// The prefix of every namespace's key.
+pub const NAMESPACES_PREFIX: &str = "/registry/core/namespaces/";
+
 pub fn namespace_key(name: &str) -> String {
     ObjectKey { group: "", resource: "namespaces", namespace: None, name }.encode()
 }
@@ -71,6 +74,8 @@ mod tests {
         assert!(!k.encode().starts_with(&collection_prefix("", "configmaps", Some("def"))));
         assert_eq!(namespace_of(&k.encode()), Some("default"));
         assert_eq!(namespace_of(&namespace_key("default")), None);
+        assert_eq!(namespace_key("default"), format!("{NAMESPACES_PREFIX}default"));
+        assert_eq!(collection_prefix("", "namespaces", None), NAMESPACES_PREFIX);
         let d = ObjectKey { group: "apps", resource: "deployments", namespace: Some("x"), name: "w" };
         assert_eq!(d.encode(), "/registry/apps/deployments/x/w");
     }
