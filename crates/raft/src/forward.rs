@@ -242,21 +242,12 @@ mod tests {
 
     use futures::StreamExt;
     use kuorum_store::WriteResult;
-    use tokio_stream::wrappers::TcpListenerStream;
-    use tonic::{Request, Response};
 
     use super::*;
     use crate::network::TcpDialer;
-    use crate::pb::peer_server::{Peer, PeerServer};
+    use crate::test_peer::TestPeer;
 
-    /// A leader's peer service as seen on the wire, each test choosing how it answers
-    /// streamed writes; the unary `Forward` counts its calls and answers "applied".
-    #[derive(Clone)]
-    struct Leader {
-        stream: StreamMode,
-        unary_calls: Arc<AtomicUsize>,
-    }
-
+    /// How a test's leader answers streamed writes.
     #[derive(Clone, Copy)]
     enum StreamMode {
         /// Collects `n` writes, then answers them last first, each with its own key.
@@ -284,43 +275,31 @@ mod tests {
         pb::RaftMessage { data: Bytes::from(encode(v)) }
     }
 
-    #[tonic::async_trait]
-    impl Peer for Leader {
-        async fn append_entries(&self, _: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
-            Err(Status::unimplemented("test"))
-        }
-        async fn vote(&self, _: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
-            Err(Status::unimplemented("test"))
-        }
-        async fn pre_vote(&self, _: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
-            Err(Status::unimplemented("test"))
-        }
-        async fn install_snapshot(
-            &self,
-            _: Request<Streaming<pb::SnapshotChunk>>,
-        ) -> Result<Response<pb::RaftMessage>, Status> {
-            Err(Status::unimplemented("test"))
-        }
-        async fn forward(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
-            self.unary_calls.fetch_add(1, Ordering::SeqCst);
-            let cmd: Command = decode(&req.into_inner().data).map_err(|e| Status::invalid_argument(e.to_string()))?;
-            Ok(Response::new(message(&applied(&key_of(&cmd)))))
-        }
-        type ForwardStreamStream = ReplyStream;
-        async fn forward_stream(
-            &self,
-            req: Request<Streaming<pb::RaftMessage>>,
-        ) -> Result<Response<ReplyStream>, Status> {
-            let mut incoming = req.into_inner();
-            match self.stream {
-                StreamMode::Unimplemented => Err(Status::unimplemented("no ForwardStream here")),
-                StreamMode::Breaks => {
+    /// A leader whose streamed writes are answered as `mode` says; its unary `Forward`
+    /// counts its calls and answers "applied".
+    fn leader(mode: StreamMode, unary_calls: Arc<AtomicUsize>) -> TestPeer {
+        let mut peer = TestPeer {
+            forward: Some(Arc::new(move |m: pb::RaftMessage| {
+                unary_calls.fetch_add(1, Ordering::SeqCst);
+                Box::pin(async move {
+                    let cmd: Command = decode(&m.data).map_err(|e| Status::invalid_argument(e.to_string()))?;
+                    Ok(message(&applied(&key_of(&cmd))))
+                })
+            })),
+            ..TestPeer::default()
+        };
+        peer.forward_stream = match mode {
+            StreamMode::Unimplemented => None,
+            StreamMode::Breaks => Some(Arc::new(|mut incoming: Streaming<pb::RaftMessage>| {
+                Box::pin(async move {
                     let first = incoming.message().await;
                     assert!(matches!(first, Ok(Some(_))), "one write arrives");
                     let out = futures::stream::iter([Err(Status::internal("leader went away"))]);
-                    Ok(Response::new(Box::pin(out)))
-                }
-                StreamMode::Reversed(n) => {
+                    Ok(Box::pin(out) as ReplyStream)
+                })
+            })),
+            StreamMode::Reversed(n) => Some(Arc::new(move |mut incoming: Streaming<pb::RaftMessage>| {
+                Box::pin(async move {
                     let mut got = Vec::new();
                     while got.len() < n {
                         let m = incoming.message().await?.expect("n writes");
@@ -331,29 +310,16 @@ mod tests {
                     // Keeps the stream open after the replies, as a leader does while the
                     // follower's side is open.
                     let out = futures::stream::iter(replies).chain(futures::stream::pending());
-                    Ok(Response::new(Box::pin(out)))
-                }
-            }
-        }
-        async fn read_index(&self, _: Request<pb::ReadIndexRequest>) -> Result<Response<pb::RaftMessage>, Status> {
-            Err(Status::unimplemented("test"))
-        }
-        async fn transfer_leader(&self, _: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
-            Err(Status::unimplemented("test"))
-        }
+                    Ok(Box::pin(out) as ReplyStream)
+                })
+            })),
+        };
+        peer
     }
 
-    /// Serves `leader` on a loopback port; returns the address and the pipes of a
-    /// follower that forwards to it.
-    async fn start(leader: Leader) -> (String, ForwardPipes) {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        tokio::spawn(
-            tonic::transport::Server::builder()
-                .add_service(PeerServer::new(leader))
-                .serve_with_incoming(TcpListenerStream::new(listener)),
-        );
-        (addr, ForwardPipes::new(Channels::new(Arc::new(TcpDialer), None)))
+    /// Serves a leader; returns its address and the pipes of a follower that forwards to it.
+    async fn start(leader: TestPeer) -> (String, ForwardPipes) {
+        (leader.start().await, ForwardPipes::new(Channels::new(Arc::new(TcpDialer), None)))
     }
 
     const WAIT: Duration = Duration::from_secs(10);
@@ -363,7 +329,7 @@ mod tests {
     #[tokio::test]
     async fn each_write_gets_its_own_reply_in_any_order() {
         let unary_calls = Arc::new(AtomicUsize::new(0));
-        let (addr, pipes) = start(Leader { stream: StreamMode::Reversed(3), unary_calls: unary_calls.clone() }).await;
+        let (addr, pipes) = start(leader(StreamMode::Reversed(3), unary_calls.clone())).await;
         let (a, b, c) = (create("/a"), create("/b"), create("/c"));
         let (ra, rb, rc) =
             tokio::join!(pipes.call(&addr, &a, WAIT), pipes.call(&addr, &b, WAIT), pipes.call(&addr, &c, WAIT));
@@ -382,7 +348,7 @@ mod tests {
     #[tokio::test]
     async fn a_leader_without_the_stream_is_remembered_as_unary_only() {
         let unary_calls = Arc::new(AtomicUsize::new(0));
-        let (addr, pipes) = start(Leader { stream: StreamMode::Unimplemented, unary_calls }).await;
+        let (addr, pipes) = start(leader(StreamMode::Unimplemented, unary_calls)).await;
         assert!(!pipes.unary_only(&addr));
         assert_eq!(pipes.call(&addr, &create("/a"), WAIT).await, Err(NoReply::Unsupported));
         assert!(pipes.unary_only(&addr));
@@ -395,7 +361,7 @@ mod tests {
     #[tokio::test]
     async fn a_broken_stream_reports_its_writes_lost_at_once() {
         let unary_calls = Arc::new(AtomicUsize::new(0));
-        let (addr, pipes) = start(Leader { stream: StreamMode::Breaks, unary_calls }).await;
+        let (addr, pipes) = start(leader(StreamMode::Breaks, unary_calls)).await;
         let started = tokio::time::Instant::now();
         assert_eq!(pipes.call(&addr, &create("/a"), WAIT).await, Err(NoReply::Lost));
         assert!(started.elapsed() < WAIT / 2, "not by the deadline: {:?}", started.elapsed());
@@ -408,7 +374,7 @@ mod tests {
     async fn a_write_without_a_reply_by_its_deadline_is_lost() {
         let unary_calls = Arc::new(AtomicUsize::new(0));
         // Waits for two writes before answering; only one comes.
-        let (addr, pipes) = start(Leader { stream: StreamMode::Reversed(2), unary_calls }).await;
+        let (addr, pipes) = start(leader(StreamMode::Reversed(2), unary_calls)).await;
         assert_eq!(pipes.call(&addr, &create("/a"), Duration::from_millis(300)).await, Err(NoReply::Lost));
         let state = pipes.state.lock().unwrap();
         let pipe = state.open.get(&addr).expect("the stream stays open");

@@ -1,10 +1,11 @@
 //! Replication for kuorum: the openraft type config ([`types`]), the storage adaptors that
 //! put openraft on top of kuorum-store's engines ([`log_store`], [`state_machine`]), tonic
-//! peer RPC ([`network`] dials, [`service`] answers: raft, write forwarding ([`forward`]),
-//! read index),
+//! peer RPC ([`network`] dials, [`service`] answers: raft, pipelined replication
+//! ([`append_stream`]), write forwarding ([`forward`]), read index),
 //! [`Cluster`], the handle the REST layer uses, and [`status`], what a node reports to
 //! operators.
 
+pub(crate) mod append_stream;
 pub mod backup;
 pub mod cluster;
 pub(crate) mod codec;
@@ -17,6 +18,8 @@ pub mod service;
 pub mod snapshot;
 pub mod state_machine;
 pub mod status;
+#[cfg(test)]
+pub(crate) mod test_peer;
 pub mod testing;
 pub mod types;
 

@@ -10,12 +10,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::Stream;
 use hyper_util::rt::TokioIo;
 use openraft::errors::{ErrorSource, NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
-use openraft::network::{RPCOption, RaftNetworkFactory};
+use openraft::network::{stream_append_sequential, RPCOption, RaftNetworkFactory};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest, TransferLeaderResponse,
-    VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, StreamAppendResult, TransferLeaderRequest,
+    TransferLeaderResponse, VoteRequest, VoteResponse,
 };
 use openraft::{AnyError, BasicNode, RaftNetworkV2, StorageError};
 use serde::de::DeserializeOwned;
@@ -109,7 +111,7 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
     type Network = PeerConnection;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Self::Network {
-        PeerConnection { target, addr: node.addr.clone(), channels: self.channels.clone() }
+        PeerConnection { target, addr: node.addr.clone(), channels: self.channels.clone(), append_unary: false }
     }
 }
 
@@ -118,9 +120,11 @@ pub struct PeerConnection {
     target: NodeId,
     addr: String,
     channels: Channels,
+    /// The peer answered that it has no `AppendStream`: replicate by unary AppendEntries.
+    append_unary: bool,
 }
 
-fn net_err(e: impl std::fmt::Display) -> RPCError<TypeConfig> {
+pub(crate) fn net_err(e: impl std::fmt::Display) -> RPCError<TypeConfig> {
     RPCError::Network(NetworkError::new(&AnyError::error(e.to_string())))
 }
 
@@ -128,7 +132,7 @@ fn unreachable(e: impl std::fmt::Display) -> RPCError<TypeConfig> {
     RPCError::Unreachable(Unreachable::new(&AnyError::error(e.to_string())))
 }
 
-fn status_err(s: tonic::Status) -> RPCError<TypeConfig> {
+pub(crate) fn status_err(s: tonic::Status) -> RPCError<TypeConfig> {
     match s.code() {
         tonic::Code::Unavailable => unreachable(s.message()),
         _ => net_err(s),
@@ -160,6 +164,35 @@ impl RaftNetworkV2<TypeConfig> for PeerConnection {
     ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
         let mut client = self.channels.client(&self.addr).map_err(unreachable)?;
         unary(option.hard_ttl(), client.append_entries(msg(&rpc))).await
+    }
+
+    /// Replication sessions and heartbeats: pipelined on one stream ([`crate::append_stream`]).
+    fn stream_append<'s, S>(
+        &'s mut self,
+        input: S,
+        option: RPCOption,
+    ) -> BoxFuture<
+        's,
+        Result<BoxStream<'s, Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>>>, RPCError<TypeConfig>>,
+    >
+    where
+        S: Stream<Item = AppendEntriesRequest<TypeConfig>> + Send + Unpin + 'static,
+    {
+        if self.append_unary {
+            return stream_append_sequential(self, input, option);
+        }
+        Box::pin(async move {
+            let client = self.channels.client(&self.addr).map_err(unreachable)?;
+            match crate::append_stream::send(client, input, option.hard_ttl()).await {
+                Ok(responses) => Ok(responses),
+                Err(s) if s.code() == tonic::Code::Unimplemented => {
+                    tracing::info!(target = self.target, "the peer has no AppendStream: replicating by unary RPCs");
+                    self.append_unary = true;
+                    Err(net_err(s))
+                }
+                Err(s) => Err(status_err(s)),
+            }
+        })
     }
 
     async fn vote(

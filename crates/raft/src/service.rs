@@ -1,5 +1,5 @@
 //! Peer RPC, server side: the tonic `Peer` service. Raft messages go straight to
-//! openraft; `Forward`, `ForwardStream` and `ReadIndex` are what followers ask of the
+//! openraft (`AppendStream` through [`crate::append_stream`]); `Forward`, `ForwardStream` and `ReadIndex` are what followers ask of the
 //! leader.
 
 use std::path::PathBuf;
@@ -106,6 +106,15 @@ impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_ser
     async fn append_entries(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
         let rpc = decode(&req.into_inner().data).map_err(bad)?;
         reply(&self.raft.append_entries(rpc).await.map_err(|e| e.to_string()))
+    }
+
+    type AppendStreamStream = crate::forward::ReplyStream;
+
+    async fn append_stream(
+        &self,
+        req: Request<Streaming<pb::RaftMessage>>,
+    ) -> Result<Response<Self::AppendStreamStream>, Status> {
+        Ok(Response::new(crate::append_stream::serve(self.raft.clone(), req.into_inner())))
     }
 
     async fn vote(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
