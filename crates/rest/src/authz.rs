@@ -20,6 +20,7 @@ use kuorum_api::{ApiError, GroupResource};
 use kuorum_store::keys::{collection_prefix, ObjectKey};
 use kuorum_watch::{WatchCache, WatchFilter};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 use crate::auth::UserInfo;
 use crate::error::RestError;
@@ -41,7 +42,7 @@ pub enum Authorization {
 
 /// The middleware (installed only with [`Authorization::Rbac`]): lets the request
 /// through or answers 403.
-pub(crate) async fn authorize(State(st): State<RestState>, req: Request, next: Next) -> Response {
+pub(crate) async fn authorize(State(st): State<Arc<RestState>>, req: Request, next: Next) -> Response {
     // No user: a path authentication leaves open (the health checks).
     let Some(user) = req.extensions().get::<UserInfo>() else {
         return next.run(req).await;

@@ -6,6 +6,7 @@
 //! newest state: a read barrier first (given up after [`FRESH_WITHIN`], serving what the
 //! node has), so a CRD created through any node is listed by every node at once.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::rejection::PathRejection;
@@ -61,7 +62,9 @@ const READY_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(1);
 /// linearizable read barrier completes within a second: the leader's commit index is
 /// applied here), and it has applied the namespaces every cluster starts with (so a
 /// create in `default` cannot meet "not found").
-pub(crate) async fn ready(axum::extract::State(st): axum::extract::State<crate::RestState>) -> Response {
+pub(crate) async fn ready(
+    axum::extract::State(st): axum::extract::State<std::sync::Arc<crate::RestState>>,
+) -> Response {
     let text = |code, body: String| (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response();
     if st.cluster.leader().is_none() {
         return text(StatusCode::INTERNAL_SERVER_ERROR, "[-]leader: no leader known\nreadyz check failed\n".into());
@@ -109,7 +112,7 @@ pub(crate) async fn api(headers: HeaderMap) -> Response {
 }
 
 /// `GET /apis`.
-pub(crate) async fn apis(State(st): State<RestState>, headers: HeaderMap) -> Response {
+pub(crate) async fn apis(State(st): State<Arc<RestState>>, headers: HeaderMap) -> Response {
     if negotiate::wants_aggregated_discovery(&headers) {
         let body = serde_json::to_vec(&docs::aggregated_groups(&served(&st).await)).unwrap_or_default();
         return vary_accept(json_response_as(StatusCode::OK, docs::AGGREGATED_CONTENT_TYPE, body));
@@ -122,7 +125,7 @@ pub(crate) async fn apis(State(st): State<RestState>, headers: HeaderMap) -> Res
 
 /// `GET /apis/{group}`.
 pub(crate) async fn group(
-    State(st): State<RestState>,
+    State(st): State<Arc<RestState>>,
     group: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Response {
@@ -151,7 +154,7 @@ pub(crate) async fn core_resources(headers: HeaderMap) -> Response {
 
 /// `GET /apis/{group}/{version}`.
 pub(crate) async fn group_resources(
-    State(st): State<RestState>,
+    State(st): State<Arc<RestState>>,
     gv: Result<Path<(String, String)>, PathRejection>,
     headers: HeaderMap,
 ) -> Response {

@@ -116,6 +116,7 @@ pub fn router_with(state: RestState, extra: Router) -> Router {
     let auth = state.auth.clone();
     let rbac = state.authorization == authz::Authorization::Rbac;
     let chaos = state.chaos.clone();
+    let state = Arc::new(state);
     let api = Router::new()
         .route("/metrics", get(metrics::serve))
         .route("/version", get(discovery::version))
@@ -139,6 +140,7 @@ pub fn router_with(state: RestState, extra: Router) -> Router {
         .route("/apis/{group}/{version}/{*rest}", axum::routing::any(route::dispatch))
         .method_not_allowed_fallback(error::method_not_allowed)
         .fallback(error::path_not_found)
+        // Shared, not copied: axum hands every request its own clone of the state.
         .with_state(state.clone())
         .layer(axum::middleware::from_fn(protobuf::answer_in_protobuf))
         .merge(extra);

@@ -471,7 +471,7 @@ pub(crate) async fn observe(State(metrics): State<Arc<Metrics>>, mut req: Reques
 }
 
 /// `GET /metrics`.
-pub(crate) async fn serve(State(state): State<RestState>) -> Response {
+pub(crate) async fn serve(State(state): State<Arc<RestState>>) -> Response {
     let body = state.metrics.render(&state);
     (StatusCode::OK, [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body)
         .into_response()

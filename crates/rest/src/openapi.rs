@@ -33,13 +33,13 @@ use crate::query::Query;
 use crate::RestState;
 
 /// `GET /openapi/v3`.
-pub(crate) async fn index(State(st): State<RestState>, headers: HeaderMap) -> Response {
+pub(crate) async fn index(State(st): State<Arc<RestState>>, headers: HeaderMap) -> Response {
     try_most_recent(&st, FRESH_WITHIN).await;
     index_of(&st.custom.openapi(&st.cache), &headers)
 }
 
 /// `GET /openapi/v3/{*gv}`: `api/v1`, `apis/apps/v1`, ...
-pub(crate) async fn group_version(State(st): State<RestState>, req: Request) -> Response {
+pub(crate) async fn group_version(State(st): State<Arc<RestState>>, req: Request) -> Response {
     let path = req.uri().path().strip_prefix(docs::INDEX_PATH).and_then(|p| p.strip_prefix('/')).unwrap_or("");
     if st.custom.openapi(&st.cache).document(path).is_none() {
         // The group-version of a CRD created through another node: look at the newest state.

@@ -24,6 +24,7 @@ use kuorum_api::registry::{self, ResourceDef};
 use kuorum_api::validation::is_valid_path_segment_name;
 use kuorum_api::{ApiError, GroupResource};
 use kuorum_schema::{Schema, Schemas};
+use std::sync::Arc;
 
 use crate::auth::UserInfo;
 use crate::consistency::{wait_fresh, Freshness};
@@ -148,7 +149,7 @@ pub(crate) fn parse_path(path: &str, resolve: Resolve<'_>) -> Result<Target, Api
 }
 
 /// The handler of every resource path.
-pub(crate) async fn dispatch(State(st): State<RestState>, req: Request) -> Response {
+pub(crate) async fn dispatch(State(st): State<Arc<RestState>>, req: Request) -> Response {
     match handle(&st, req).await {
         Ok(resp) => resp,
         Err(e) => RestError(e).into_response(),
