@@ -362,6 +362,21 @@ fn main() -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
 
     for scenario in &args.scenarios {
+        if scenario == "creates" && args.systems.len() == 2 {
+            let t0 = Instant::now();
+            let outcome = scenarios::run_creates_interleaved(&args, &rt, &mut report);
+            eprintln!(
+                "-- creates took {:.1} s ({:.1} min into the run)",
+                t0.elapsed().as_secs_f64(),
+                run_t0.elapsed().as_secs_f64() / 60.0
+            );
+            if let Err(e) = outcome {
+                eprintln!("!! creates: {e:#}");
+                report.failures.push(format!("creates: {e:#}"));
+            }
+            write_report(&args.out, &report)?;
+            continue;
+        }
         for system in &args.systems {
             let t0 = Instant::now();
             let outcome = scenarios::run(scenario, system, &args, &rt, &mut report);

@@ -11,86 +11,176 @@
 //! `--duration` seconds recorded, on one cluster per system (closed loop: every client
 //! sends its next create when the last one returns). Reported: creates/s, p50/p99/p99.9,
 //! server CPU seconds per 1,000 creates, and each server's peak RSS during the run.
+//!
+//! With both systems asked for, both clusters run side by side and the levels alternate
+//! (kuorum's, then etcd's, each after the other cluster has gone idle), so each level's
+//! ratio compares runs seconds apart (see [`bench_interleaved`]).
 
-use super::super::{drive, idle_cpu_cores, Ctx, Worker};
+use super::super::{cpu_seconds, drive, idle_cpu_cores, Ctx, RunResult, Worker};
 use super::*;
 
-// ---------------------------------------------------------------------------------------
-// kuorum
-// ---------------------------------------------------------------------------------------
-
-pub(crate) fn bench_kuorum(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) -> Result<()> {
-    let mut cluster = None;
-    let urls: Vec<String> = match &args.kuorum {
-        Some(list) => kuorum_url_list(list),
-        None => {
-            let c = start_kuorum(args)?;
-            let urls = c.urls();
-            cluster = Some(c);
-            urls
-        }
-    };
-    let pids: Option<Vec<u32>> = cluster.as_ref().map(|c| c.nodes.iter().filter_map(|n| n.pid()).collect());
-    if let Some(c) = cluster.as_mut() {
-        let leader = c.leader()?;
-        eprintln!("kuorum nodes {urls:?}, leader node {leader}");
-    }
-    let roles = kuorum_roles(&urls)?;
-    let (urls, client0_target) = put_first(urls, roles, &args.first)?;
-    report.kuorum_urls = Some(urls.clone());
-    let idle_cores = idle_cores("kuorum", pids.as_deref());
-    let ctx = Ctx { pids: pids.as_deref(), idle_cores, client0_target };
-    let tag = report.started_unix;
-    for (&size, &clients) in levels(args) {
-        let mut workers = Vec::new();
-        for t in 0..clients {
-            let url = urls[t % urls.len()].clone();
-            workers.push(Worker::kuorum(url, format!("bench-{tag}-s{size}-c{clients}-t{t}"), size)?);
-        }
-        let r =
-            rt.block_on(drive("kuorum", "create ConfigMap (REST)", workers, args.warmup, args.duration, size, &ctx))?;
-        report.results.push(r);
-        if let Some(c) = cluster.as_mut() {
-            c.check_alive()?;
-        }
-    }
-    drop(cluster); // kills the nodes before the next system runs
-    Ok(())
+/// One system's cluster, ready to run create levels on.
+struct Creating {
+    system: &'static str,
+    workload: &'static str,
+    /// kuorum base URLs or etcd endpoints, client 0's first.
+    members: Vec<String>,
+    pids: Option<Vec<u32>>,
+    idle_cores: Option<f64>,
+    client0_target: Option<String>,
+    /// The cluster this bench started (None for `--kuorum`/`--etcd`), stopped when dropped.
+    kuorum: Option<Cluster>,
+    _etcd: Option<EtcdCluster>,
 }
-pub(crate) fn bench_etcd(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) -> Result<()> {
-    let mut cluster = None;
-    let endpoints: Vec<String> = match &args.etcd {
-        Some(list) => etcd_endpoint_list(list),
-        None => {
-            let c = start_etcd(args)?;
-            let e = c.endpoints.clone();
-            cluster = Some(c);
-            e
+
+impl Creating {
+    fn kuorum(args: &Args) -> Result<Self> {
+        let mut cluster = None;
+        let urls: Vec<String> = match &args.kuorum {
+            Some(list) => kuorum_url_list(list),
+            None => {
+                let c = start_kuorum(args)?;
+                let urls = c.urls();
+                cluster = Some(c);
+                urls
+            }
+        };
+        let pids: Option<Vec<u32>> = cluster.as_ref().map(|c| c.nodes.iter().filter_map(|n| n.pid()).collect());
+        if let Some(c) = cluster.as_mut() {
+            let leader = c.leader()?;
+            eprintln!("kuorum nodes {urls:?}, leader node {leader}");
         }
-    };
-    let pids = cluster.as_ref().map(EtcdCluster::pids);
-    let roles = etcd_roles(rt, &endpoints);
-    let (endpoints, client0_target) = put_first(endpoints, roles, &args.first)?;
-    eprintln!("etcd endpoints {endpoints:?}");
-    report.etcd_endpoints = Some(endpoints.clone());
-    let idle_cores = idle_cores("etcd", pids.as_deref());
-    let ctx = Ctx { pids: pids.as_deref(), idle_cores, client0_target };
-    let tag = report.started_unix;
-    for (&size, &clients) in levels(args) {
+        let roles = kuorum_roles(&urls)?;
+        let (members, client0_target) = put_first(urls, roles, &args.first)?;
+        let idle_cores = idle_cores("kuorum", pids.as_deref());
+        Ok(Creating {
+            system: "kuorum",
+            workload: "create ConfigMap (REST)",
+            members,
+            pids,
+            idle_cores,
+            client0_target,
+            kuorum: cluster,
+            _etcd: None,
+        })
+    }
+
+    fn etcd(args: &Args, rt: &tokio::runtime::Runtime) -> Result<Self> {
+        let mut cluster = None;
+        let endpoints: Vec<String> = match &args.etcd {
+            Some(list) => etcd_endpoint_list(list),
+            None => {
+                let c = start_etcd(args)?;
+                let e = c.endpoints.clone();
+                cluster = Some(c);
+                e
+            }
+        };
+        let pids = cluster.as_ref().map(EtcdCluster::pids);
+        let roles = etcd_roles(rt, &endpoints);
+        let (members, client0_target) = put_first(endpoints, roles, &args.first)?;
+        eprintln!("etcd endpoints {members:?}");
+        let idle_cores = idle_cores("etcd", pids.as_deref());
+        Ok(Creating {
+            system: "etcd",
+            workload: "put (gRPC)",
+            members,
+            pids,
+            idle_cores,
+            client0_target,
+            kuorum: None,
+            _etcd: cluster,
+        })
+    }
+
+    /// One (value size, clients) level: every client creates fresh objects of `size` bytes.
+    fn level(
+        &mut self,
+        args: &Args,
+        rt: &tokio::runtime::Runtime,
+        tag: u64,
+        size: usize,
+        clients: usize,
+    ) -> Result<RunResult> {
+        let members = &self.members;
         let workers = rt.block_on(async {
             let mut workers = Vec::new();
             for t in 0..clients {
-                let ep = endpoints[t % endpoints.len()].clone();
-                workers.push(Worker::etcd(ep, format!("/bench/{tag}/s{size}/c{clients}/t{t}/"), size).await?);
+                let member = members[t % members.len()].clone();
+                workers.push(match self.system {
+                    "kuorum" => Worker::kuorum(member, format!("bench-{tag}-s{size}-c{clients}-t{t}"), size)?,
+                    _ => Worker::etcd(member, format!("/bench/{tag}/s{size}/c{clients}/t{t}/"), size).await?,
+                });
             }
             anyhow::Ok(workers)
         })?;
-        let r = rt.block_on(drive("etcd", "put (gRPC)", workers, args.warmup, args.duration, size, &ctx))?;
-        report.results.push(r);
+        let ctx = Ctx {
+            pids: self.pids.as_deref(),
+            idle_cores: self.idle_cores,
+            client0_target: self.client0_target.clone(),
+        };
+        let r = rt.block_on(drive(self.system, self.workload, workers, args.warmup, args.duration, size, &ctx))?;
+        if let Some(c) = self.kuorum.as_mut() {
+            c.check_alive()?;
+        }
+        Ok(r)
     }
-    drop(cluster);
+
+    /// Waits (up to 20 s) until this cluster is idle, so its compactions and flushes
+    /// after a level do not land in the other system's next one.
+    fn settle(&self) {
+        let Some(pids) = self.pids.as_deref() else { return };
+        let quiet = self.idle_cores.unwrap_or(0.0) + 0.05;
+        for _ in 0..40 {
+            let a = cpu_seconds(pids);
+            std::thread::sleep(Duration::from_millis(500));
+            if (cpu_seconds(pids) - a) / 0.5 <= quiet {
+                return;
+            }
+        }
+        eprintln!("{} still busy after 20 s; going on", self.system);
+    }
+}
+
+/// Every level on one system, on one cluster (started here unless given).
+pub(super) fn bench_one(sys: Sys, args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) -> Result<()> {
+    let mut target = match sys {
+        Sys::Kuorum => Creating::kuorum(args)?,
+        Sys::Etcd => Creating::etcd(args, rt)?,
+    };
+    match sys {
+        Sys::Kuorum => report.kuorum_urls = Some(target.members.clone()),
+        Sys::Etcd => report.etcd_endpoints = Some(target.members.clone()),
+    }
+    for (&size, &clients) in levels(args) {
+        report.results.push(target.level(args, rt, report.started_unix, size, clients)?);
+    }
     Ok(())
 }
+
+/// Both systems, level by level: kuorum's level, then etcd's, each on its own cluster,
+/// the two clusters up together. The ratio of a level is then taken minutes apart at
+/// most seconds apart, not a whole scenario apart: a shared machine's speed drifts by
+/// more than the targets' margins within minutes. Before each level the other system
+/// must be idle again.
+pub(super) fn bench_interleaved(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) -> Result<()> {
+    let mut kuorum = Creating::kuorum(args)?;
+    let mut etcd = Creating::etcd(args, rt)?;
+    report.kuorum_urls = Some(kuorum.members.clone());
+    report.etcd_endpoints = Some(etcd.members.clone());
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for (&size, &clients) in levels(args) {
+        etcd.settle();
+        ours.push(kuorum.level(args, rt, report.started_unix, size, clients)?);
+        kuorum.settle();
+        theirs.push(etcd.level(args, rt, report.started_unix, size, clients)?);
+    }
+    // Reported as two runs would be: every kuorum level, then every etcd level.
+    report.results.extend(ours);
+    report.results.extend(theirs);
+    Ok(())
+}
+
 pub(crate) fn markdown(report: &Report) {
     let m = &report.machine;
     println!();

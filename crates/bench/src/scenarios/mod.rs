@@ -272,10 +272,7 @@ pub(crate) fn run(
     eprintln!("\n==== {scenario} on {system}");
     if scenario == "creates" {
         // Keeps its own cluster start: it puts the leader or a follower first (`--first`).
-        return match sys {
-            Sys::Kuorum => creates::bench_kuorum(args, rt, report),
-            Sys::Etcd => creates::bench_etcd(args, rt, report),
-        };
+        return creates::bench_one(sys, args, rt, report);
     }
     let target = Target::start(sys, args, rt)?;
     match scenario {
@@ -288,6 +285,13 @@ pub(crate) fn run(
         other => bail!("unknown scenario {other:?}"),
     }
     Ok(())
+}
+
+/// `creates` on both systems at once, their levels interleaved (see
+/// [`creates::bench_interleaved`]).
+pub(crate) fn run_creates_interleaved(args: &Args, rt: &tokio::runtime::Runtime, report: &mut Report) -> Result<()> {
+    eprintln!("\n==== creates on kuorum and etcd, level by level");
+    creates::bench_interleaved(args, rt, report)
 }
 
 /// The scenario names `--scenarios` accepts, in the default order.
