@@ -125,6 +125,19 @@ fn leader_kill_under_load_loses_no_acknowledged_write() {
     let survivors = c.running();
     assert_eq!(survivors.len(), 2);
 
+    // Each survivor saw the leader change: no leader, then the new one, at least.
+    for &id in &survivors {
+        let text = Http::default().get(&format!("{}/metrics", c.url(id))).unwrap().text;
+        let seen: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("kuorum_raft_leader_changes_seen_total "))
+            .unwrap_or_else(|| panic!("node {id}: no leader change counter in /metrics"))
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(seen >= 2.0, "node {id} counted {seen} leader changes (the first leader, then the kill)");
+    }
+
     // Every acknowledged configmap is on both survivors (linearizable LIST and GETs).
     let http = Http::default();
     let mut survivor_sets = Vec::new();
