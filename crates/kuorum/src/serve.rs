@@ -57,6 +57,15 @@ pub struct ServeArgs {
     /// catches up from the log instead of a whole snapshot (etcd's default).
     #[arg(long, default_value_t = 5_000)]
     pub snapshot_catchup_entries: u64,
+    /// Milliseconds between the leader's heartbeats to each follower (etcd's flag).
+    #[arg(long, default_value_t = 150, value_parser = clap::value_parser!(u64).range(1..))]
+    pub heartbeat_interval: u64,
+    /// Milliseconds of silence from the leader after which a follower may vote for a new
+    /// one (etcd's flag and default). A follower stands for election after 1.5 to 2 times
+    /// this (etcd's: 1 to 2 times), so with the default a dead leader is replaced about
+    /// 2 s after its last heartbeat. Must be more than twice --heartbeat-interval.
+    #[arg(long, default_value_t = 1000)]
+    pub election_timeout: u64,
     /// Non-mutating requests served at once; more get 429 with Retry-After (0: no limit).
     /// Watches do not count. kube-apiserver's flag and default.
     #[arg(long, default_value_t = 400)]
@@ -186,11 +195,32 @@ pub(crate) fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, Stri
     Ok(out)
 }
 
+/// The Raft timing the flags ask for. openraft's leader lease is its maximum election
+/// timeout, so `--election-timeout` is that maximum and half of it the minimum.
+fn raft_timing(args: &ServeArgs) -> anyhow::Result<RaftTiming> {
+    if args.election_timeout / 2 <= args.heartbeat_interval {
+        bail!(
+            "--election-timeout ({} ms) must be more than twice --heartbeat-interval ({} ms)",
+            args.election_timeout,
+            args.heartbeat_interval
+        );
+    }
+    Ok(RaftTiming {
+        heartbeat: Duration::from_millis(args.heartbeat_interval),
+        election_min: Duration::from_millis(args.election_timeout / 2),
+        election_max: Duration::from_millis(args.election_timeout),
+        snapshot_every: args.snapshot_count,
+        logs_to_keep: args.snapshot_catchup_entries,
+        ..RaftTiming::default()
+    })
+}
+
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let members = parse_peers(&args.peers)?;
     if !members.contains_key(&args.id) {
         bail!("--peers must include this node (id {})", args.id);
     }
+    let timing = raft_timing(&args)?;
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("creating {}", args.data_dir.display()))?;
     if args.data_dir.join("CURRENT").exists() {
         bail!(
@@ -254,11 +284,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         auth: Arc::new(auth),
         authorization: authorization(&args),
         chaos: args.enable_chaos,
-        timing: RaftTiming {
-            snapshot_every: args.snapshot_count,
-            logs_to_keep: args.snapshot_catchup_entries,
-            ..RaftTiming::default()
-        },
+        timing,
         ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {
@@ -299,5 +325,43 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn args(extra: &[&str]) -> ServeArgs {
+        let base = ["kuorum", "--id", "1", "--peers", "1=127.0.0.1:1", "--data-dir", "/nonexistent", "--insecure"];
+        Cli::try_parse_from(base.iter().chain(extra)).expect("flags parse").serve
+    }
+
+    #[test]
+    fn default_timing_is_the_raft_crates_default() {
+        let t = raft_timing(&args(&[])).unwrap();
+        let d = RaftTiming::default();
+        assert_eq!((t.heartbeat, t.election_min, t.election_max), (d.heartbeat, d.election_min, d.election_max));
+    }
+
+    #[test]
+    fn election_timeout_is_the_lease_and_half_of_it_the_shortest_draw() {
+        let t = raft_timing(&args(&["--heartbeat-interval", "300", "--election-timeout", "5000"])).unwrap();
+        assert_eq!(t.heartbeat, Duration::from_millis(300));
+        assert_eq!(t.election_max, Duration::from_millis(5000));
+        assert_eq!(t.election_min, Duration::from_millis(2500));
+    }
+
+    #[test]
+    fn an_election_timeout_too_close_to_the_heartbeat_is_refused() {
+        let e = raft_timing(&args(&["--heartbeat-interval", "150", "--election-timeout", "300"])).unwrap_err();
+        assert!(e.to_string().contains("more than twice --heartbeat-interval"), "{e}");
     }
 }
