@@ -24,6 +24,8 @@ pub fn router<O: ObjectEngine>(raft: Raft<StateMachine<O>>) -> Router {
                     "last_log_index": m.last_log_index,
                     "last_applied": m.last_applied.map(|l| l.index),
                     "snapshot": m.snapshot.map(|l| l.index),
+                    // The last entry removed from this node's log (behind its snapshot).
+                    "purged": m.purged.map(|l| l.index),
                     "voters": voters,
                 }))
             }
