@@ -59,19 +59,15 @@ fn a_follower_behind_the_purged_log_catches_up_by_snapshot() {
 
     let url = format!("{}{CM_PATH}", c.url(leader));
     let pad = "p".repeat(4096);
-    // Every snapshot the leader made, as it made them.
-    let mut leader_snapshots = std::collections::BTreeSet::new();
     for i in 0..WRITES {
         let data = json!({"i": i.to_string(), "pad": pad});
         let r = c.http().post(&url, &configmap("default", &format!("snap-{i}"), data)).unwrap();
         assert!(r.is_success(), "create {i}: {} {}", r.status, r.text);
-        leader_snapshots.insert(snapshot_index(&c, leader));
     }
     let built = eventually(WAIT, "the leader builds a snapshot", || {
         Ok(Some(snapshot_index(&c, leader)).filter(|s| *s >= before + 200))
     })
     .unwrap();
-    leader_snapshots.insert(built);
     // openraft keeps entries that replication to a peer still has in flight, so the purge
     // can trail the snapshot; the node must come back to a log that no longer has what it
     // lacks.
@@ -79,8 +75,7 @@ fn a_follower_behind_the_purged_log_catches_up_by_snapshot() {
         Ok(Some(raft_field(&c, leader, "purged")).filter(|p| *p > behind_at))
     })
     .unwrap();
-    eprintln!("leader {leader} purged its log up to {purged}; node {behind} has up to {behind_at}");
-    eprintln!("leader {leader} snapshot at {built}; node {behind} was down");
+    eprintln!("leader {leader} snapshot at {built}, log purged up to {purged}; node {behind} was down at {behind_at}");
     let leader_dir = c.node(leader).data_dir.clone();
     // A new snapshot's checkpoint is made before the one it replaces is dropped.
     eventually(WAIT, "the leader keeps one checkpoint, its latest snapshot's", || {
@@ -94,15 +89,8 @@ fn a_follower_behind_the_purged_log_catches_up_by_snapshot() {
     })
     .unwrap();
     assert_eq!(listed, WRITES);
-    // One of the leader's snapshots, not one it built itself after catching up from the
-    // log. On a fast machine that can be one from before `built`, offered while the node
-    // was down, with the log after it still on the leader (openraft holds back a purge
-    // that in-flight replication needs).
     let installed = snapshot_index(&c, behind);
-    assert!(
-        installed > before && leader_snapshots.contains(&installed),
-        "node {behind}'s snapshot {installed} is none of the leader's {leader_snapshots:?}"
-    );
+    assert!(installed >= built, "node {behind} installed the leader's snapshot ({installed} < {built})");
     let behind_dir = c.node(behind).data_dir.clone();
     eventually(WAIT, "the installed snapshot is kept as a checkpoint, not as the received bytes", || {
         Ok(Some(()).filter(|_| checkpoints(&behind_dir).len() == 1))
