@@ -98,6 +98,12 @@ struct Args {
     /// Parent directory for the clusters' data dirs (default: the system temp dir).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Threads each server process started here runs its work on, the same for both
+    /// systems: kuorum's `--worker-threads`, etcd's `GOMAXPROCS`. Default: this machine's
+    /// CPUs divided among a cluster's three servers, at least one (what `kuorum up` gives
+    /// its nodes); 0 leaves each server its own default (every CPU).
+    #[arg(long)]
+    server_threads: Option<u16>,
     /// Where to write the JSON result.
     #[arg(long, default_value = "bench-result.json")]
     out: PathBuf,
@@ -284,6 +290,10 @@ struct Machine {
     /// floor under every replicated write (all members share this disk).
     #[serde(default)]
     fdatasync_ms: Option<Percentiles>,
+    /// Threads per server (kuorum `--worker-threads`, etcd `GOMAXPROCS`); None: each
+    /// server's default, all CPUs (every run before session 20).
+    #[serde(default)]
+    server_threads: Option<u16>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -345,7 +355,7 @@ fn main() -> Result<()> {
     let run_t0 = Instant::now();
     raise_fd_limit();
     eprintln!(
-        "machine: {} x{} ({}), kernel {}, loadavg {}; etcd {}; fdatasync {}",
+        "machine: {} x{} ({}), kernel {}, loadavg {}; etcd {}; fdatasync {}; threads per server {}",
         report.machine.cpu_model,
         report.machine.cpus,
         report.machine.mem_total,
@@ -357,7 +367,8 @@ fn main() -> Result<()> {
             .fdatasync_ms
             .as_ref()
             .map(|p| format!("p50 {:.2} ms, p99 {:.2} ms", p.p50, p.p99))
-            .unwrap_or_else(|| "?".into())
+            .unwrap_or_else(|| "?".into()),
+        report.machine.server_threads.map_or("default".into(), |n| n.to_string())
     );
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
 
@@ -431,7 +442,8 @@ struct EtcdCluster {
 }
 
 impl EtcdCluster {
-    fn start(bin: &str, parent: Option<&Path>) -> Result<Self> {
+    /// `threads`: the members' `GOMAXPROCS` (None: Go's default, every CPU).
+    fn start(bin: &str, parent: Option<&Path>, threads: Option<u16>) -> Result<Self> {
         let dir = match parent {
             Some(p) => {
                 fs::create_dir_all(p)?;
@@ -478,6 +490,9 @@ impl EtcdCluster {
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
+            if let Some(n) = threads {
+                cmd.env("GOMAXPROCS", n.to_string());
+            }
             die_with_parent(&mut cmd);
             let child =
                 cmd.spawn().with_context(|| format!("spawn {bin} (install Debian etcd-server: scripts/setup.sh)"))?;
@@ -961,6 +976,20 @@ fn machine(args: &Args) -> Machine {
         etcd_version,
         kuorum_git,
         fdatasync_ms: fsync_probe(args.dir.as_deref()).ok(),
+        server_threads: server_threads(args),
+    }
+}
+
+/// The threads each started server gets (`--server-threads`): None for the servers' own
+/// default.
+fn server_threads(args: &Args) -> Option<u16> {
+    match args.server_threads {
+        Some(0) => None,
+        Some(n) => Some(n),
+        None => {
+            let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            Some((cpus / 3).clamp(1, u16::MAX as usize) as u16)
+        }
     }
 }
 

@@ -65,7 +65,20 @@ fn main() -> anyhow::Result<()> {
         Cmd::Chaos(args) => return chaos::run(args),
         other => other,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    match &command {
+        Cmd::Serve(args) => {
+            if let Some(n) = args.worker_threads {
+                builder.worker_threads(n.into());
+            }
+        }
+        // `up` only starts and watches its nodes: the CPUs are theirs.
+        Cmd::Up(_) => {
+            builder.worker_threads(1);
+        }
+        _ => {}
+    }
+    let rt = builder.enable_all().build()?;
     match command {
         Cmd::Serve(args) => rt.block_on(serve::run(args)),
         Cmd::Up(args) => rt.block_on(up::run(args)),

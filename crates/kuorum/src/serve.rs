@@ -119,6 +119,12 @@ pub struct ServeArgs {
     /// unless given; never on a cluster users depend on.
     #[arg(long)]
     pub enable_chaos: bool,
+    /// Threads that run the node's requests, replication and apply (the tokio workers;
+    /// blocking work such as fsync has its own threads). Default: the CPUs this process
+    /// may use (its affinity and cgroup CPU quota). Give fewer when nodes share a
+    /// machine: `kuorum up` gives each of its N nodes a 1/N share.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub worker_threads: Option<u16>,
 }
 
 /// kube-apiserver's `--authorization-mode` values kuorum has.
@@ -342,6 +348,14 @@ mod tests {
     fn args(extra: &[&str]) -> ServeArgs {
         let base = ["kuorum", "--id", "1", "--peers", "1=127.0.0.1:1", "--data-dir", "/nonexistent", "--insecure"];
         Cli::try_parse_from(base.iter().chain(extra)).expect("flags parse").serve
+    }
+
+    #[test]
+    fn worker_threads_default_to_unset_and_refuse_zero() {
+        assert_eq!(args(&[]).worker_threads, None);
+        assert_eq!(args(&["--worker-threads", "1"]).worker_threads, Some(1));
+        let base = ["kuorum", "--id", "1", "--peers", "1=127.0.0.1:1", "--data-dir", "/x", "--worker-threads", "0"];
+        assert!(Cli::try_parse_from(base).is_err());
     }
 
     #[test]

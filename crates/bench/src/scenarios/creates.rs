@@ -185,7 +185,7 @@ pub(crate) fn markdown(report: &Report) {
     let m = &report.machine;
     println!();
     println!(
-        "{} x{}, {} RAM, kernel {}, etcd {}, kuorum {}; loadavg at start {}; fdatasync of 2300 B {}.",
+        "{} x{}, {} RAM, kernel {}, etcd {}, kuorum {}; loadavg at start {}; fdatasync of 2300 B {}; threads per server {}.",
         m.cpu_model,
         m.cpus,
         m.mem_total,
@@ -196,7 +196,8 @@ pub(crate) fn markdown(report: &Report) {
         m.fdatasync_ms
             .as_ref()
             .map(|p| format!("p50 {:.2} ms, p99 {:.2} ms", p.p50, p.p99))
-            .unwrap_or_else(|| "not measured".into())
+            .unwrap_or_else(|| "not measured".into()),
+        m.server_threads.map_or("each server's default (all CPUs)".into(), |n| n.to_string())
     );
     if report.results.is_empty() {
         return;

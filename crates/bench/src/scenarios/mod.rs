@@ -167,15 +167,24 @@ fn start_kuorum(args: &Args) -> Result<Cluster> {
         })?,
     };
     eprintln!("starting a 3-node kuorum cluster ({})", bin.display());
-    let options =
-        ClusterOptions { nodes: 3, parent_dir: args.dir.clone(), rust_log: Some("warn".into()), ..Default::default() };
+    let extra_args = match crate::server_threads(args) {
+        Some(n) => vec!["--worker-threads".to_string(), n.to_string()],
+        None => vec![],
+    };
+    let options = ClusterOptions {
+        nodes: 3,
+        parent_dir: args.dir.clone(),
+        rust_log: Some("warn".into()),
+        extra_args,
+        ..Default::default()
+    };
     Cluster::start_with(bin, options)
 }
 
 /// Starts a fresh 3-member etcd cluster (`--etcd-bin`).
 fn start_etcd(args: &Args) -> Result<EtcdCluster> {
     eprintln!("starting a 3-member etcd cluster ({})", args.etcd_bin);
-    EtcdCluster::start(&args.etcd_bin, args.dir.as_deref())
+    EtcdCluster::start(&args.etcd_bin, args.dir.as_deref(), crate::server_threads(args))
 }
 
 fn leader_first(urls: Vec<String>, pids: Vec<u32>, roles: Vec<Option<bool>>) -> Result<(Vec<String>, Vec<u32>)> {
