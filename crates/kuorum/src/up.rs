@@ -30,10 +30,8 @@ pub struct UpArgs {
     #[arg(long)]
     pub enable_chaos: bool,
     /// Worker threads per node (`kuorum serve --worker-threads`). Default: this machine's
-    /// CPUs divided among the nodes, at least one each, as if each node had a machine of
-    /// its own share: on 2 CPUs, three nodes with two workers each spent much of their
-    /// time waking and stealing from each other (session 20: RV=0 GETs cost 15-19 µs of
-    /// CPU each with two workers per node, 11-13 µs with one).
+    /// CPUs divided among the nodes, at least one each: workers that outnumber the CPUs
+    /// spend their time waking and stealing from each other (docs/operations.md).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub worker_threads: Option<u16>,
 }
