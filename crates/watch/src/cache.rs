@@ -14,6 +14,7 @@
 //! refused ([`TooOld`]): the client relists. After `compact(11)`, oldest is 11.
 
 use kuorum_api::mutation::{self, Mutation};
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -200,11 +201,24 @@ impl WatchCache {
     pub fn apply(&self, rv: u64, changes: Vec<Change>) {
         let mut s = self.lock();
         for change in changes {
-            let current = s.objects.get(&change.key).cloned();
-            let event = to_event(change, current);
-            match event.kind {
-                EventType::Deleted => s.objects.remove(&event.object.key),
-                _ => s.objects.insert(event.object.key.clone(), event.object.clone()),
+            // One walk down the tree per change: the key's slot is read and written
+            // through the same entry.
+            let event = match s.objects.entry(change.key.clone()) {
+                Entry::Occupied(mut slot) => {
+                    let event = to_event(change, Some(slot.get().clone()));
+                    match event.kind {
+                        EventType::Deleted => drop(slot.remove()),
+                        _ => drop(slot.insert(event.object.clone())),
+                    }
+                    event
+                }
+                Entry::Vacant(slot) => {
+                    let event = to_event(change, None);
+                    if event.kind != EventType::Deleted {
+                        slot.insert(event.object.clone());
+                    }
+                    event
+                }
             };
             s.watchers.retain(|_, w| deliver(w, &event));
             s.events.push_back(event);
