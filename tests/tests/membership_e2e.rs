@@ -118,4 +118,10 @@ fn a_node_joins_takes_the_lead_and_the_old_leader_leaves_under_load() {
     let metrics = c.http().get(&format!("{}/metrics", c.url(new))).unwrap().text;
     assert!(metrics.lines().any(|l| l == "kuorum_raft_voters 3"), "{metrics}");
     assert!(metrics.lines().any(|l| l == "kuorum_raft_is_leader 1"), "{metrics}");
+    // RocksDB's memory by part, its memtables holding the objects written since start.
+    let memtables = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(r#"kuorum_storage_memory_bytes{part="memtables"} "#))
+        .and_then(|v| v.parse::<u64>().ok());
+    assert!(memtables.is_some_and(|b| b > 0), "{metrics}");
 }

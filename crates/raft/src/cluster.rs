@@ -47,6 +47,10 @@ pub trait LocalReader: Send + Sync + 'static {
     ) -> Result<Vec<(String, Bytes)>, ClusterError>;
     /// History below this rv is gone (the last replicated compaction applied here).
     fn compacted(&self) -> Result<u64, ClusterError>;
+    /// The storage engine's memory by part (see `ObjectEngine::memory`).
+    fn storage_memory(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// What a write does; implemented by the node's replication.
@@ -110,6 +114,11 @@ impl Cluster {
 
     pub fn get(&self, key: &str) -> Result<Option<Bytes>, ClusterError> {
         self.reader.get(key)
+    }
+
+    /// The storage engine's memory by part, in bytes (for the memory gauges).
+    pub fn storage_memory(&self) -> Vec<(&'static str, u64)> {
+        self.reader.storage_memory()
     }
 
     pub fn scan(

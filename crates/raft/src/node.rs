@@ -123,6 +123,10 @@ impl<E: ObjectEngine> LocalReader for EngineReader<E> {
     fn compacted(&self) -> Result<u64, ClusterError> {
         crate::state_machine::compacted_rv(self.0.as_ref()).map_err(|e| ClusterError::Fatal(e.to_string()))
     }
+
+    fn storage_memory(&self) -> Vec<(&'static str, u64)> {
+        self.0.memory()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -216,6 +216,17 @@ struct NodeGauges {
     watchers: Gauge,
     cache_rv: Gauge,
     cache_oldest_rv: Gauge,
+    cache_objects: Gauge,
+    cache_object_bytes: Gauge,
+    cache_events: Gauge,
+    resident_bytes: Gauge,
+    /// The storage engine's memory, by part.
+    storage_memory: Family<MemoryPart, Gauge>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MemoryPart {
+    part: &'static str,
 }
 
 /// This node's metrics registry and the in-flight limits.
@@ -291,7 +302,7 @@ impl Metrics {
             chaos_injected.clone(),
         );
         let node = NodeGauges::default();
-        let gauges: [(&str, &str, &Gauge); 13] = [
+        let gauges: [(&str, &str, &Gauge); 17] = [
             ("kuorum_raft_term", "This node's current Raft term.", &node.term),
             ("kuorum_raft_is_leader", "1 if this node is the Raft leader.", &node.is_leader),
             ("kuorum_raft_has_leader", "1 if this node knows a Raft leader.", &node.has_leader),
@@ -309,10 +320,23 @@ impl Metrics {
                 "The oldest resourceVersion a watch can resume from here.",
                 &node.cache_oldest_rv,
             ),
+            ("kuorum_watch_cache_objects", "Objects in the watch cache.", &node.cache_objects),
+            (
+                "kuorum_watch_cache_object_bytes",
+                "The encoded size of the watch cache's objects (held once, shared with the events that carry them).",
+                &node.cache_object_bytes,
+            ),
+            ("kuorum_watch_cache_events", "Events in the watch cache's window.", &node.cache_events),
+            ("process_resident_memory_bytes", "Resident memory size in bytes.", &node.resident_bytes),
         ];
         for (name, help, gauge) in gauges {
             registry.register(name, help, gauge.clone());
         }
+        registry.register(
+            "kuorum_storage_memory_bytes",
+            "Memory the storage engine holds beside the watch cache, by part (RocksDB: memtables, block_cache, table_readers).",
+            node.storage_memory.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -360,6 +384,16 @@ impl Metrics {
         set(&n.watchers, state.cache.watcher_count() as u64);
         set(&n.cache_rv, state.cache.rv());
         set(&n.cache_oldest_rv, state.cache.oldest());
+        let size = state.cache.size();
+        set(&n.cache_objects, size.objects as u64);
+        set(&n.cache_object_bytes, size.object_bytes as u64);
+        set(&n.cache_events, size.events as u64);
+        if let Some(rss) = resident_bytes() {
+            set(&n.resident_bytes, rss);
+        }
+        for (part, bytes) in state.cluster.storage_memory() {
+            set(&n.storage_memory.get_or_create(&MemoryPart { part }), bytes);
+        }
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -468,6 +502,14 @@ pub(crate) async fn observe(State(metrics): State<Arc<Metrics>>, mut req: Reques
     metrics.time(&info, started.elapsed().as_secs_f64());
     metrics.count(info, resp.status());
     resp
+}
+
+/// This process's resident set size, from `/proc/self/status` (None elsewhere).
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// `GET /metrics`.

@@ -72,6 +72,14 @@ async fn raft_and_watch_figures_follow_the_node() {
     let after = scrape(&app).await;
     assert!(sample(&after, "kuorum_raft_applied_index ").unwrap() > applied);
     assert_eq!(sample(&after, "kuorum_watch_cache_watchers "), Some(1.0), "{after}");
+    // The cache's size: the namespace and the ConfigMap, their bytes as stored.
+    let size = app.state.cache.size();
+    assert_eq!(size.objects, 2);
+    assert_eq!(sample(&after, "kuorum_watch_cache_objects "), Some(2.0), "{after}");
+    assert_eq!(sample(&after, "kuorum_watch_cache_object_bytes "), Some(size.object_bytes as f64));
+    assert!(size.object_bytes > 100, "{size:?}");
+    assert_eq!(sample(&after, "kuorum_watch_cache_events "), Some(size.events as f64));
+    assert!(sample(&after, "process_resident_memory_bytes ").unwrap() > 1e6, "{after}");
     let watching = r#"apiserver_longrunning_requests{verb="WATCH",group="",version="v1",resource="configmaps",subresource="",scope="namespace",component="apiserver"}"#;
     assert_eq!(sample(&after, watching), Some(1.0), "{after}");
     drop(_watch);

@@ -202,6 +202,29 @@ impl Shared {
         }))
     }
 
+    /// RocksDB's memory by part, summed over the column families (each has its own
+    /// block cache): what its memtables hold (the active ones and those waiting to be
+    /// flushed), its block caches, and the table files' index and filter blocks kept
+    /// outside the caches.
+    pub(crate) fn memory(&self) -> Vec<(&'static str, u64)> {
+        let parts = [
+            ("memtables", "rocksdb.cur-size-all-mem-tables"),
+            ("block_cache", "rocksdb.block-cache-usage"),
+            ("table_readers", "rocksdb.estimate-table-readers-mem"),
+        ];
+        parts
+            .iter()
+            .map(|&(part, property)| {
+                let sum = ALL_CFS
+                    .iter()
+                    .filter_map(|name| self.cf(name).ok())
+                    .filter_map(|cf| self.db.property_int_value_cf(cf, property).ok().flatten())
+                    .sum();
+                (part, sum)
+            })
+            .collect()
+    }
+
     /// Makes a checkpoint: a new directory holding the database as it is now, as hard
     /// links to the table files (RocksDB flushes the memtables first, atomically across
     /// the families). Later writes and compactions leave it as it is. Blocking.

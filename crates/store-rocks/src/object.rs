@@ -572,6 +572,10 @@ impl ObjectEngine for RocksObjectEngine {
     fn spool_dir(&self) -> Option<PathBuf> {
         Some(self.shared.spool_dir())
     }
+
+    fn memory(&self) -> Vec<(&'static str, u64)> {
+        self.shared.memory()
+    }
 }
 
 /// Brings a database to the current layout, once, when it is opened: a fresh one is

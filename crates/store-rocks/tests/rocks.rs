@@ -525,3 +525,20 @@ async fn an_install_refused_before_its_mark_keeps_the_old_state() {
     let objects = RocksObjectEngine::open(&path).unwrap();
     assert_eq!(objects.dump().unwrap(), before, "also after a reopen");
 }
+
+#[tokio::test]
+async fn memory_reports_the_memtables_growing_with_writes() {
+    let dirs = Dirs::default();
+    let objects = RocksObjectEngine::open(&dirs.fresh()).unwrap();
+    let part = |objects: &RocksObjectEngine, name: &str| {
+        objects.memory().into_iter().find(|(p, _)| *p == name).map(|(_, bytes)| bytes).unwrap()
+    };
+    let parts: Vec<&str> = objects.memory().into_iter().map(|(p, _)| p).collect();
+    assert_eq!(parts, vec!["memtables", "block_cache", "table_readers"]);
+    let before = part(&objects, "memtables");
+    let value = "x".repeat(1 << 10);
+    let writes = (0..1000).map(|i| put(&format!("/r/{i:04}"), &value)).collect();
+    objects.write(ObjectBatch { objects: writes, meta: vec![] }).await.unwrap();
+    let after = part(&objects, "memtables");
+    assert!(after >= before + 1000 * 1024, "1,000 unflushed KiB values: {before} -> {after}");
+}

@@ -315,6 +315,13 @@ pub trait ObjectEngine: Send + Sync + 'static {
     fn spool_dir(&self) -> Option<std::path::PathBuf> {
         None
     }
+
+    /// The memory the engine holds beside the data it returns, by part (RocksDB:
+    /// `memtables`, `block_cache`, `table_readers`), in bytes, for the node's memory
+    /// gauges. Engines that keep everything in plain memory report nothing.
+    fn memory(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// The parts [`ObjectEngine::restore_parts`] consumes.

@@ -88,9 +88,21 @@ struct State {
     rv: u64,
     oldest: u64,
     objects: BTreeMap<String, Arc<Obj>>,
+    /// The encoded size of `objects`' bytes, kept with every change to it.
+    object_bytes: usize,
     events: VecDeque<Arc<Event>>,
     watchers: BTreeMap<u64, Watcher>,
     next_watcher: u64,
+}
+
+/// What a cache holds now (the memory gauges report it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheSize {
+    /// Current objects, and their encoded bytes.
+    pub objects: usize,
+    pub object_bytes: usize,
+    /// Events in the window (their objects are shared with `objects` while current).
+    pub events: usize,
 }
 
 /// The watch cache of one node. Shared as `Arc<WatchCache>`.
@@ -145,6 +157,7 @@ impl WatchCache {
                 rv: 0,
                 oldest: 0,
                 objects: BTreeMap::new(),
+                object_bytes: 0,
                 events: VecDeque::new(),
                 watchers: BTreeMap::new(),
                 next_watcher: 1,
@@ -191,6 +204,7 @@ impl WatchCache {
         let mut s = self.lock();
         s.rv = rv;
         s.oldest = oldest.min(rv);
+        s.object_bytes = objects.values().map(|o| o.bytes.len()).sum();
         s.objects = objects;
         s.events = events;
         s.watchers.clear();
@@ -199,17 +213,19 @@ impl WatchCache {
 
     /// The state machine applied everything up to `rv`, making `changes` (ascending rv).
     pub fn apply(&self, rv: u64, changes: Vec<Change>) {
-        let mut s = self.lock();
+        let mut guard = self.lock();
+        let s = &mut *guard;
         for change in changes {
             // One walk down the tree per change: the key's slot is read and written
             // through the same entry.
             let event = match s.objects.entry(change.key.clone()) {
                 Entry::Occupied(mut slot) => {
                     let event = to_event(change, Some(slot.get().clone()));
-                    match event.kind {
-                        EventType::Deleted => drop(slot.remove()),
-                        _ => drop(slot.insert(event.object.clone())),
-                    }
+                    let gone = match event.kind {
+                        EventType::Deleted => slot.remove(),
+                        _ => slot.insert(event.object.clone()),
+                    };
+                    s.object_bytes -= gone.bytes.len();
                     event
                 }
                 Entry::Vacant(slot) => {
@@ -220,10 +236,13 @@ impl WatchCache {
                     event
                 }
             };
+            if event.kind != EventType::Deleted {
+                s.object_bytes += event.object.bytes.len();
+            }
             s.watchers.retain(|_, w| deliver(w, &event));
             s.events.push_back(event);
         }
-        self.recount(&s);
+        self.recount(s);
         while s.events.len() > self.config.max_events {
             if let Some(e) = s.events.pop_front() {
                 s.oldest = e.rv;
@@ -232,6 +251,12 @@ impl WatchCache {
         if rv > s.rv {
             s.rv = rv;
         }
+    }
+
+    /// How many objects and events the cache holds, and the objects' encoded bytes.
+    pub fn size(&self) -> CacheSize {
+        let s = self.lock();
+        CacheSize { objects: s.objects.len(), object_bytes: s.object_bytes, events: s.events.len() }
     }
 
     /// History at or below `rv` is gone cluster-wide: watches from before it get 410.

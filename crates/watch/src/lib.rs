@@ -12,6 +12,6 @@ pub mod cache;
 pub mod event;
 pub mod filter;
 
-pub use cache::{CacheConfig, CacheList, TooOld, Watch, WatchCache, WatchItem, WatchStart, WatchStarted};
+pub use cache::{CacheConfig, CacheList, CacheSize, TooOld, Watch, WatchCache, WatchItem, WatchStart, WatchStarted};
 pub use event::{event_line, Event, EventType, Obj};
 pub use filter::WatchFilter;

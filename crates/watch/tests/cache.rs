@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use kuorum_api::selector::LabelSelector;
 use kuorum_store::apply::{Change, ChangeKind};
-use kuorum_watch::{CacheConfig, EventType, TooOld, WatchCache, WatchFilter, WatchItem, WatchStart};
+use kuorum_watch::{CacheConfig, CacheSize, EventType, TooOld, WatchCache, WatchFilter, WatchItem, WatchStart};
 
 const P: &str = "/registry/core/configmaps/";
 
@@ -214,4 +214,24 @@ fn a_reset_shares_each_version_between_objects_and_events() {
     assert!(Arc::ptr_eq(events[2].prev.as_ref().unwrap(), &events[0].object), "its prev is the event before it");
     assert!(Arc::ptr_eq(events[3].prev.as_ref().unwrap(), &events[1].object), "so is a deletion's");
     assert_eq!(c.get(&key("c")).1.unwrap().rv, 3, "an object older than the window keeps its rv");
+}
+
+#[test]
+fn the_size_follows_every_change_and_a_reset() {
+    let c = cache_with_history();
+    // After history: "a" at rv 8 is the only object; events 5, 6, 8, 9.
+    let a8 = obj("a", 8, "y").len();
+    assert_eq!(c.size(), CacheSize { objects: 1, object_bytes: a8, events: 4 });
+    c.apply(10, vec![change(ChangeKind::Added, "c", 10, "longer-label", None)]);
+    let c10 = obj("c", 10, "longer-label").len();
+    assert_eq!(c.size(), CacheSize { objects: 2, object_bytes: a8 + c10, events: 5 });
+    c.apply(11, vec![change(ChangeKind::Modified, "a", 11, "z", Some((8, "y")))]);
+    let a11 = obj("a", 11, "z").len();
+    assert_eq!(c.size().object_bytes, a11 + c10);
+    c.apply(12, vec![change(ChangeKind::Deleted, "c", 12, "longer-label", Some((10, "longer-label")))]);
+    assert_eq!(c.size(), CacheSize { objects: 1, object_bytes: a11, events: 7 });
+    // A reset counts what it is given.
+    c.reset(20, 20, vec![(key("x"), obj("x", 20, "q")), (key("y"), obj("y", 19, "q"))], vec![]);
+    let want = obj("x", 20, "q").len() + obj("y", 19, "q").len();
+    assert_eq!(c.size(), CacheSize { objects: 2, object_bytes: want, events: 0 });
 }
