@@ -32,9 +32,6 @@ const ALL_CFS: [&str; 5] = [CF_LOG, CF_LOG_META, CF_OBJECTS, CF_OBJECT_META, CF_
 /// past this size RocksDB flushes the families holding the oldest WAL back.
 const MAX_TOTAL_WAL_SIZE: u64 = 256 << 20;
 
-/// The objects family's memtable size (see [`family_options`]).
-const OBJECTS_MEMTABLE_BYTES: usize = 16 << 20;
-
 pub(crate) fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::new(format!("rocksdb: {context}: {e}"))
 }
@@ -54,13 +51,6 @@ pub(crate) fn family_options(name: &str) -> Options {
         // without walking its skip list.
         cf_opts.set_memtable_prefix_bloom_ratio(0.05);
         cf_opts.set_memtable_whole_key_filtering(true);
-        // 16 MiB memtables, not RocksDB's 64: the objects are in the watch cache too,
-        // so a big memtable mostly holds a second copy in memory. Under 64 create
-        // clients (session 21): peak RSS 347 MB per node instead of 394 after 100,000
-        // creates, 2.2 page faults per create across the three nodes instead of 3.1,
-        // CPU per create the same within the noise. Flushes come four times as often,
-        // a few MB each, on RocksDB's background thread.
-        cf_opts.set_write_buffer_size(OBJECTS_MEMTABLE_BYTES);
         // And the table files' filters, once the key has been flushed out of
         // the memtable: without them an absent key is looked up in every level.
         let mut table = BlockBasedOptions::default();
