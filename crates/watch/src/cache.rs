@@ -223,7 +223,10 @@ impl WatchCache {
                     let event = to_event(change, Some(slot.get().clone()));
                     let gone = match event.kind {
                         EventType::Deleted => slot.remove(),
-                        _ => slot.insert(event.object.clone()),
+                        _ => {
+                            s.object_bytes += event.object.bytes.len();
+                            slot.insert(event.object.clone())
+                        }
                     };
                     s.object_bytes -= gone.bytes.len();
                     event
@@ -231,14 +234,12 @@ impl WatchCache {
                 Entry::Vacant(slot) => {
                     let event = to_event(change, None);
                     if event.kind != EventType::Deleted {
+                        s.object_bytes += event.object.bytes.len();
                         slot.insert(event.object.clone());
                     }
                     event
                 }
             };
-            if event.kind != EventType::Deleted {
-                s.object_bytes += event.object.bytes.len();
-            }
             s.watchers.retain(|_, w| deliver(w, &event));
             s.events.push_back(event);
         }
