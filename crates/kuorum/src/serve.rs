@@ -60,10 +60,11 @@ pub struct ServeArgs {
     /// Milliseconds between the leader's heartbeats to each follower (etcd's flag).
     #[arg(long, default_value_t = 150, value_parser = clap::value_parser!(u64).range(1..))]
     pub heartbeat_interval: u64,
-    /// Milliseconds of silence from the leader after which a follower may vote for a new
-    /// one (etcd's flag and default). A follower stands for election after 1.5 to 2 times
-    /// this (etcd's: 1 to 2 times), so with the default a dead leader is replaced about
-    /// 2 s after its last heartbeat. Must be more than twice --heartbeat-interval.
+    /// Milliseconds of silence from the leader after which followers elect a new one
+    /// (etcd's flag and default). A follower stands for election after 1 to 5/3 times
+    /// this (etcd's: 1 to 2 times) and votes for another after 5/6 of it, so with the
+    /// default a dead leader is replaced about 1.2 s after its last heartbeat. Must be
+    /// more than twice --heartbeat-interval plus 20 ms.
     #[arg(long, default_value_t = 1000)]
     pub election_timeout: u64,
     /// Non-mutating requests served at once; more get 429 with Retry-After (0: no limit).
@@ -201,20 +202,22 @@ pub(crate) fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, Stri
     Ok(out)
 }
 
-/// The Raft timing the flags ask for. openraft's leader lease is its maximum election
-/// timeout, so `--election-timeout` is that maximum and half of it the minimum.
+/// The Raft timing the flags ask for (etcd's two flags, mapped as
+/// [`RaftTiming::election_range`] explains).
 fn raft_timing(args: &ServeArgs) -> anyhow::Result<RaftTiming> {
-    if args.election_timeout / 2 <= args.heartbeat_interval {
-        bail!(
-            "--election-timeout ({} ms) must be more than twice --heartbeat-interval ({} ms)",
-            args.election_timeout,
-            args.heartbeat_interval
-        );
-    }
+    let heartbeat = Duration::from_millis(args.heartbeat_interval);
+    let (election_min, election_max) =
+        RaftTiming::election_range(heartbeat, Duration::from_millis(args.election_timeout)).map_err(|_| {
+            anyhow::anyhow!(
+                "--election-timeout ({} ms) must be more than twice --heartbeat-interval ({} ms) plus 20 ms",
+                args.election_timeout,
+                args.heartbeat_interval
+            )
+        })?;
     Ok(RaftTiming {
-        heartbeat: Duration::from_millis(args.heartbeat_interval),
-        election_min: Duration::from_millis(args.election_timeout / 2),
-        election_max: Duration::from_millis(args.election_timeout),
+        heartbeat,
+        election_min,
+        election_max,
         snapshot_every: args.snapshot_count,
         logs_to_keep: args.snapshot_catchup_entries,
         ..RaftTiming::default()
@@ -366,16 +369,22 @@ mod tests {
     }
 
     #[test]
-    fn election_timeout_is_the_lease_and_half_of_it_the_shortest_draw() {
-        let t = raft_timing(&args(&["--heartbeat-interval", "300", "--election-timeout", "5000"])).unwrap();
+    fn a_follower_stands_between_the_election_timeout_and_five_thirds_of_it() {
+        let t = raft_timing(&args(&["--heartbeat-interval", "300", "--election-timeout", "6000"])).unwrap();
         assert_eq!(t.heartbeat, Duration::from_millis(300));
+        // Lease 5,000 ms plus a draw of 1,000..5,000 ms: standing 6,000..10,000 ms.
         assert_eq!(t.election_max, Duration::from_millis(5000));
-        assert_eq!(t.election_min, Duration::from_millis(2500));
+        assert_eq!(t.election_min, Duration::from_millis(1000));
+        assert_eq!(t.election_max + t.election_min, Duration::from_millis(6000));
+        // A short timeout keeps the shortest draw above the heartbeat (openraft's rule).
+        let t = raft_timing(&args(&["--heartbeat-interval", "150", "--election-timeout", "400"])).unwrap();
+        assert_eq!((t.election_min, t.election_max), (Duration::from_millis(160), Duration::from_millis(240)));
     }
 
     #[test]
     fn an_election_timeout_too_close_to_the_heartbeat_is_refused() {
-        let e = raft_timing(&args(&["--heartbeat-interval", "150", "--election-timeout", "300"])).unwrap_err();
-        assert!(e.to_string().contains("more than twice --heartbeat-interval"), "{e}");
+        let e = raft_timing(&args(&["--heartbeat-interval", "150", "--election-timeout", "320"])).unwrap_err();
+        assert!(e.to_string().contains("more than twice --heartbeat-interval (150 ms) plus 20 ms"), "{e}");
+        assert!(raft_timing(&args(&["--heartbeat-interval", "150", "--election-timeout", "321"])).is_ok());
     }
 }

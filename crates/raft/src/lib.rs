@@ -29,5 +29,5 @@ pub mod pb {
 
 pub use cluster::{Cluster, ClusterError, LocalReader};
 pub use network::{Dialer, PeerIo, TcpDialer};
-pub use node::{start_raft, RaftNodeConfig, RaftTiming, StartedRaft};
+pub use node::{start_raft, RaftNodeConfig, RaftTiming, StartedRaft, DEFAULT_ELECTION_TIMEOUT, DEFAULT_HEARTBEAT};
 pub use status::{RaftCounters, RaftStatus};

@@ -21,8 +21,8 @@ use crate::state_machine::StateMachine;
 use crate::types::{NodeId, Raft};
 
 /// Timing of one node's Raft. The defaults suit loopback and LAN clusters on small
-/// machines: a dead leader is replaced 1.5–2 s after its last heartbeat (etcd's
-/// defaults: 1–2 s).
+/// machines: a follower stands for election 1–1.67 s after the leader's last heartbeat
+/// (etcd's defaults: 1–2 s).
 #[derive(Debug, Clone)]
 pub struct RaftTiming {
     pub heartbeat: Duration,
@@ -46,12 +46,12 @@ pub struct RaftTiming {
 
 impl Default for RaftTiming {
     fn default() -> Self {
+        let (election_min, election_max) =
+            Self::election_range(DEFAULT_HEARTBEAT, DEFAULT_ELECTION_TIMEOUT).expect("the defaults are consistent");
         Self {
-            heartbeat: Duration::from_millis(150),
-            // Lease 1 s plus 0.5–1 s: an election 1.5–2 s after the last heartbeat. With
-            // 1–2 s here it took 3–4 s, twice etcd's time to replace a leader.
-            election_min: Duration::from_millis(500),
-            election_max: Duration::from_millis(1000),
+            heartbeat: DEFAULT_HEARTBEAT,
+            election_min,
+            election_max,
             // etcd's defaults (--snapshot-count, snapshot catch-up entries). Building a
             // snapshot is a checkpoint (a flush and hard links); sending one to a peer
             // costs time and memory in proportion to the data.
@@ -59,6 +59,41 @@ impl Default for RaftTiming {
             logs_to_keep: 5_000,
             peer_keepalive: Some(Duration::from_secs(1)),
         }
+    }
+}
+
+/// The leader's heartbeat interval by default.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_millis(150);
+/// etcd's `--election-timeout` default: the silence after which followers elect a new
+/// leader.
+pub const DEFAULT_ELECTION_TIMEOUT: Duration = Duration::from_millis(1000);
+
+impl RaftTiming {
+    /// etcd's `--election-timeout` as openraft's range: `(election_min, election_max)`
+    /// such that a follower stands between `election_timeout` and 5/3 of it
+    /// after the leader's last heartbeat, as etcd's followers do between 1 and 2 times.
+    ///
+    /// openraft's lease is `election_max` and a follower stands after the lease plus a
+    /// draw from `election_min..election_max`, so the lease is `election_timeout` less
+    /// the shortest draw, and the shortest draw a sixth of it but always longer than a
+    /// heartbeat (openraft's rule). Worked example, the defaults: 150 ms heartbeats and
+    /// 1,000 ms give a 834 ms lease and draws of 166–834 ms: a follower votes for another
+    /// after 834 ms of silence and stands after 1,000–1,668 ms; with two followers the
+    /// first stands after about 1.22 s on average. (Session 19's `(T/2, T)` made that
+    /// 1.5–2 s, about 1.67 s with two; session 22's failover runs: docs/benchmarks.md.)
+    ///
+    /// Refused unless `election_timeout` is more than twice `heartbeat` plus 20 ms.
+    pub fn election_range(heartbeat: Duration, election_timeout: Duration) -> Result<(Duration, Duration), String> {
+        let margin = Duration::from_millis(10);
+        if election_timeout <= 2 * (heartbeat + margin) {
+            return Err(format!(
+                "the election timeout ({} ms) must be more than twice the heartbeat interval ({} ms) plus 20 ms",
+                election_timeout.as_millis(),
+                heartbeat.as_millis()
+            ));
+        }
+        let shortest_draw = (election_timeout / 6).max(heartbeat + margin);
+        Ok((shortest_draw, election_timeout - shortest_draw))
     }
 }
 

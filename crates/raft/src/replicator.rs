@@ -31,7 +31,8 @@ use crate::service::{propose_local, read_index_local, ForwardReply, ReadIndexRep
 use crate::state_machine::StateMachine;
 use crate::types::{NodeId, Raft};
 
-/// How long to wait before retrying when no leader is known or the leader moved.
+/// The longest wait before retrying when no leader is known or the leader moved; a
+/// newly known leader ends it at once (see `pause_for_leader`).
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
 pub(crate) struct RaftReplicator<E: ObjectEngine> {
@@ -62,6 +63,22 @@ impl<E: ObjectEngine> RaftReplicator<E> {
 
     fn current_leader(&self) -> Option<NodeId> {
         self.raft.metrics().borrow_watched().current_leader
+    }
+
+    /// Waits up to `pause` for this node to know a leader other than `seen`, so a write
+    /// held through an election goes to the new leader as soon as it is known rather
+    /// than at the next tick of a fixed pause.
+    async fn pause_for_leader(&self, seen: Option<NodeId>, pause: Duration) {
+        let mut metrics = self.raft.metrics();
+        let changed = async {
+            while metrics.borrow_watched().current_leader == seen {
+                if metrics.changed().await.is_err() {
+                    // Raft has stopped: nothing will change; the pause ends it.
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(pause, changed).await;
     }
 
     async fn write_once(&self, cmd: &Command, remaining: Duration) -> Attempt<Result<WriteResult, ClusterError>> {
@@ -207,12 +224,13 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
                         ClusterError::NoLeader
                     });
                 }
+                let seen = self.current_leader();
                 match self.write_once(&cmd, deadline - now).await {
                     Attempt::Done(r) => return r.and_then(|res| self.settle(&cmd, res, uncertain)),
                     Attempt::Retry => {}
                     Attempt::Uncertain => uncertain = true,
                 }
-                tokio::time::sleep(RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now()))).await;
+                self.pause_for_leader(seen, RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now()))).await;
             }
         })
     }
@@ -229,10 +247,11 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
                         ClusterError::NoLeader
                     });
                 }
+                let seen = self.current_leader();
                 if let Some(index) = self.read_index_once(deadline - now).await {
                     return self.wait_applied(index, deadline).await;
                 }
-                tokio::time::sleep(RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now()))).await;
+                self.pause_for_leader(seen, RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now()))).await;
             }
         })
     }
