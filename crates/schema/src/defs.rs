@@ -25,9 +25,11 @@ pub struct Schemas {
     defs: Map<String, Value>,
     /// The Kubernetes version the definitions come from.
     pub kubernetes_version: String,
-    /// Definition name by `(group, version, kind)`, from each definition's
-    /// `x-kubernetes-group-version-kind`: every write looks its kind up here.
-    by_kind: HashMap<(String, String, String), String>,
+    /// `(group, version, definition name)` by kind, from each definition's
+    /// `x-kubernetes-group-version-kind`: every write looks its kind up here, so the
+    /// lookup borrows its three strings instead of building a key (a kind has a few
+    /// group-versions at most).
+    by_kind: HashMap<String, Vec<(String, String, String)>>,
 }
 
 impl Schemas {
@@ -42,13 +44,17 @@ impl Schemas {
                 _ => panic!("k8s/definitions.json has no schemas"),
             };
             let kubernetes_version = doc.get("kubernetesVersion").and_then(Value::as_str).unwrap_or("").to_string();
-            let mut by_kind = HashMap::new();
+            let mut by_kind: HashMap<String, Vec<(String, String, String)>> = HashMap::new();
             for (name, def) in &defs {
                 let gvks = def.get("x-kubernetes-group-version-kind").and_then(Value::as_array);
                 for g in gvks.into_iter().flatten() {
                     let field = |f: &str| g.get(f).and_then(Value::as_str).unwrap_or("").to_string();
+                    let (group, version) = (field("group"), field("version"));
+                    let named = by_kind.entry(field("kind")).or_default();
                     // The first definition naming a kind keeps it, as a scan in order would.
-                    by_kind.entry((field("group"), field("version"), field("kind"))).or_insert_with(|| name.clone());
+                    if !named.iter().any(|(g, v, _)| *g == group && *v == version) {
+                        named.push((group, version, name.clone()));
+                    }
                 }
             }
             Schemas { defs, kubernetes_version, by_kind }
@@ -68,7 +74,8 @@ impl Schemas {
     /// The definition name of the kind `group/version/kind`, as its
     /// `x-kubernetes-group-version-kind` says.
     pub fn name_of(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
-        self.by_kind.get(&(group.to_string(), version.to_string(), kind.to_string())).map(String::as_str)
+        let named = self.by_kind.get(kind)?;
+        named.iter().find(|(g, v, _)| g == group && v == version).map(|(_, _, name)| name.as_str())
     }
 
     /// The schema of the kind `group/version/kind`.

@@ -1,6 +1,9 @@
 //! Owns unknown-field detection: the fields of an object that its schema does not know,
 //! as kube-apiserver names them for `fieldValidation` (`spec.containers[0].imagee`).
 
+use std::borrow::Cow;
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use crate::{Schema, Shape};
@@ -78,27 +81,53 @@ fn walk(schema: Schema<'_>, value: &mut Value, path: &mut String, out: &mut Vec<
 
 /// The paths of keys that appear twice in one JSON object of `body` (which serde_json would
 /// silently collapse to the last), in document order; empty when `body` is not JSON.
+///
+/// Runs on every JSON write body, so it only reads: keys are borrowed from `body` (unless
+/// escaped), and a path is written out only for a duplicate.
 pub fn duplicate_fields(body: &[u8]) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut scan = DupScan { path: Vec::new(), out: Vec::new() };
     let mut de = serde_json::Deserializer::from_slice(body);
-    let _ = serde::de::DeserializeSeed::deserialize(Dups { path: String::new(), out: &mut out }, &mut de);
-    out
+    let _ = serde::de::DeserializeSeed::deserialize(&mut scan, &mut de);
+    scan.out
+}
+
+/// Objects with more keys than this are checked with a hash set, smaller ones by a scan.
+const SCAN_KEYS: usize = 16;
+
+/// One step of the path to the value being read.
+enum Step<'de> {
+    Key(Cow<'de, str>),
+    Index(usize),
 }
 
 /// Walks any JSON value, recording repeated keys.
-struct Dups<'o> {
-    path: String,
-    out: &'o mut Vec<String>,
+struct DupScan<'de> {
+    /// Where the walk is: the keys and indexes from the root.
+    path: Vec<Step<'de>>,
+    out: Vec<String>,
 }
 
-impl<'de> serde::de::DeserializeSeed<'de> for Dups<'_> {
+impl DupScan<'_> {
+    fn record(&mut self) {
+        let mut path = String::new();
+        for step in &self.path {
+            match step {
+                Step::Key(k) => push_key(&mut path, k),
+                Step::Index(i) => path.push_str(&format!("[{i}]")),
+            }
+        }
+        self.out.push(path);
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for &mut DupScan<'de> {
     type Value = ();
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for Dups<'_> {
+impl<'de> serde::de::Visitor<'de> for &mut DupScan<'de> {
     type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("any JSON value")
@@ -122,26 +151,61 @@ impl<'de> serde::de::Visitor<'de> for Dups<'_> {
         Ok(())
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut i = 0;
-        loop {
-            let path = format!("{}[{i}]", self.path);
-            if seq.next_element_seed(Dups { path, out: &mut *self.out })?.is_none() {
-                return Ok(());
+        for i in 0.. {
+            self.path.push(Step::Index(i));
+            let more = seq.next_element_seed(&mut *self)?.is_some();
+            self.path.pop();
+            if !more {
+                break;
             }
-            i += 1;
-        }
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = std::collections::HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let mut path = self.path.clone();
-            push_key(&mut path, &key);
-            if !seen.insert(key) {
-                self.out.push(path.clone());
-            }
-            map.next_value_seed(Dups { path, out: &mut *self.out })?;
         }
         Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen: Vec<Cow<'de, str>> = Vec::new();
+        let mut many: HashSet<Cow<'de, str>> = HashSet::new();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let repeated = if seen.len() < SCAN_KEYS {
+                let repeated = seen.contains(&key);
+                seen.push(key.clone());
+                repeated
+            } else {
+                if many.is_empty() {
+                    many.extend(seen.iter().cloned());
+                }
+                !many.insert(key.clone())
+            };
+            self.path.push(Step::Key(key));
+            if repeated {
+                self.record();
+            }
+            map.next_value_seed(&mut *self)?;
+            self.path.pop();
+        }
+        Ok(())
+    }
+}
+
+/// An object's key, borrowed from the body unless it has escapes.
+struct KeySeed;
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(s))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(s.to_string()))
     }
 }
 
@@ -197,5 +261,16 @@ mod tests {
         assert_eq!(duplicate_fields(body), vec!["b.c", "l[0].x", "a"]);
         assert!(duplicate_fields(br#"{"a": {"a": 1}}"#).is_empty());
         assert!(duplicate_fields(b"not json").is_empty());
+    }
+
+    #[test]
+    fn duplicate_keys_are_found_in_large_objects_and_escaped_keys() {
+        let mut body = String::from("{");
+        for i in 0..40 {
+            body.push_str(&format!("\"k{i}\": {i}, "));
+        }
+        body.push_str(r#""k3": 0, "k39": {"\u0061": 1, "a": 2}}"#);
+        assert_eq!(duplicate_fields(body.as_bytes()), vec!["k3", "k39", "k39.a"]);
+        assert_eq!(duplicate_fields(br#"[{"a": [1, {"b": 1, "b": 2}]}]"#), vec!["[0].a[1].b"]);
     }
 }
