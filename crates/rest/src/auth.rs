@@ -16,14 +16,14 @@
 //! Authenticated users also get the group `system:authenticated`. Tokens are compared
 //! as whole strings and never logged.
 //!
-//! This layer also caps the watches one user holds open on the node
-//! (`--max-watches-per-user`), since it is the first to know who is asking.
+//! Admission ([`admit_request`], run by [`crate::front`]) also caps the watches one user
+//! holds open on the node (`--max-watches-per-user`), since it is the first to know who
+//! is asking.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use http::header;
 use kuorum_api::ApiError;
@@ -226,32 +226,39 @@ fn split_csv(line: &str) -> Vec<String> {
     out
 }
 
-/// The middleware: authenticates and puts the [`UserInfo`] in the request's extensions.
-pub(crate) async fn authenticate(State(auth): State<Arc<Authenticator>>, mut req: Request, next: Next) -> Response {
-    match auth.admit(&req) {
+/// Authenticates `req` and puts the [`UserInfo`] in its extensions. A watch under a
+/// per-user limit takes one of the user's slots, to be held by the response's body
+/// (`Some`); a refusal is the response to send.
+pub(crate) fn admit_request(
+    auth: &Authenticator,
+    req: &mut Request,
+    watch: bool,
+) -> Result<Option<impl Send + Unpin + 'static>, Response> {
+    match auth.admit(req) {
         Ok(Some(user)) => {
             tracing::Span::current().record("user", tracing::field::display(&user.name));
-            // The metrics layer, outside this one, marks watches.
-            let watch =
-                auth.max_watches_per_user > 0 && req.extensions().get::<crate::metrics::WatchRequest>().is_some();
-            if !watch {
-                req.extensions_mut().insert(user);
-                return next.run(req).await;
-            }
-            let Some(slot) = auth.take_watch(&user.name) else {
-                return RestError(ApiError::too_many_watches(&user.name, auth.max_watches_per_user)).into_response();
+            let slot = if watch && auth.max_watches_per_user > 0 {
+                match auth.take_watch(&user.name) {
+                    Some(slot) => Some(slot),
+                    None => {
+                        return Err(RestError(ApiError::too_many_watches(&user.name, auth.max_watches_per_user))
+                            .into_response())
+                    }
+                }
+            } else {
+                None
             };
             req.extensions_mut().insert(user);
-            crate::metrics::GuardedBody::wrap(next.run(req).await, slot)
+            Ok(slot)
         }
-        Ok(None) => next.run(req).await,
+        Ok(None) => Ok(None),
         Err(e) => {
             let unauthorized = e.code == 401;
             let mut resp = RestError(e).into_response();
             if unauthorized {
                 resp.headers_mut().insert(header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
             }
-            resp
+            Err(resp)
         }
     }
 }

@@ -37,6 +37,7 @@ mod delete;
 mod discovery;
 pub mod error;
 mod fields;
+mod front;
 mod get;
 mod history;
 mod list;
@@ -153,10 +154,9 @@ pub fn router_with(state: RestState, extra: Router) -> Router {
         None => api,
     };
     api.layer(CompressionLayer::new().gzip(true).no_br().no_deflate().no_zstd().compress_when(LargeBodies))
-        .layer(axum::middleware::from_fn_with_state(auth, auth::authenticate))
-        .layer(axum::middleware::from_fn_with_state(observed, metrics::observe))
-        // Outermost: every request gets its id and span first, and is logged as answered.
-        .layer(axum::middleware::from_fn(request_log::trace))
+        // Outermost: every request gets its id, name and user first, and is counted and
+        // logged as answered.
+        .layer(axum::middleware::from_fn_with_state(Arc::new(front::Front { metrics: observed, auth }), front::serve))
 }
 
 /// Responses at least this large are gzipped for clients that accept it, as

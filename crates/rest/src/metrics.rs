@@ -1,4 +1,4 @@
-//! `/metrics`, and the one middleware every request passes: it names the request as
+//! `/metrics`, and what [`crate::front`] does with every request here: it names the request as
 //! kube-apiserver does (verb, group, version, resource, subresource, scope), counts it,
 //! times it, and enforces the in-flight limits (429 with `Retry-After`).
 //!
@@ -20,7 +20,6 @@ use std::task::{Context, Poll};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{header, Method, StatusCode};
 use http_body::Frame;
@@ -60,11 +59,6 @@ pub(crate) struct RequestInfo {
     pub scope: &'static str,
     pub component: &'static str,
 }
-
-/// Marks a long-running (watch) request in its extensions, for the layers inside this
-/// one (the per-user watch cap), so they need not name the request again.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct WatchRequest;
 
 impl RequestInfo {
     fn long_running(&self) -> bool {
@@ -411,7 +405,7 @@ impl Metrics {
 }
 
 /// Gives back one in-flight slot when the request is answered.
-struct Slot<'m> {
+pub(crate) struct Slot<'m> {
     now: &'m AtomicUsize,
     gauge: Gauge,
 }
@@ -467,41 +461,68 @@ impl<G: Send + Unpin + 'static> http_body::Body for GuardedBody<G> {
     }
 }
 
-/// The middleware: names, limits, counts and times every request (see the module docs).
-pub(crate) async fn observe(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next) -> Response {
-    let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let info = classify(req.method(), req.uri().path(), req.uri().query().unwrap_or_default(), content_type);
+/// A request [`Metrics::admit`] let in: what [`Metrics::finish`] counts when it is answered.
+pub(crate) enum Admitted<'m> {
+    /// A watch: counted, not timed, and in `apiserver_longrunning_requests` while its
+    /// body lives; no in-flight limit applies.
+    LongRunning { info: RequestInfo, gauge: Gauge },
+    /// Anything else: holds an in-flight slot until answered, and is timed.
+    Timed { info: RequestInfo, slot: Slot<'m>, started: tokio::time::Instant },
+}
 
-    if info.long_running() {
-        let gauge = metrics.longrunning.get_or_create(&info.long_running_labels()).clone();
-        gauge.inc();
-        req.extensions_mut().insert(WatchRequest);
-        let resp = next.run(req).await;
-        metrics.count(info, resp.status());
-        return GuardedBody::wrap(resp, GaugeDec(gauge));
+impl Admitted<'_> {
+    /// Whether the request is a watch (the per-user watch cap applies to it).
+    pub(crate) fn long_running(&self) -> bool {
+        matches!(self, Admitted::LongRunning { .. })
+    }
+}
+
+impl Metrics {
+    /// Names `req` as kube-apiserver does and takes its in-flight slot; a request over
+    /// the limit is answered here, 429 with `Retry-After`, and counted.
+    pub(crate) fn admit(&self, req: &Request) -> Result<Admitted<'_>, Response> {
+        let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let info = classify(req.method(), req.uri().path(), req.uri().query().unwrap_or_default(), content_type);
+
+        if info.long_running() {
+            let gauge = self.longrunning.get_or_create(&info.long_running_labels()).clone();
+            gauge.inc();
+            return Ok(Admitted::LongRunning { info, gauge });
+        }
+
+        let (now, max, kind) = if info.mutating() {
+            (&self.mutating_now, self.max_mutating.load(Ordering::Relaxed), "mutating")
+        } else {
+            (&self.readonly_now, self.max_readonly.load(Ordering::Relaxed), "readOnly")
+        };
+        let taken = now.fetch_add(1, Ordering::SeqCst) + 1;
+        let gauge = self.inflight.get_or_create(&KindLabels { request_kind: kind }).clone();
+        let slot = Slot { now, gauge };
+        if max > 0 && taken > max {
+            drop(slot);
+            let resp = RestError(ApiError::too_many_requests(1)).into_response();
+            self.count(info, resp.status());
+            return Err(resp);
+        }
+        slot.gauge.set(taken as i64);
+        Ok(Admitted::Timed { info, slot, started: tokio::time::Instant::now() })
     }
 
-    let (now, max, kind) = if info.mutating() {
-        (&metrics.mutating_now, metrics.max_mutating.load(Ordering::Relaxed), "mutating")
-    } else {
-        (&metrics.readonly_now, metrics.max_readonly.load(Ordering::Relaxed), "readOnly")
-    };
-    let taken = now.fetch_add(1, Ordering::SeqCst) + 1;
-    let gauge = metrics.inflight.get_or_create(&KindLabels { request_kind: kind }).clone();
-    let slot = Slot { now, gauge };
-    if max > 0 && taken > max {
-        drop(slot);
-        let resp = RestError(ApiError::too_many_requests(1)).into_response();
-        metrics.count(info, resp.status());
-        return resp;
+    /// Counts (and times) the request `admitted` answered with `resp`.
+    pub(crate) fn finish(&self, admitted: Admitted<'_>, resp: Response) -> Response {
+        match admitted {
+            Admitted::LongRunning { info, gauge } => {
+                self.count(info, resp.status());
+                GuardedBody::wrap(resp, GaugeDec(gauge))
+            }
+            Admitted::Timed { info, slot, started } => {
+                drop(slot);
+                self.time(&info, started.elapsed().as_secs_f64());
+                self.count(info, resp.status());
+                resp
+            }
+        }
     }
-    slot.gauge.set(taken as i64);
-    let started = tokio::time::Instant::now();
-    let resp = next.run(req).await;
-    drop(slot);
-    metrics.time(&info, started.elapsed().as_secs_f64());
-    metrics.count(info, resp.status());
-    resp
 }
 
 /// This process's resident set size, from `/proc/self/status` (None elsewhere).
