@@ -5,7 +5,7 @@
 //!
 //! One layer rather than three nested ones because each axum middleware clones and boxes
 //! the rest of the stack for every request: on 64 clients' 1 KiB creates, dropping the
-//! three layers and compression made a create 7.5% cheaper on the servers, and this one
+//! three layers and compression made a create 7% cheaper on the servers, and this one
 //! layer in their place 4% (session 22, docs/benchmarks.md).
 //!
 //! Worked example: a watch by an authenticated user under `--max-watches-per-user` gets

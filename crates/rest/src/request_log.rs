@@ -43,7 +43,6 @@ fn usable(id: &str) -> bool {
     !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// The layer: names the request, serves it inside its span, logs the outcome.
 /// A request being served: what its log line and `Audit-Id` need.
 pub(crate) struct Traced {
     id: String,
@@ -59,6 +58,8 @@ pub(crate) fn begin(req: &Request) -> Traced {
         Some(given) if usable(given) => given.to_string(),
         _ => new_id(),
     };
+    // A debug-level span: at the default level (info) it costs nothing per request (an
+    // info span was 8% more CPU per create, measured); the failure line names the id.
     let span = tracing::debug_span!(
         "request",
         id = %id,
