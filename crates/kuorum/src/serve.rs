@@ -17,7 +17,7 @@ use clap::Args;
 use futures::StreamExt;
 use kuorum_api::seams::{SplitMix64, SystemClock};
 use kuorum_node::{start_node, NodeConfig, NodeSeams};
-use kuorum_raft::{Dialer, PeerIo, RaftTiming, TcpDialer};
+use kuorum_raft::{Dialer, PeerIo, RaftTiming, TcpDialer, DEFAULT_ELECTION_TIMEOUT, DEFAULT_HEARTBEAT};
 use kuorum_rest::auth::Authenticator;
 use kuorum_rest::authz::Authorization;
 use kuorum_store_file::FileLogEngine;
@@ -58,14 +58,14 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 5_000)]
     pub snapshot_catchup_entries: u64,
     /// Milliseconds between the leader's heartbeats to each follower (etcd's flag).
-    #[arg(long, default_value_t = 150, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = DEFAULT_HEARTBEAT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub heartbeat_interval: u64,
     /// Milliseconds of silence from the leader after which followers elect a new one
     /// (etcd's flag and default). A follower stands for election after 1 to 5/3 times
     /// this (etcd's: 1 to 2 times) and votes for another after 5/6 of it, so with the
     /// default a dead leader is replaced about 1.2 s after its last heartbeat. Must be
     /// more than twice --heartbeat-interval plus 20 ms.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = DEFAULT_ELECTION_TIMEOUT.as_millis() as u64)]
     pub election_timeout: u64,
     /// Non-mutating requests served at once; more get 429 with Retry-After (0: no limit).
     /// Watches do not count. kube-apiserver's flag and default.
