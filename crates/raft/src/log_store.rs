@@ -2,9 +2,10 @@
 //!
 //! Durability contract (openraft's): an append is acknowledged (`IOFlushed`) only after it
 //! is on disk; a vote is on disk before `save_vote` returns. Appends are written at once
-//! (so they are readable) and their callbacks queued to one flusher task, which syncs once
-//! for everything queued and then acknowledges in order: group commit, one fsync per batch
-//! of concurrent appends instead of one per append.
+//! (so they are readable) and their callbacks queued to one flusher task, which lets the
+//! runtime turn a few times, syncs once for everything queued and then acknowledges in
+//! order: group commit, one fsync per batch of concurrent appends instead of one per
+//! append.
 //!
 //! Recently appended entries are also kept decoded ([`RecentEntries`]): replication to
 //! each follower and the apply read each entry soon after its append, and decoding it
@@ -216,6 +217,26 @@ impl Purger {
     }
 }
 
+/// How many turns of the runtime the flusher lets pass before an fsync (see [`gather`]).
+const GATHER_TURNS: u32 = 8;
+
+/// Takes the flush requests queued behind the first into `batch` after letting the
+/// runtime turn [`GATHER_TURNS`] times. An fsync costs about 100 µs of CPU whatever it
+/// covers (writeback, the device's flush, its interrupt), and under load the tasks ahead
+/// of the flusher (reading requests, proposing, receiving replication) are the ones that
+/// append: letting them run first halves the leader's fsyncs at 64 clients (session 23:
+/// 13% less server CPU per create, p99 lower). Each turn also polls the sockets. With
+/// nothing else to run a turn takes a microsecond or two, so a lone write waits no
+/// longer (1 client: p50 1.0 ms either way).
+async fn gather<T>(rx: &mut mpsc::UnboundedReceiver<T>, batch: &mut Vec<T>) {
+    for _ in 0..GATHER_TURNS {
+        tokio::task::yield_now().await;
+    }
+    while let Ok(more) = rx.try_recv() {
+        batch.push(more);
+    }
+}
+
 impl<E: LogEngine> LogStore<E> {
     /// Wraps `engine` and starts its flusher task (on the current tokio runtime).
     pub fn new(engine: Arc<E>) -> Self {
@@ -230,9 +251,7 @@ impl<E: LogEngine> LogStore<E> {
             let mut batch = Vec::new();
             while let Some(first) = flush_rx.recv().await {
                 batch.push(first);
-                while let Ok(more) = flush_rx.try_recv() {
-                    batch.push(more);
-                }
+                gather(&mut flush_rx, &mut batch).await;
                 if mutation::active(Mutation::AckBeforeFsync) {
                     // Report durable first, sync later: a crash in between loses acked entries.
                     for cb in batch.drain(..) {
@@ -388,6 +407,28 @@ mod tests {
     use openraft::storage::RaftLogStorage;
 
     use super::*;
+
+    #[tokio::test]
+    async fn an_fsync_waits_for_appends_made_while_the_runtime_turns() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        tx.send(1).unwrap();
+        // A task that appends one turn later, and another three turns later.
+        let late = |turns: u32, n: u32| {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                for _ in 0..turns {
+                    tokio::task::yield_now().await;
+                }
+                tx.send(n).unwrap();
+            })
+        };
+        let (a, b) = (late(1, 2), late(3, 3));
+        let mut batch = vec![rx.recv().await.unwrap()];
+        gather(&mut rx, &mut batch).await;
+        assert_eq!(batch, [1, 2, 3]);
+        a.await.unwrap();
+        b.await.unwrap();
+    }
 
     #[tokio::test]
     async fn a_saved_leader_vote_comes_back_uncommitted_after_restart() {
