@@ -50,15 +50,27 @@ pub fn metadata_has(json: &[u8], name: &str) -> Option<bool> {
     Some(metadata_members(json)?.lookup(name.as_bytes())?.is_some())
 }
 
-/// The members of the object's `metadata`.
+/// The members of the object's `metadata`. `metadata`'s members are read once, on the
+/// way through the top-level object (not skipped over and then read again).
 fn metadata_members(json: &[u8]) -> Option<Members<'_>> {
     std::str::from_utf8(json).ok()?;
-    let top = members(json, skip_ws(json, 0))?;
-    if skip_ws(json, top.close + 1) != json.len() {
+    let mut metadata = None;
+    let top_close = scan_members(json, skip_ws(json, 0), |key, start| {
+        if key != b"metadata" {
+            return skip_value(json, start);
+        }
+        if metadata.is_some() {
+            return None;
+        }
+        let m = members(json, start)?;
+        let end = m.close + 1;
+        metadata = Some(m);
+        Some(end)
+    })?;
+    if skip_ws(json, top_close + 1) != json.len() {
         return None;
     }
-    let metadata = top.lookup(b"metadata")??;
-    members(json, metadata.start)
+    metadata
 }
 
 /// Where a value lies in the text: `json[start..end]`.
@@ -87,13 +99,30 @@ impl Members<'_> {
 
 /// Reads the object that starts at `json[at]`; `None` if no object starts there.
 fn members(json: &[u8], at: usize) -> Option<Members<'_>> {
+    let mut values = Vec::new();
+    let close = scan_members(json, at, |key, start| {
+        let end = skip_value(json, start)?;
+        values.push((key, Span { start, end }));
+        Some(end)
+    })?;
+    Some(Members { values, close })
+}
+
+/// Walks the members of the object that starts at `json[at]`, handing each raw key and
+/// the index its value starts at to `value`, which answers the index just past the
+/// value. Answers the index of the closing brace; `None` if no object starts there, a
+/// name has an escape, or `value` answers `None`.
+fn scan_members<'a>(
+    json: &'a [u8],
+    at: usize,
+    mut value: impl FnMut(&'a [u8], usize) -> Option<usize>,
+) -> Option<usize> {
     if json.get(at) != Some(&b'{') {
         return None;
     }
-    let mut values = Vec::new();
     let mut i = skip_ws(json, at + 1);
     if json.get(i) == Some(&b'}') {
-        return Some(Members { values, close: i });
+        return Some(i);
     }
     loop {
         let key_end = skip_string(json, i)?;
@@ -106,13 +135,11 @@ fn members(json: &[u8], at: usize) -> Option<Members<'_>> {
         if json.get(i) != Some(&b':') {
             return None;
         }
-        let start = skip_ws(json, i + 1);
-        let end = skip_value(json, start)?;
-        values.push((key, Span { start, end }));
+        let end = value(key, skip_ws(json, i + 1))?;
         i = skip_ws(json, end);
         match json.get(i) {
             Some(b',') => i = skip_ws(json, i + 1),
-            Some(b'}') => return Some(Members { values, close: i }),
+            Some(b'}') => return Some(i),
             _ => return None,
         }
     }
