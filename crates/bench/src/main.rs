@@ -152,9 +152,18 @@ struct Args {
     /// list: page size of the paged lists (limit + continue); 0 = whole lists only.
     #[arg(long, default_value_t = 500)]
     list_page_size: usize,
-    /// reads: concurrent readers (each its own connection), spread over 1, 2, 3 nodes.
+    /// reads: concurrent readers (each its own connection) in the leader and follower runs.
     #[arg(long, default_value_t = 32)]
     read_clients: usize,
+    /// reads: concurrent readers per node in the spread runs (1 node: this many, 3 nodes:
+    /// three times as many), so every level drives its nodes equally hard and the rate at
+    /// each level is what its nodes can serve.
+    #[arg(long, default_value_t = 32)]
+    spread_readers_per_node: usize,
+    /// reads: runs per spread level, taken in turn (1, 2, 3 nodes, then again); each level
+    /// reports its median run, so one slow or fast run does not set the ratio.
+    #[arg(long, default_value_t = 3)]
+    spread_reps: usize,
     /// reads: objects read at random (1 KiB payload each).
     #[arg(long, default_value_t = 100)]
     read_objects: usize,
@@ -235,6 +244,10 @@ struct RunResult {
     /// reads: seconds the capped servers were throttled during the run (the cap bound).
     #[serde(default)]
     throttled_s: Option<f64>,
+    /// reads: the rate of every run at this spread level (`--spread-reps`, run in turn with
+    /// the other levels); this result is the median one.
+    #[serde(default)]
+    rep_ops_per_sec: Vec<f64>,
     /// reads: "consistent" or "rv0" for the leader-vs-follower runs (None: the spreads).
     #[serde(default)]
     read_mode: Option<String>,
@@ -842,6 +855,7 @@ async fn drive(
         nodes: None,
         node_cores_cap: None,
         throttled_s: None,
+        rep_ops_per_sec: Vec::new(),
         read_mode: None,
         conflicts: Some(conflicts).filter(|_| workload.contains("precondition") || workload.contains("txn")),
         peak_rss_mb,

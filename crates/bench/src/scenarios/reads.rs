@@ -10,7 +10,11 @@
 //! 2. Spread: RV=0 / serializable GETs spread round-robin over the first 1, 2, 3 nodes
 //!    (`--read-spread`), uncapped and with each server process capped at
 //!    `--read-node-cores` (see cpucap.rs), which shows whether adding nodes adds read
-//!    capacity when each node has a CPU budget of its own.
+//!    capacity when each node has a CPU budget of its own. Each level runs
+//!    `--spread-readers-per-node` readers per node: a fixed total would leave each of
+//!    three nodes a third of the requests in flight that one node had, and a node that
+//!    answers fewer requests per wake-up spends more CPU on each, so the three-node rate
+//!    would measure the client's concurrency rather than what the nodes can serve.
 //!
 //! Reported per run: reads/s, latency percentiles, server CPU per 1,000 reads and each
 //! server's peak RSS.
@@ -37,7 +41,7 @@ pub(super) async fn reads_scenario(t: &Target, args: &Args) -> Result<Vec<RunRes
             other => anyhow::bail!("--read-modes {other:?}: consistent or rv0"),
         };
         for (ti, role) in [(0usize, "leader"), (1, "follower")] {
-            let workers = readers(t, args, &prefix, n, consistent, |_| ti).await?;
+            let workers = readers(t, args.read_clients, &prefix, n, consistent, |_| ti).await?;
             let ctx = Ctx { pids: t.pids(), idle_cores: None, client0_target: Some(role.into()) };
             let mut r =
                 drive(t.name(), read_workload(t.sys, consistent), workers, 1.0, args.read_duration, 1024, &ctx).await?;
@@ -74,17 +78,17 @@ fn read_workload(sys: Sys, consistent: bool) -> &'static str {
     }
 }
 
-/// `--read-clients` readers; reader i talks to node `node_of(i)` (an index into t.urls).
+/// `count` readers; reader i talks to node `node_of(i)` (an index into t.urls).
 async fn readers(
     t: &Target,
-    args: &Args,
+    count: usize,
     prefix: &str,
     n: usize,
     consistent: bool,
     node_of: impl Fn(usize) -> usize,
 ) -> Result<Vec<Worker>> {
     let mut workers = Vec::new();
-    for i in 0..args.read_clients {
+    for i in 0..count {
         let url = &t.urls[node_of(i)];
         let rng = 0x9E37_79B9_7F4A_7C15u64 ^ ((i as u64 + 1) * 0x1234_5678_9ABC_DEF1);
         workers.push(match t.sys {
@@ -116,19 +120,34 @@ async fn read_spreads(
     cap_cores: f64,
     cap: Option<&CpuCap>,
 ) -> Result<Vec<RunResult>> {
-    let mut out = Vec::new();
-    for &spread in &args.read_spread {
-        let spread = spread.clamp(1, t.urls.len());
-        let throttled_before = cap.map(|c| c.throttled_s());
-        let workers = readers(t, args, prefix, n, false, |i| i % spread).await?;
-        let ctx = Ctx { pids: t.pids(), idle_cores: None, client0_target: Some("leader".into()) };
-        let mut r = drive(t.name(), read_workload(t.sys, false), workers, 1.0, args.read_duration, 1024, &ctx).await?;
-        r.nodes = Some(spread);
-        r.node_cores_cap = cap.map(|_| cap_cores);
-        r.throttled_s = cap.zip(throttled_before).map(|(c, b)| c.throttled_s() - b);
-        out.push(r);
+    let levels: Vec<usize> = args.read_spread.iter().map(|&s| s.clamp(1, t.urls.len())).collect();
+    let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); levels.len()];
+    for _ in 0..args.spread_reps.max(1) {
+        for (level, &spread) in levels.iter().enumerate() {
+            let throttled_before = cap.map(|c| c.throttled_s());
+            let count = args.spread_readers_per_node.max(1) * spread;
+            let workers = readers(t, count, prefix, n, false, |i| i % spread).await?;
+            let ctx = Ctx { pids: t.pids(), idle_cores: None, client0_target: Some("leader".into()) };
+            let mut r =
+                drive(t.name(), read_workload(t.sys, false), workers, 1.0, args.read_duration, 1024, &ctx).await?;
+            r.nodes = Some(spread);
+            r.node_cores_cap = cap.map(|_| cap_cores);
+            r.throttled_s = cap.zip(throttled_before).map(|(c, b)| c.throttled_s() - b);
+            runs[level].push(r);
+        }
     }
-    Ok(out)
+    Ok(runs.into_iter().filter_map(median_run).collect())
+}
+
+/// The run with the median rate, carrying every run's rate in `rep_ops_per_sec` (in the
+/// order they ran).
+fn median_run(mut runs: Vec<RunResult>) -> Option<RunResult> {
+    let rates: Vec<f64> = runs.iter().map(|r| r.ops_per_sec).collect();
+    runs.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
+    let mid = runs.len().checked_sub(1)? / 2;
+    let mut r = runs.swap_remove(mid);
+    r.rep_ops_per_sec = rates;
+    Some(r)
 }
 
 pub(crate) fn markdown(report: &Report) {
@@ -157,8 +176,8 @@ pub(crate) fn markdown(report: &Report) {
     }
     if report.reads.iter().any(|r| r.nodes.is_some()) {
         println!("\n#### Reads spread over nodes\n");
-        println!("| system | workload | CPU cap per node | clients | nodes | reads/s | vs 1 node | p50 ms | p99 ms | errors | server cores | client cores | server CPU µs/read | throttled s | peak RSS MB per server |");
-        println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+        println!("| system | workload | CPU cap per node | clients | nodes | reads/s (median run) | vs 1 node | every run, reads/s | p50 ms | p99 ms | errors | server cores | client cores | server CPU µs/read | throttled s | peak RSS MB per server |");
+        println!("|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|");
         let cap_key = |r: &RunResult| format!("{}/{:?}", r.system, r.node_cores_cap);
         let mut one: HashMap<String, f64> = HashMap::new();
         for r in report.reads.iter().filter(|r| r.nodes.is_some()) {
@@ -170,7 +189,7 @@ pub(crate) fn markdown(report: &Report) {
             let ratio =
                 one.get(&cap_key(r)).map(|b| format!("{:.2}×", r.ops_per_sec / b)).unwrap_or_else(|| "-".into());
             println!(
-                "| {} | {} | {} | {} | {} | {:.0} | {} | {:.2} | {:.2} | {} | {} | {:.2} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.2} | {:.2} | {} | {} | {:.2} | {} | {} | {} |",
                 r.system,
                 r.workload,
                 r.node_cores_cap.map(|c| format!("{c} cores")).unwrap_or_else(|| "none".into()),
@@ -178,6 +197,7 @@ pub(crate) fn markdown(report: &Report) {
                 r.nodes.unwrap_or(0),
                 r.ops_per_sec,
                 ratio,
+                rates(&r.rep_ops_per_sec),
                 r.p50_ms,
                 r.p99_ms,
                 r.errors,
@@ -189,4 +209,13 @@ pub(crate) fn markdown(report: &Report) {
             );
         }
     }
+}
+
+/// "11,458 / 12,487 / 10,279": every run's rate, in the order they ran ("-" for a report
+/// from before the runs were repeated).
+fn rates(rs: &[f64]) -> String {
+    if rs.is_empty() {
+        return "-".into();
+    }
+    rs.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join(" / ")
 }
