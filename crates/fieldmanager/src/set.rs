@@ -25,12 +25,23 @@ impl Set {
 
     /// Adds `path` (not its parents). The empty path (the whole object) is never owned.
     pub(crate) fn insert(&mut self, path: &[PathElement]) {
+        // Path elements are cloned only when they are new here: a walk over an object
+        // inserts each node's path, and the parents are mostly there already.
         match path {
             [] => {}
             [pe] => {
-                self.members.insert(pe.clone());
+                if !self.members.contains(pe) {
+                    self.members.insert(pe.clone());
+                }
             }
-            [pe, rest @ ..] => self.children.entry(pe.clone()).or_default().insert(rest),
+            [pe, rest @ ..] => match self.children.get_mut(pe) {
+                Some(child) => child.insert(rest),
+                None => {
+                    let mut child = Set::new();
+                    child.insert(rest);
+                    self.children.insert(pe.clone(), child);
+                }
+            },
         }
     }
 

@@ -162,6 +162,23 @@ pub struct Schema<'a> {
     site: Option<&'a Value>,
 }
 
+/// Schema nodes with up to this many keys are searched by comparing keys, larger ones by
+/// hash. Nearly every node of the built-in definitions is that small (one to four keys:
+/// `type`, `description`, `items`, an extension), and for those comparing a few short
+/// strings costs less than hashing the name (SipHash) to probe the map's index. Lookups
+/// here run for every field of every write (validation, pruning, managedFields).
+const SCAN_UP_TO: usize = 8;
+
+/// The member `key` of the schema node `node` (None if it is not an object or lacks it).
+fn field<'v>(node: &'v Value, key: &str) -> Option<&'v Value> {
+    let m = node.as_object()?;
+    if m.len() <= SCAN_UP_TO {
+        m.iter().find_map(|(k, v)| (k == key).then_some(v))
+    } else {
+        m.get(key)
+    }
+}
+
 fn empty_defs() -> &'static Map<String, Value> {
     static EMPTY: OnceLock<Map<String, Value>> = OnceLock::new();
     EMPTY.get_or_init(Map::new)
@@ -177,13 +194,13 @@ impl<'a> Schema<'a> {
     fn at(&self, site: &'a Value) -> Schema<'a> {
         let mut node = site;
         for _ in 0..8 {
-            if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+            if let Some(r) = field(node, "$ref").and_then(Value::as_str) {
                 let name = r.rsplit('/').next().unwrap_or(r);
                 match self.defs.get(name) {
                     Some(n) => node = n,
                     None => break,
                 }
-            } else if let Some([one]) = node.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
+            } else if let Some([one]) = field(node, "allOf").and_then(Value::as_array).map(Vec::as_slice) {
                 node = one;
             } else {
                 break;
@@ -199,7 +216,7 @@ impl<'a> Schema<'a> {
 
     /// An extension or keyword, on the property first, then on its type.
     pub fn ext(&self, key: &str) -> Option<&'a Value> {
-        self.site.and_then(|s| s.get(key)).or_else(|| self.node.get(key))
+        self.site.and_then(|s| field(s, key)).or_else(|| field(self.node, key))
     }
 
     fn ext_str(&self, key: &str) -> Option<&'a str> {
@@ -208,22 +225,22 @@ impl<'a> Schema<'a> {
 
     /// The property `name` of a struct.
     pub fn property(&self, name: &str) -> Option<Schema<'a>> {
-        self.node.get("properties")?.get(name).map(|p| self.at(p))
+        field(field(self.node, "properties")?, name).map(|p| self.at(p))
     }
 
     /// The names of a struct's properties.
     pub fn property_names(&self) -> impl Iterator<Item = &'a str> {
-        self.node.get("properties").and_then(Value::as_object).into_iter().flat_map(|m| m.keys().map(String::as_str))
+        field(self.node, "properties").and_then(Value::as_object).into_iter().flat_map(|m| m.keys().map(String::as_str))
     }
 
     /// The schema of a list's elements.
     pub fn items(&self) -> Option<Schema<'a>> {
-        self.node.get("items").map(|i| self.at(i))
+        field(self.node, "items").map(|i| self.at(i))
     }
 
     /// The schema of a map's values.
     pub fn values(&self) -> Option<Schema<'a>> {
-        match self.node.get("additionalProperties")? {
+        match field(self.node, "additionalProperties")? {
             Value::Bool(_) => None,
             v => Some(self.at(v)),
         }
@@ -241,14 +258,14 @@ impl<'a> Schema<'a> {
 
     /// What the node holds.
     pub fn shape(&self) -> Shape {
-        let ty = self.node.get("type").and_then(Value::as_str);
+        let ty = field(self.node, "type").and_then(Value::as_str);
         if self.ext("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) || self.is_scalar_union() {
             return Shape::Scalar;
         }
         match ty {
             Some("array") => Shape::List,
-            Some("object") | None if self.node.get("properties").is_some() => Shape::Struct,
-            Some("object") if self.node.get("additionalProperties").is_some_and(|a| a.is_object()) => Shape::Map,
+            Some("object") | None if field(self.node, "properties").is_some() => Shape::Struct,
+            Some("object") if field(self.node, "additionalProperties").is_some_and(|a| a.is_object()) => Shape::Map,
             Some("object") if self.preserves_unknown_fields() => Shape::Any,
             Some("object") => Shape::Map,
             Some("string" | "integer" | "number" | "boolean") => Shape::Scalar,
@@ -258,8 +275,8 @@ impl<'a> Schema<'a> {
 
     /// `oneOf` scalar types, as IntOrString and Quantity are written.
     fn is_scalar_union(&self) -> bool {
-        self.node.get("oneOf").and_then(Value::as_array).is_some_and(|alts| {
-            alts.iter().all(|a| matches!(a.get("type").and_then(Value::as_str), Some("string" | "integer" | "number")))
+        field(self.node, "oneOf").and_then(Value::as_array).is_some_and(|alts| {
+            alts.iter().all(|a| matches!(field(a, "type").and_then(Value::as_str), Some("string" | "integer" | "number")))
         })
     }
 
@@ -305,6 +322,21 @@ impl<'a> Schema<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn field_finds_members_of_small_and_large_nodes_alike() {
+        let small = serde_json::json!({"type": "string", "format": "byte"});
+        let large: Value = Value::Object((0..20).map(|i| (format!("p{i}"), Value::from(i))).collect());
+        assert_eq!(field(&small, "format"), Some(&Value::from("byte")));
+        assert_eq!(field(&small, "form"), None);
+        assert!(large.as_object().unwrap().len() > SCAN_UP_TO);
+        for i in 0..20 {
+            assert_eq!(field(&large, &format!("p{i}")), Some(&Value::from(i)));
+        }
+        assert_eq!(field(&large, "p20"), None);
+        assert_eq!(field(&Value::from("type"), "type"), None);
+        assert_eq!(field(&serde_json::json!(["type"]), "type"), None);
+    }
 
     #[test]
     fn kinds_resolve_by_group_version_kind() {
