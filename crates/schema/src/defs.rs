@@ -276,7 +276,8 @@ impl<'a> Schema<'a> {
     /// `oneOf` scalar types, as IntOrString and Quantity are written.
     fn is_scalar_union(&self) -> bool {
         field(self.node, "oneOf").and_then(Value::as_array).is_some_and(|alts| {
-            alts.iter().all(|a| matches!(field(a, "type").and_then(Value::as_str), Some("string" | "integer" | "number")))
+            alts.iter()
+                .all(|a| matches!(field(a, "type").and_then(Value::as_str), Some("string" | "integer" | "number")))
         })
     }
 
