@@ -139,8 +139,8 @@ async fn read_spreads(
     Ok(runs.into_iter().filter_map(median_run).collect())
 }
 
-/// The run with the median rate, carrying every run's rate in `rep_ops_per_sec` (in the
-/// order they ran).
+/// The run with the median rate (the lower of the two middle ones for an even count),
+/// carrying every run's rate in `rep_ops_per_sec` (in the order they ran).
 fn median_run(mut runs: Vec<RunResult>) -> Option<RunResult> {
     let rates: Vec<f64> = runs.iter().map(|r| r.ops_per_sec).collect();
     runs.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
@@ -211,7 +211,7 @@ pub(crate) fn markdown(report: &Report) {
     }
 }
 
-/// "11,458 / 12,487 / 10,279": every run's rate, in the order they ran ("-" for a report
+/// "11458 / 12487 / 10279": every run's rate, in the order they ran ("-" for a report
 /// from before the runs were repeated).
 fn rates(rs: &[f64]) -> String {
     if rs.is_empty() {
