@@ -20,7 +20,8 @@ use crate::validation::FieldError;
 /// The group kube-apiserver lets do anything, without asking RBAC.
 pub const MASTERS_GROUP: &str = "system:masters";
 
-/// What a request asks to do, as kube-apiserver's request-info filter names it.
+/// What a request asks to do, as kube-apiserver's request-info filter names it (the REST
+/// layer's one parse of a request, `kuorum_rest::request`, makes it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Attributes {
     /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`
@@ -38,80 +39,6 @@ pub struct Attributes {
 }
 
 impl Attributes {
-    /// What kube-apiserver's filter makes of a method, path and query.
-    ///
-    /// ```text
-    /// GET    /api/v1/namespaces/dev/pods             list  pods        ns dev
-    /// GET    /api/v1/pods?watch=1                     watch pods
-    /// PATCH  /apis/apps/v1/namespaces/dev/deployments/web/scale
-    ///                                                 patch deployments/scale  ns dev  name web
-    /// DELETE /api/v1/namespaces/dev                   delete namespaces  ns dev  name dev
-    /// GET    /version                                 get   (path /version)
-    /// ```
-    ///
-    /// `decode` percent-decodes one path segment, as the router does before it looks the
-    /// path up, so both read the same names.
-    pub fn from_request(method: &str, path: &str, query: &str, decode: impl Fn(&str) -> String) -> Attributes {
-        let decoded: Vec<String> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).map(decode).collect();
-        let segs: Vec<&str> = decoded.iter().map(String::as_str).collect();
-        let (group, rest) = match segs.as_slice() {
-            ["api", _v, rest @ ..] if !rest.is_empty() => ("", rest),
-            ["apis", g, _v, rest @ ..] if !rest.is_empty() => (*g, rest),
-            _ => {
-                return Attributes {
-                    verb: method.to_ascii_lowercase(),
-                    path: path.to_string(),
-                    ..Attributes::default()
-                }
-            }
-        };
-        let (legacy_watch, rest) = match rest {
-            ["watch", tail @ ..] => (true, tail),
-            _ => (false, rest),
-        };
-        let mut a =
-            Attributes { resource_request: true, api_group: group.into(), path: path.into(), ..Attributes::default() };
-        let parts: &[&str] = match rest {
-            ["namespaces", ns, tail @ ..] if !tail.is_empty() && !matches!(tail, ["status" | "finalize"]) => {
-                a.namespace = ns.to_string();
-                tail
-            }
-            _ => rest,
-        };
-        if let Some(r) = parts.first() {
-            a.resource = r.to_string();
-        }
-        if let Some(n) = parts.get(1) {
-            a.name = n.to_string();
-        }
-        if let Some(s) = parts.get(2) {
-            a.subresource = s.to_string();
-        }
-        // A namespace's own namespace is itself.
-        if a.resource == "namespaces" && !a.name.is_empty() {
-            a.namespace = a.name.clone();
-        }
-        // The first `watch` parameter decides, read as the router reads it.
-        let watch_param = query
-            .split('&')
-            .find_map(|kv| kv.split_once('=').filter(|(k, _)| *k == "watch").map(|(_, v)| v))
-            .is_some_and(|v| matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True"));
-        let named = !a.name.is_empty();
-        a.verb = match method {
-            "GET" | "HEAD" if legacy_watch || watch_param => "watch",
-            "GET" | "HEAD" if named => "get",
-            "GET" | "HEAD" => "list",
-            "POST" => "create",
-            "PUT" => "update",
-            "PATCH" => "patch",
-            "DELETE" if named => "delete",
-            "DELETE" => "deletecollection",
-            other => return Attributes { verb: other.to_ascii_lowercase(), ..a },
-        }
-        .to_string();
-        a
-    }
-
     /// `resource` or `resource/subresource`, as rules name it.
     pub fn full_resource(&self) -> String {
         if self.subresource.is_empty() {
@@ -372,9 +299,24 @@ mod tests {
 
     use super::*;
 
-    fn attrs(method: &str, path: &str) -> Attributes {
-        let (path, query) = path.split_once('?').unwrap_or((path, ""));
-        Attributes::from_request(method, path, query, |s| s.replace("%62", "b"))
+    /// A resource request: `verb` on `group`/`resource` (`res/sub` for a subresource).
+    fn res(verb: &str, group: &str, resource: &str, namespace: &str, name: &str) -> Attributes {
+        let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
+        Attributes {
+            verb: verb.into(),
+            resource_request: true,
+            api_group: group.into(),
+            resource: resource.into(),
+            subresource: subresource.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+            path: String::new(),
+        }
+    }
+
+    /// A request on a path that names no resource.
+    fn url(verb: &str, path: &str) -> Attributes {
+        Attributes { verb: verb.into(), path: path.into(), ..Attributes::default() }
     }
 
     fn rule(v: Value) -> PolicyRule {
@@ -382,48 +324,25 @@ mod tests {
     }
 
     #[test]
-    fn requests_are_named_as_kube_apiserver_names_them() {
-        let a = attrs("GET", "/api/v1/namespaces/dev/pods");
-        assert_eq!((a.verb.as_str(), a.resource.as_str(), a.namespace.as_str()), ("list", "pods", "dev"));
-        assert_eq!(attrs("GET", "/api/v1/pods?watch=1").verb, "watch");
-        assert_eq!(attrs("GET", "/api/v1/watch/namespaces/dev/pods").verb, "watch");
-        let s = attrs("PATCH", "/apis/apps/v1/namespaces/dev/deployments/web/scale");
-        assert_eq!(
-            (s.verb.as_str(), s.api_group.as_str(), s.full_resource(), s.name.as_str()),
-            ("patch", "apps", "deployments/scale".to_string(), "web")
-        );
-        let ns = attrs("DELETE", "/api/v1/namespaces/dev");
-        assert_eq!((ns.verb.as_str(), ns.namespace.as_str(), ns.name.as_str()), ("delete", "dev", "dev"));
-        assert_eq!(attrs("PUT", "/api/v1/namespaces/dev/finalize").full_resource(), "namespaces/finalize");
-        assert_eq!(attrs("DELETE", "/api/v1/namespaces/dev/configmaps").verb, "deletecollection");
-        let v = attrs("GET", "/version");
-        assert!(!v.resource_request);
-        assert_eq!((v.verb.as_str(), v.path.as_str()), ("get", "/version"));
-        assert!(!attrs("GET", "/apis/apps/v1").resource_request, "discovery is not a resource");
-        assert_eq!(attrs("GET", "/api/v1/namespaces/dev/configmaps/a%62").name, "ab", "names are decoded");
-        assert_eq!(attrs("GET", "/api/v1/pods?watch=false&watch=1").verb, "list", "the first value decides");
-    }
-
-    #[test]
     fn rules_match_verbs_groups_resources_and_names() {
         let r = rule(json!({"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]}));
-        assert!(r.allows(&attrs("GET", "/api/v1/namespaces/dev/pods/web")));
-        assert!(!r.allows(&attrs("DELETE", "/api/v1/namespaces/dev/pods/web")));
-        assert!(!r.allows(&attrs("GET", "/apis/apps/v1/namespaces/dev/deployments")), "another group");
-        assert!(!r.allows(&attrs("GET", "/api/v1/namespaces/dev/pods/web/status")), "a subresource is its own");
+        assert!(r.allows(&res("get", "", "pods", "dev", "web")));
+        assert!(!r.allows(&res("delete", "", "pods", "dev", "web")));
+        assert!(!r.allows(&res("list", "apps", "deployments", "dev", "")), "another group");
+        assert!(!r.allows(&res("get", "", "pods/status", "dev", "web")), "a subresource is its own");
         let sub = rule(json!({"verbs": ["get"], "apiGroups": ["*"], "resources": ["*/status"]}));
-        assert!(sub.allows(&attrs("GET", "/api/v1/namespaces/dev/pods/web/status")));
-        assert!(!sub.allows(&attrs("GET", "/api/v1/namespaces/dev/pods/web")));
+        assert!(sub.allows(&res("get", "", "pods/status", "dev", "web")));
+        assert!(!sub.allows(&res("get", "", "pods", "dev", "web")));
         let named =
             rule(json!({"verbs": ["*"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["a"]}));
-        assert!(named.allows(&attrs("PUT", "/api/v1/namespaces/dev/configmaps/a")));
-        assert!(!named.allows(&attrs("PUT", "/api/v1/namespaces/dev/configmaps/b")));
-        assert!(!named.allows(&attrs("GET", "/api/v1/namespaces/dev/configmaps")), "a list names nothing");
+        assert!(named.allows(&res("update", "", "configmaps", "dev", "a")));
+        assert!(!named.allows(&res("update", "", "configmaps", "dev", "b")));
+        assert!(!named.allows(&res("list", "", "configmaps", "dev", "")), "a list names nothing");
         let urls = rule(json!({"verbs": ["get"], "nonResourceURLs": ["/healthz", "/apis/*"]}));
-        assert!(urls.allows(&attrs("GET", "/healthz")));
-        assert!(urls.allows(&attrs("GET", "/apis/apps/v1")));
-        assert!(!urls.allows(&attrs("GET", "/metrics")));
-        assert!(!urls.allows(&attrs("GET", "/api/v1/namespaces/dev/pods")), "URL rules grant no resources");
+        assert!(urls.allows(&url("get", "/healthz")));
+        assert!(urls.allows(&url("get", "/apis/apps/v1")));
+        assert!(!urls.allows(&url("get", "/metrics")));
+        assert!(!urls.allows(&res("list", "", "pods", "dev", "")), "URL rules grant no resources");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Owns the one layer every request passes through around its handler, in
-//! kube-apiserver's filter order: its id, span and log line ([`request_log`]), its name,
-//! in-flight slot and metrics ([`metrics`]), its user ([`auth`]). Each step is a plain
-//! function of its module; this layer only runs them in order.
+//! kube-apiserver's filter order: its id, span and log line ([`request_log`]), its one
+//! parse ([`request`]), its name, in-flight slot and metrics ([`metrics`]), its user
+//! ([`auth`]). Each step is a plain function of its module; this layer only runs them in
+//! order, and leaves the parse in the request's extensions for authorization and routing.
 //!
 //! One layer rather than three nested ones because each axum middleware clones and boxes
 //! the rest of the stack for every request: on 64 clients' 1 KiB creates, dropping the
@@ -20,32 +21,35 @@ use axum::middleware::Next;
 use axum::response::Response;
 use tracing::Instrument;
 
-use crate::auth::{self, Authenticator};
-use crate::metrics::{GuardedBody, Metrics};
-use crate::request_log;
-
-/// What the layer needs: the node's metrics and authenticator.
-pub(crate) struct Front {
-    pub(crate) metrics: Arc<Metrics>,
-    pub(crate) auth: Arc<Authenticator>,
-}
+use crate::auth;
+use crate::metrics::GuardedBody;
+use crate::request::RequestInfo;
+use crate::{request_log, route, RestState};
 
 /// The layer (see the module docs).
-pub(crate) async fn serve(State(front): State<Arc<Front>>, req: Request, next: Next) -> Response {
+pub(crate) async fn serve(State(st): State<Arc<RestState>>, req: Request, next: Next) -> Response {
     let traced = request_log::begin(&req);
-    let resp = admit_and_run(&front, req, next).instrument(traced.span.clone()).await;
+    let resp = admit_and_run(&st, req, next).instrument(traced.span.clone()).await;
     request_log::end(traced, resp)
 }
 
-async fn admit_and_run(front: &Front, mut req: Request, next: Next) -> Response {
-    let admitted = match front.metrics.admit(&req) {
+async fn admit_and_run(st: &RestState, mut req: Request, next: Next) -> Response {
+    let info = RequestInfo::parse(req.method().as_str(), req.uri().path(), req.uri().query());
+    let apply = req
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/apply-patch"));
+    let resolve = |group: &str, version: &str, plural: &str| route::resolve_in(st, group, version, plural);
+    let admitted = match st.metrics.admit(&info, apply, &resolve) {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
-    let resp = match auth::admit_request(&front.auth, &mut req, admitted.long_running()) {
+    let watch = info.is_watch();
+    req.extensions_mut().insert(info);
+    let resp = match auth::admit_request(&st.auth, &mut req, watch) {
         Ok(None) => next.run(req).await,
         Ok(Some(watch_slot)) => GuardedBody::wrap(next.run(req).await, watch_slot),
         Err(refused) => refused,
     };
-    front.metrics.finish(admitted, resp)
+    st.metrics.finish(admitted, resp)
 }

@@ -49,6 +49,7 @@ pub mod parse;
 mod patch;
 mod protobuf;
 pub mod query;
+pub mod request;
 pub mod request_log;
 mod route;
 mod strategy;
@@ -57,6 +58,7 @@ mod table;
 mod token;
 mod update;
 mod watch;
+mod yaml_depth;
 
 pub use crd_cleanup::finalize_deleted_crds;
 pub use custom::CustomResources;
@@ -113,8 +115,6 @@ pub fn router(state: RestState) -> Router {
 /// The REST API and `extra` routes (the node's own endpoints) behind the same
 /// authentication, limits and metrics.
 pub fn router_with(state: RestState, extra: Router) -> Router {
-    let observed = state.metrics.clone();
-    let auth = state.auth.clone();
     let rbac = state.authorization == authz::Authorization::Rbac;
     let chaos = state.chaos.clone();
     let state = Arc::new(state);
@@ -146,7 +146,7 @@ pub fn router_with(state: RestState, extra: Router) -> Router {
         .layer(axum::middleware::from_fn(protobuf::answer_in_protobuf))
         .merge(extra);
     // With AlwaysAllow there is nothing to decide: no layer, no cost.
-    let api = if rbac { api.layer(axum::middleware::from_fn_with_state(state, authz::authorize)) } else { api };
+    let api = if rbac { api.layer(axum::middleware::from_fn_with_state(state.clone(), authz::authorize)) } else { api };
     // Without chaos mode there is nothing to inject: no layer, no cost. Inside
     // authentication, so an injected error never hides a 401.
     let api = match chaos {
@@ -156,7 +156,7 @@ pub fn router_with(state: RestState, extra: Router) -> Router {
     api.layer(CompressionLayer::new().gzip(true).no_br().no_deflate().no_zstd().compress_when(LargeBodies))
         // Outermost: every request gets its id, name and user first, and is counted and
         // logged as answered.
-        .layer(axum::middleware::from_fn_with_state(Arc::new(front::Front { metrics: observed, auth }), front::serve))
+        .layer(axum::middleware::from_fn_with_state(state, front::serve))
 }
 
 /// Responses at least this large are gzipped for clients that accept it, as

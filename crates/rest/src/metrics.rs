@@ -19,9 +19,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use http::{header, Method, StatusCode};
+use http::{header, StatusCode};
 use http_body::Frame;
 use kuorum_api::ApiError;
 use kuorum_raft::RaftCounters;
@@ -33,6 +33,8 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::error::RestError;
+use crate::request::RequestInfo;
+use crate::route::Resolve;
 use crate::RestState;
 
 /// kube-apiserver's defaults (`--max-requests-inflight`, `--max-mutating-requests-inflight`).
@@ -45,22 +47,27 @@ const DURATION_BUCKETS: [f64; 23] = [
     45.0, 60.0,
 ];
 
-/// What kube-apiserver's request-info filter makes of a request. It is also the label
-/// set of `apiserver_request_duration_seconds`, in kube-apiserver's label order.
+/// What kube-apiserver's metrics call a request. It is also the label set of
+/// `apiserver_request_duration_seconds`, in kube-apiserver's label order. Every label
+/// comes from a closed set, never from the URL as sent: an anonymous client sending
+/// random paths must not grow `/metrics` (or the node's memory) with each one.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(crate) struct RequestInfo {
+pub(crate) struct RequestMetric {
     pub verb: &'static str,
-    pub dry_run: String,
-    pub group: String,
-    pub version: String,
-    pub resource: String,
-    pub subresource: String,
-    /// `resource` (a named object), `namespace`, `cluster`, or empty (not a resource).
+    /// `""`, `All`, or `invalid` (kube-apiserver's `cleanDryRun`).
+    pub dry_run: &'static str,
+    /// The group, version, resource and subresource of a resource this node serves
+    /// (built-in or custom); all empty for any other path.
+    pub group: &'static str,
+    pub version: &'static str,
+    pub resource: &'static str,
+    pub subresource: &'static str,
+    /// `resource` (a named object), `namespace`, `cluster`, or empty (not a served resource).
     pub scope: &'static str,
     pub component: &'static str,
 }
 
-impl RequestInfo {
+impl RequestMetric {
     fn long_running(&self) -> bool {
         self.verb == "WATCH"
     }
@@ -70,108 +77,69 @@ impl RequestInfo {
     }
 }
 
-fn query_value<'q>(query: &'q str, key: &str) -> Vec<&'q str> {
-    query
-        .split('&')
-        .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
-        .filter(|(k, _)| *k == key)
-        .map(|(_, v)| v)
-        .collect()
-}
-
-/// Names a request from its method, path, query and content type.
-pub(crate) fn classify(method: &Method, path: &str, query: &str, content_type: &str) -> RequestInfo {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
-    let (group, version, mut rest) = match segs.as_slice() {
-        ["api", v, rest @ ..] => ("", *v, rest),
-        ["apis", g, v, rest @ ..] => (*g, *v, rest),
-        _ => ("", "", &[][..]),
+/// Names a request from its one parse: `apply` is a PATCH of an apply patch; `resolve`
+/// finds the resource among those the node serves.
+pub(crate) fn classify(info: &RequestInfo, apply: bool, resolve: Resolve<'_>) -> RequestMetric {
+    let verb = match info.verb {
+        "get" => "GET",
+        "list" => "LIST",
+        "watch" => "WATCH",
+        "create" | "post" => "POST",
+        "update" | "put" => "PUT",
+        "patch" if apply && info.resource.is_some() => "APPLY",
+        "patch" => "PATCH",
+        "delete" => "DELETE",
+        "deletecollection" => "DELETECOLLECTION",
+        _ => "other",
     };
-    let mut dry: Vec<&str> = query_value(query, "dryRun");
-    dry.sort_unstable();
-    let dry_run = dry.join(",");
-    if rest.is_empty() {
-        // Discovery, health, metrics, openapi: not a resource.
-        let verb = match *method {
-            Method::GET | Method::HEAD => "GET",
-            Method::POST => "POST",
-            Method::PUT => "PUT",
-            Method::PATCH => "PATCH",
-            Method::DELETE => "DELETE",
-            _ => "OTHER",
-        };
-        return RequestInfo {
-            verb,
-            group: group.into(),
-            version: version.into(),
-            resource: String::new(),
-            subresource: String::new(),
-            scope: "",
-            dry_run,
-            component: "apiserver",
-        };
-    }
-    let mut legacy_watch = false;
-    if rest[0] == "watch" {
-        legacy_watch = true;
-        rest = &rest[1..];
-    }
-    // /namespaces/{ns}/{resource}/..., except a namespace's own subresources.
-    let (namespaced, resource, name, sub) = match rest {
-        ["namespaces", _ns, r, tail @ ..] if !(tail.is_empty() && matches!(*r, "status" | "finalize")) => {
-            (true, *r, tail.first().copied(), tail.get(1).copied())
-        }
-        [r, tail @ ..] => (false, *r, tail.first().copied(), tail.get(1).copied()),
-        [] => (false, "", None, None),
+    let dry_run = match info.query.get_all("dryRun").collect::<Vec<_>>().as_slice() {
+        [] => "",
+        values if values.iter().all(|v| *v == "All") => "All",
+        _ => "invalid",
     };
-    let watch_param = query_value(query, "watch").iter().any(|v| matches!(*v, "true" | "1"));
-    let verb = match *method {
-        Method::GET | Method::HEAD if legacy_watch || watch_param => "WATCH",
-        Method::GET | Method::HEAD if name.is_some() => "GET",
-        Method::GET | Method::HEAD => "LIST",
-        Method::POST => "POST",
-        Method::PUT => "PUT",
-        Method::PATCH if content_type.starts_with("application/apply-patch") => "APPLY",
-        Method::PATCH => "PATCH",
-        Method::DELETE if name.is_some() => "DELETE",
-        Method::DELETE => "DELETECOLLECTION",
-        _ => "OTHER",
+    let mut m = RequestMetric {
+        verb,
+        dry_run,
+        group: "",
+        version: "",
+        resource: "",
+        subresource: "",
+        scope: "",
+        component: "apiserver",
     };
-    let scope = if name.is_some() {
+    let Some(path) = &info.resource else { return m };
+    let Some((def, _)) = (!path.malformed).then(|| resolve(&path.group, &path.version, &path.resource)).flatten()
+    else {
+        return m;
+    };
+    (m.group, m.version, m.resource) = (def.group, def.version, def.plural);
+    m.subresource = path.subresource.as_deref().and_then(|s| def.subresource(s)).map_or("", |s| s.name);
+    m.scope = if path.name.is_some() {
         "resource"
-    } else if namespaced {
+    } else if path.namespaced_path {
         "namespace"
     } else {
         "cluster"
     };
-    RequestInfo {
-        verb,
-        group: group.into(),
-        version: version.into(),
-        resource: resource.into(),
-        subresource: sub.unwrap_or_default().into(),
-        scope,
-        dry_run,
-        component: "apiserver",
-    }
+    m
 }
 
 /// `apiserver_request_total`'s labels: the request's, and the response code.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     #[prometheus(flatten)]
-    request: RequestInfo,
+    request: RequestMetric,
     code: u16,
 }
 
-impl RequestInfo {
+impl RequestMetric {
     fn long_running_labels(&self) -> LongRunningLabels {
         LongRunningLabels {
             verb: self.verb,
-            group: self.group.clone(),
-            version: self.version.clone(),
-            resource: self.resource.clone(),
-            subresource: self.subresource.clone(),
+            group: self.group,
+            version: self.version,
+            resource: self.resource,
+            subresource: self.subresource,
             scope: self.scope,
             component: self.component,
         }
@@ -186,10 +154,10 @@ struct KindLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LongRunningLabels {
     verb: &'static str,
-    group: String,
-    version: String,
-    resource: String,
-    subresource: String,
+    group: &'static str,
+    version: &'static str,
+    resource: &'static str,
+    subresource: &'static str,
     scope: &'static str,
     component: &'static str,
 }
@@ -227,7 +195,7 @@ struct MemoryPart {
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
-    durations: Family<RequestInfo, Histogram>,
+    durations: Family<RequestMetric, Histogram>,
     inflight: Family<KindLabels, Gauge>,
     longrunning: Family<LongRunningLabels, Gauge>,
     /// Faults injected by [`crate::chaos`], by kind (empty unless chaos is enabled).
@@ -253,7 +221,7 @@ impl Metrics {
     pub fn new(raft: RaftCounters) -> Self {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
-        let durations = Family::<RequestInfo, Histogram>::new_with_constructor(
+        let durations = Family::<RequestMetric, Histogram>::new_with_constructor(
             (|| Histogram::new(DURATION_BUCKETS)) as fn() -> Histogram,
         );
         let inflight = Family::<KindLabels, Gauge>::default();
@@ -395,11 +363,11 @@ impl Metrics {
     }
 
     /// The last use of `info`: the counter's labels take it.
-    fn count(&self, info: RequestInfo, code: StatusCode) {
+    fn count(&self, info: RequestMetric, code: StatusCode) {
         self.requests.get_or_create(&RequestLabels { request: info, code: code.as_u16() }).inc();
     }
 
-    fn time(&self, info: &RequestInfo, seconds: f64) {
+    fn time(&self, info: &RequestMetric, seconds: f64) {
         self.durations.get_or_create(info).observe(seconds);
     }
 }
@@ -465,9 +433,9 @@ impl<G: Send + Unpin + 'static> http_body::Body for GuardedBody<G> {
 pub(crate) enum Admitted<'m> {
     /// A watch: counted, not timed, and in `apiserver_longrunning_requests` while its
     /// body lives; no in-flight limit applies.
-    LongRunning { info: RequestInfo, gauge: Gauge },
+    LongRunning { info: RequestMetric, gauge: Gauge },
     /// Anything else: holds an in-flight slot until answered, and is timed.
-    Timed { info: RequestInfo, slot: Slot<'m>, started: tokio::time::Instant },
+    Timed { info: RequestMetric, slot: Slot<'m>, started: tokio::time::Instant },
 }
 
 impl Admitted<'_> {
@@ -478,11 +446,16 @@ impl Admitted<'_> {
 }
 
 impl Metrics {
-    /// Names `req` as kube-apiserver does and takes its in-flight slot; a request over
-    /// the limit is answered here, 429 with `Retry-After`, and counted.
-    pub(crate) fn admit(&self, req: &Request) -> Result<Admitted<'_>, Response> {
-        let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
-        let info = classify(req.method(), req.uri().path(), req.uri().query().unwrap_or_default(), content_type);
+    /// Names the request `info` describes as kube-apiserver does ([`classify`]) and
+    /// takes its in-flight slot; a request over the limit is answered here, 429 with
+    /// `Retry-After`, and counted.
+    pub(crate) fn admit(
+        &self,
+        info: &RequestInfo,
+        apply: bool,
+        resolve: Resolve<'_>,
+    ) -> Result<Admitted<'_>, Response> {
+        let info = classify(info, apply, resolve);
 
         if info.long_running() {
             let gauge = self.longrunning.get_or_create(&info.long_running_labels()).clone();
@@ -544,44 +517,62 @@ pub(crate) async fn serve(State(state): State<Arc<RestState>>) -> Response {
 mod tests {
     use super::*;
 
+    fn named(method: &str, url: &str, apply: bool) -> RequestMetric {
+        let (path, query) = url.split_once('?').map_or((url, None), |(p, q)| (p, Some(q)));
+        classify(&RequestInfo::parse(method, path, query), apply, &crate::route::builtin)
+    }
+
     #[test]
     fn requests_are_named_as_kube_apiserver_names_them() {
-        // method, path, query → verb, resource, subresource, scope
+        // method, path?query → verb, resource, subresource, scope
         let cases = [
-            (Method::GET, "/api/v1/namespaces/default/configmaps", "", ("LIST", "configmaps", "", "namespace")),
+            ("GET", "/api/v1/namespaces/default/configmaps", ("LIST", "configmaps", "", "namespace")),
             (
-                Method::GET,
-                "/api/v1/namespaces/default/configmaps",
-                "watch=1&resourceVersion=5",
+                "GET",
+                "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=5",
                 ("WATCH", "configmaps", "", "namespace"),
             ),
-            (Method::GET, "/api/v1/watch/namespaces/a/pods", "", ("WATCH", "pods", "", "namespace")),
-            (Method::GET, "/api/v1/namespaces/a/pods/p", "", ("GET", "pods", "", "resource")),
-            (Method::PUT, "/api/v1/namespaces/a/pods/p/status", "", ("PUT", "pods", "status", "resource")),
-            (Method::GET, "/api/v1/namespaces/kube-system", "", ("GET", "namespaces", "", "resource")),
-            (Method::PUT, "/api/v1/namespaces/x/finalize", "", ("PUT", "namespaces", "finalize", "resource")),
-            (Method::GET, "/api/v1/nodes", "", ("LIST", "nodes", "", "cluster")),
-            (
-                Method::DELETE,
-                "/apis/apps/v1/namespaces/a/deployments",
-                "",
-                ("DELETECOLLECTION", "deployments", "", "namespace"),
-            ),
-            (Method::GET, "/healthz", "", ("GET", "", "", "")),
+            ("GET", "/api/v1/namespaces/default/configmaps?watch=True", ("WATCH", "configmaps", "", "namespace")),
+            ("GET", "/api/v1/namespaces/default/configmaps?%77atch", ("WATCH", "configmaps", "", "namespace")),
+            ("GET", "/api/v1/watch/namespaces/a/pods", ("WATCH", "pods", "", "namespace")),
+            ("GET", "/api/v1/namespaces/a/pods/p", ("GET", "pods", "", "resource")),
+            ("PUT", "/api/v1/namespaces/a/pods/p/status", ("PUT", "pods", "status", "resource")),
+            ("GET", "/api/v1/namespaces/kube-system", ("GET", "namespaces", "", "resource")),
+            // finalize is not a subresource kuorum serves: no label of its own.
+            ("PUT", "/api/v1/namespaces/x/finalize", ("PUT", "namespaces", "", "resource")),
+            ("GET", "/api/v1/nodes", ("LIST", "nodes", "", "cluster")),
+            ("DELETE", "/apis/apps/v1/namespaces/a/deployments", ("DELETECOLLECTION", "deployments", "", "namespace")),
+            ("GET", "/healthz", ("GET", "", "", "")),
+            ("HEAD", "/healthz", ("other", "", "", "")),
         ];
-        for (method, path, query, want) in cases {
-            let i = classify(&method, path, query, "application/json");
-            assert_eq!((i.verb, i.resource.as_str(), i.subresource.as_str(), i.scope), want, "{method} {path}?{query}");
+        for (method, url, want) in cases {
+            let m = named(method, url, false);
+            assert_eq!((m.verb, m.resource, m.subresource, m.scope), want, "{method} {url}");
         }
-        let apply = classify(
-            &Method::PATCH,
-            "/apis/apps/v1/namespaces/a/deployments/d",
-            "dryRun=All",
-            "application/apply-patch+yaml",
-        );
-        assert_eq!(
-            (apply.verb, apply.group.as_str(), apply.version.as_str(), apply.dry_run.as_str()),
-            ("APPLY", "apps", "v1", "All")
-        );
+        let apply = named("PATCH", "/apis/apps/v1/namespaces/a/deployments/d?dryRun=All", true);
+        assert_eq!((apply.verb, apply.group, apply.version, apply.dry_run), ("APPLY", "apps", "v1", "All"));
+    }
+
+    /// What a client puts in the URL never becomes a label: unknown groups, versions,
+    /// resources, subresources and dryRun values fall into fixed buckets.
+    #[test]
+    fn labels_come_from_closed_sets() {
+        let empty = ("", "", "", "", "");
+        for url in [
+            "/apis/x-1234/v9/things",
+            "/api/v7/pods",
+            "/apis/apps/v1/namespaces/a/zzz",
+            "/api/v1/namespaces/a/configmaps/c/d/e",
+            "/apis/random.example.com/v1/crontabs/x",
+            "/random/path/x",
+        ] {
+            let m = named("GET", url, false);
+            assert_eq!((m.group, m.version, m.resource, m.subresource, m.scope), empty, "{url}");
+        }
+        let m = named("GET", "/api/v1/namespaces/a/pods/p/zzz", false);
+        assert_eq!((m.resource, m.subresource), ("pods", ""));
+        assert_eq!(named("POST", "/api/v1/namespaces/a/pods?dryRun=All&dryRun=All", false).dry_run, "All");
+        assert_eq!(named("POST", "/api/v1/namespaces/a/pods?dryRun=xyz123", false).dry_run, "invalid");
+        assert_eq!(named("BREW", "/api/v1/namespaces/a/pods", false).verb, "other");
     }
 }

@@ -9,6 +9,7 @@ use kuorum_store::keys::ObjectKey;
 use serde_json::{Map, Value};
 
 use crate::query::Query;
+use crate::yaml_depth::{self, MAX_NESTING};
 
 pub(crate) type Object = Map<String, Value>;
 
@@ -60,6 +61,7 @@ pub(crate) fn decode_as(format: BodyFormat, body: &[u8]) -> Result<Object, ApiEr
     match format {
         BodyFormat::Json => decode(body),
         BodyFormat::Yaml => {
+            check_yaml_nesting(body)?;
             let value: Value = serde_yaml_ng::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))?;
             decode(&serde_json::to_vec(&value).unwrap_or_default())
@@ -74,6 +76,31 @@ pub(crate) fn decode_as(format: BodyFormat, body: &[u8]) -> Result<Object, ApiEr
             decode(&serde_json::to_vec(&value).unwrap_or_default())
         }
     }
+}
+
+/// Bodies above this size are decoded on the blocking pool rather than on the runtime
+/// that serves every other request (a 3 MiB YAML body takes tens of milliseconds).
+const DECODE_INLINE_MAX: usize = 64 * 1024;
+
+/// [`decode_as`], off the async workers for a large body when the runtime has a blocking
+/// pool to spare (the multi-threaded one of `kuorum serve`; not the simulator's).
+pub(crate) async fn decode_body(format: BodyFormat, body: Bytes) -> Result<Object, ApiError> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if body.len() <= DECODE_INLINE_MAX || Handle::current().runtime_flavor() != RuntimeFlavor::MultiThread {
+        return decode_as(format, &body);
+    }
+    tokio::task::spawn_blocking(move || decode_as(format, &body))
+        .await
+        .unwrap_or_else(|e| Err(ApiError::internal(format!("decoding the request body: {e}"))))
+}
+
+/// Refuses YAML that nests deeper than [`MAX_NESTING`] before it is parsed (see
+/// [`crate::yaml_depth`]).
+fn check_yaml_nesting(body: &[u8]) -> Result<(), ApiError> {
+    if yaml_depth::within(body, MAX_NESTING) {
+        return Ok(());
+    }
+    Err(ApiError::bad_request(format!("the request body is not valid YAML: it nests deeper than {MAX_NESTING} levels")))
 }
 
 /// Decodes a request body into a JSON object whose metadata is well formed (400 if not).

@@ -12,7 +12,8 @@ use serde_json::{Map, Value};
 use crate::consistency::ListOptions;
 use crate::fields::FieldValidation;
 use crate::object::{self, BodyFormat};
-use crate::query::{decode_component, Query};
+use crate::query::Query;
+use crate::request::RequestInfo;
 
 /// A request body as the verbs decode it, its format chosen by `content_type`.
 pub fn body(content_type: &str, bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
@@ -49,9 +50,13 @@ pub fn accept(value: &str) -> Result<(), ApiError> {
     crate::negotiate::negotiate_output(&headers).map(|_| ())
 }
 
-/// A request path and query as authorization names them, and the resource path as the
-/// router resolves it among the built-in resources.
+/// A request path and query parsed once ([`RequestInfo`]), as authorization names it,
+/// and the resource path as the router resolves it among the built-in resources.
 pub fn path(method: &str, path: &str, query: &str) -> (Attributes, Result<(), ApiError>) {
-    let attrs = Attributes::from_request(method, path, query, |s| decode_component(s, false));
-    (attrs, crate::route::parse_path(path, &crate::route::builtin).map(|_| ()))
+    let info = RequestInfo::parse(method, path, Some(query));
+    let routed = match &info.resource {
+        Some(r) => crate::route::target(r, &crate::route::builtin).map(|_| ()),
+        None => Err(ApiError::path_not_found()),
+    };
+    (info.attributes(), routed)
 }

@@ -34,9 +34,10 @@ impl Query {
         self.pairs.iter().filter(move |(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
-    /// A boolean parameter as Go's `strconv.ParseBool` reads it; absent or unparsable is false.
+    /// A boolean parameter as kube-apiserver reads query booleans: false when absent,
+    /// `0` or `false` (any case); any other first value, the empty one included, is true.
     pub fn flag(&self, key: &str) -> bool {
-        matches!(self.get(key), Some("1" | "t" | "T" | "true" | "TRUE" | "True"))
+        self.get(key).is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"))
     }
 }
 
@@ -98,6 +99,17 @@ mod tests {
         assert_eq!(q.get_all("dryRun").count(), 2);
         assert!(!q.flag("watch"));
         assert_eq!(Query::parse(Some("flag")).get("flag"), Some(""));
+        for (raw, want) in [
+            ("f", true),
+            ("f=", true),
+            ("f=yes", true),
+            ("f=0", false),
+            ("f=False", false),
+            ("f=0&f=1", false),
+            ("g=1", false),
+        ] {
+            assert_eq!(Query::parse(Some(raw)).flag("f"), want, "{raw}");
+        }
     }
 
     #[test]

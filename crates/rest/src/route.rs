@@ -1,7 +1,8 @@
 //! From a resource path to a [`Target`], and from the HTTP method to the verb handler.
 //!
-//! A path names a built-in resource of the registry or, failing that, a served version of
-//! one of the node's CustomResourceDefinitions ([`crate::custom`]). A path under a group
+//! The path comes parsed ([`crate::request`]); a path names a built-in resource of the
+//! registry or, failing that, a served version of one of the node's
+//! CustomResourceDefinitions ([`crate::custom`]). A path under a group
 //! with a dot in its name that names neither is looked up once more after a Most Recent
 //! read barrier before it is answered 404: a client that just created a CRD through
 //! another node can use its resource through this one at once.
@@ -30,7 +31,8 @@ use crate::auth::UserInfo;
 use crate::consistency::{wait_fresh, Freshness};
 use crate::custom::CustomRef;
 use crate::error::RestError;
-use crate::query::{decode_component, Query};
+use crate::query::Query;
+use crate::request::{RequestInfo, ResourcePath};
 use crate::{authz, create, delete, get, list, negotiate, patch, subresource, update, watch, RestState};
 
 /// What a resource path names.
@@ -77,15 +79,20 @@ impl Target {
 /// the node's custom resources.
 pub(crate) type Resolve<'a> = &'a dyn Fn(&str, &str, &str) -> Option<(&'static ResourceDef, Option<CustomRef>)>;
 
+/// The resources `st` serves: the built-in ones, then its custom resources.
+pub(crate) fn resolve_in(
+    st: &RestState,
+    group: &str,
+    version: &str,
+    plural: &str,
+) -> Option<(&'static ResourceDef, Option<CustomRef>)> {
+    builtin(group, version, plural)
+        .or_else(|| st.custom.resolve(&st.cache, group, version, plural).map(|(d, c)| (d, Some(c))))
+}
+
 /// The built-in resources only.
 pub(crate) fn builtin(group: &str, version: &str, plural: &str) -> Option<(&'static ResourceDef, Option<CustomRef>)> {
     registry::lookup(group, version, plural).map(|d| (d, None))
-}
-
-/// Whether a path may name a custom resource: one under a group with a dot in its name,
-/// as every CRD's group has.
-fn may_be_custom(path: &str) -> bool {
-    path.strip_prefix("/apis/").and_then(|rest| rest.split('/').next()).is_some_and(|g| g.contains('.'))
 }
 
 /// A request on its way to a verb handler.
@@ -98,54 +105,34 @@ pub(crate) struct Ctx {
     pub user: Option<UserInfo>,
 }
 
-/// Parses a resource path (404 NotFound when it names nothing `resolve` finds).
-pub(crate) fn parse_path(path: &str, resolve: Resolve<'_>) -> Result<Target, ApiError> {
-    let (group, version, rest) = if let Some(rest) = path.strip_prefix("/api/v1/") {
-        (String::new(), "v1".to_string(), rest)
-    } else if let Some(rest) = path.strip_prefix("/apis/") {
-        let mut it = rest.splitn(3, '/');
-        let (Some(g), Some(v), Some(rest)) = (it.next(), it.next(), it.next()) else {
+/// The target a resource path names (404 NotFound when it names nothing `resolve` finds).
+pub(crate) fn target(r: &ResourcePath, resolve: Resolve<'_>) -> Result<Target, ApiError> {
+    if r.malformed || r.group.is_empty() && r.version != "v1" {
+        return Err(ApiError::path_not_found());
+    }
+    let (def, custom) = resolve(&r.group, &r.version, &r.resource).ok_or_else(ApiError::path_not_found)?;
+    let namespace = if r.namespaced_path {
+        if !def.namespaced() {
             return Err(ApiError::path_not_found());
-        };
-        (decode_component(g, false), decode_component(v, false), rest)
+        }
+        r.namespace.clone()
     } else {
-        return Err(ApiError::path_not_found());
+        // A namespaced resource's objects are named only under their namespace.
+        if def.namespaced() && r.name.is_some() {
+            return Err(ApiError::path_not_found());
+        }
+        None
     };
-    let mut segs: Vec<String> = rest.split('/').map(|s| decode_component(s, false)).collect();
-    while segs.last().is_some_and(String::is_empty) {
-        segs.pop();
-    }
-    if segs.is_empty() || segs.iter().any(String::is_empty) || group.is_empty() && path.starts_with("/apis/") {
+    if r.subresource.as_deref().is_some_and(|sub| def.subresource(sub).is_none()) {
         return Err(ApiError::path_not_found());
     }
-    let seg = |i: usize| segs.get(i).map(String::as_str);
-
-    let ((def, custom), namespace, rest) =
-        if seg(0) == Some("namespaces") && segs.len() >= 3 && !matches!(seg(2), Some("status" | "finalize")) {
-            let found = resolve(&group, &version, &segs[2])
-                .filter(|(d, _)| d.namespaced())
-                .ok_or_else(ApiError::path_not_found)?;
-            (found, Some(segs[1].clone()), &segs[3..])
-        } else {
-            let found = resolve(&group, &version, &segs[0]).ok_or_else(ApiError::path_not_found)?;
-            if found.0.namespaced() && segs.len() > 1 {
-                return Err(ApiError::path_not_found());
-            }
-            (found, None, &segs[1..])
-        };
-    let (name, subresource) = match rest {
-        [] => (None, None),
-        [name] => (Some(name.clone()), None),
-        [name, sub] if def.subresource(sub).is_some() => (Some(name.clone()), Some(sub.clone())),
-        _ => return Err(ApiError::path_not_found()),
-    };
-    for segment in namespace.iter().chain(name.iter()) {
+    for segment in namespace.iter().chain(r.name.iter()) {
         let problems = is_valid_path_segment_name(segment);
         if !problems.is_empty() {
             return Err(ApiError::bad_request(format!("invalid resource name {segment:?}: [{}]", problems.join(", "))));
         }
     }
-    Ok(Target { def, namespace, name, subresource, custom })
+    Ok(Target { def, namespace, name: r.name.clone(), subresource: r.subresource.clone(), custom })
 }
 
 /// The handler of every resource path.
@@ -157,27 +144,32 @@ pub(crate) async fn dispatch(State(st): State<Arc<RestState>>, req: Request) -> 
 }
 
 async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
-    let (parts, body) = req.into_parts();
-    let path = parts.uri.path();
-    let resolve = |group: &str, version: &str, plural: &str| {
-        builtin(group, version, plural)
-            .or_else(|| st.custom.resolve(&st.cache, group, version, plural).map(|(d, c)| (d, Some(c))))
-    };
-    let target = match parse_path(path, &resolve) {
+    let (mut parts, body) = req.into_parts();
+    // The front layer's parse; a router used without it (no tests do) parses here.
+    let info = parts
+        .extensions
+        .remove::<RequestInfo>()
+        .unwrap_or_else(|| RequestInfo::parse(parts.method.as_str(), parts.uri.path(), parts.uri.query()));
+    let Some(path) = &info.resource else { return Err(ApiError::path_not_found()) };
+    let resolve = |group: &str, version: &str, plural: &str| resolve_in(st, group, version, plural);
+    let target = match target(path, &resolve) {
         // A CRD created through another node may not have reached this one yet: look
         // again at the newest state before answering that nothing is there.
-        Err(e) if e.code == 404 && may_be_custom(path) => {
+        Err(e) if e.code == 404 && path.group.contains('.') => {
             wait_fresh(st, Freshness::MostRecent).await?;
-            parse_path(path, &resolve)?
+            target(path, &resolve)?
         }
         found => found?,
     };
-    let query = Query::parse(parts.uri.query());
     negotiate::check_accept(&parts.headers)?;
     let gr = target.def.group_resource();
     let method = parts.method;
+    let verb = info.verb;
     let user = parts.extensions.get::<UserInfo>().cloned();
-    let ctx = Ctx { target, query, headers: parts.headers, body, user };
+    let ctx = Ctx { target, query: info.query, headers: parts.headers, body, user };
+    if method == Method::HEAD {
+        return Err(ApiError::method_not_allowed());
+    }
     if authz::is_review(ctx.target.def) {
         return match (method, &ctx.target.name) {
             (Method::POST, None) => authz::review(st, ctx).await,
@@ -187,21 +179,23 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
 
     match (&ctx.target.name, &ctx.target.subresource) {
         // A collection.
-        (None, _) => match method {
-            Method::GET if ctx.query.flag("watch") => watch::watch(st, ctx).await,
-            Method::GET => list::list(st, ctx).await,
-            Method::POST if ctx.target.def.namespaced() && ctx.target.namespace.is_none() => {
+        // A collection. Across all namespaces, a namespaced resource is only read, as in
+        // kube-apiserver: a create or deletecollection there is 405.
+        (None, _) => match verb {
+            "watch" => watch::watch(st, ctx).await,
+            "list" => list::list(st, ctx).await,
+            "create" | "deletecollection" if ctx.target.def.namespaced() && ctx.target.namespace.is_none() => {
                 Err(ApiError::method_not_allowed())
             }
-            Method::POST => create::create(st, ctx).await,
-            Method::DELETE if ctx.target.def.verbs.contains(&"deletecollection") => {
+            "create" => create::create(st, ctx).await,
+            "deletecollection" if ctx.target.def.verbs.contains(&"deletecollection") => {
                 delete::delete_collection(st, ctx).await
             }
             _ => Err(ApiError::method_not_allowed()),
         },
         // One object.
         (Some(_), None) => match method {
-            Method::GET if ctx.query.flag("watch") => watch::watch(st, ctx).await,
+            Method::GET if verb == "watch" => watch::watch(st, ctx).await,
             Method::GET => get::get(st, ctx).await,
             Method::PUT => update::update(st, ctx).await,
             Method::DELETE => delete::delete(st, ctx).await,
@@ -231,6 +225,11 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse_path(path: &str, resolve: Resolve<'_>) -> Result<Target, ApiError> {
+        let info = RequestInfo::parse("GET", path, None);
+        target(info.resource.as_ref().ok_or_else(ApiError::path_not_found)?, resolve)
+    }
 
     fn t(path: &str) -> Target {
         parse_path(path, &builtin).unwrap_or_else(|e| panic!("{path}: {e}"))
@@ -283,7 +282,5 @@ mod tests {
         }
         assert_eq!(parse_path("/api/v1/namespaces/default/configmaps/%2E%2E", &builtin).unwrap_err().code, 400);
         assert_eq!(parse_path("/api/v1/namespaces/default/configmaps/a%2Fb", &builtin).unwrap_err().code, 400);
-        assert!(may_be_custom("/apis/stable.example.com/v1/crontabs"));
-        assert!(!may_be_custom("/apis/apps/v1/foos") && !may_be_custom("/api/v1/foos"));
     }
 }

@@ -136,3 +136,33 @@ async fn past_the_in_flight_limit_requests_get_429_with_retry_after() {
     let refused = r#"apiserver_request_total{verb="LIST",dry_run="",group="",version="v1",resource="configmaps",subresource="",scope="namespace",component="apiserver",code="429"}"#;
     assert_eq!(sample(&text, refused), Some(1.0), "{text}");
 }
+
+/// No label takes what the URL says: 2,000 requests to paths and dryRun values that are
+/// each new add nothing to `/metrics` but their fixed buckets (a closed set), so its size
+/// and the node's memory do not grow with them.
+#[tokio::test]
+async fn labels_do_not_grow_with_what_clients_send() {
+    let app = app().await;
+    app.namespace("default").await;
+    let before = scrape(&app).await;
+    for i in 0..2_000 {
+        let uri = match i % 4 {
+            0 => format!("/apis/g{i}.example.com/v{i}/things{i}"),
+            1 => format!("/api/v1/namespaces/default/configmaps?dryRun=x{i}"),
+            2 => format!("/api/v1/namespaces/default/configmaps/c/sub{i}"),
+            _ => format!("/random{i}/path"),
+        };
+        let method = if i % 4 == 1 { axum::http::Method::POST } else { axum::http::Method::GET };
+        let r = app.request(method, &uri, &[], axum::body::Body::empty()).await;
+        assert!(r.status.is_client_error(), "{uri}: {}", r.status);
+    }
+    let after = scrape(&app).await;
+    for needle in ["g0.example.com", "things4", "x1\"", "sub2", "random3", "v4\""] {
+        assert!(!after.contains(needle), "a label took {needle:?} from a URL");
+    }
+    // A few new series (the buckets and codes seen), not one per request.
+    let series = |text: &str| text.lines().filter(|l| l.starts_with("apiserver_request_total{")).count();
+    assert!(series(&after) <= series(&before) + 12, "{} -> {} series", series(&before), series(&after));
+    assert!(after.len() < before.len() + 32 * 1024, "{} -> {} bytes", before.len(), after.len());
+    assert!(after.contains(r#"dry_run="invalid""#), "invalid dryRun values share one bucket");
+}

@@ -318,3 +318,144 @@ async fn no_one_grants_what_they_do_not_hold() {
     let grab = binding("RoleBinding", "grab", "ClusterRole", "cluster-admin", subjects);
     assert_eq!(as_user(&app, "alice-token", Method::POST, &bindings, Some(grab)).await.status, 201);
 }
+
+/// What a GET by `token` was served as: its status, and for a 200 whether the body is a
+/// watch stream (its first line an event) or a list (read only up to the first frame, so
+/// a watch that sends nothing more never holds the test).
+async fn served_as(app: &common::App, token: &str, uri: &str) -> (u16, Option<&'static str>) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let req = axum::http::Request::builder()
+        .uri(uri)
+        .header("authorization", format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap();
+    let resp = app.router.clone().oneshot(req).await.unwrap();
+    let status = resp.status().as_u16();
+    if status != 200 {
+        return (status, None);
+    }
+    let mut body = resp.into_body();
+    let frame = tokio::time::timeout(std::time::Duration::from_secs(5), body.frame()).await;
+    let first = frame.expect("a first frame within 5 s").expect("a frame").unwrap().into_data().unwrap();
+    let text = String::from_utf8_lossy(&first);
+    (status, Some(if text.starts_with("{\"type\":") { "watch" } else { "list" }))
+}
+
+/// RBAC, the router and metrics read one parse of the request: every spelling of the
+/// `watch` parameter is authorized as the verb it is served as.
+#[tokio::test]
+async fn every_spelling_of_a_watch_is_authorized_as_it_is_served() {
+    let app = app().await;
+    for (name, verbs) in [("lister", json!(["list"])), ("watcher", json!(["watch"]))] {
+        let rules = json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": verbs}]);
+        admin(&app, &format!("{RBAC}/clusterroles"), role("ClusterRole", name, rules)).await;
+    }
+    // alice lists; the service account ci watches.
+    let bind = |name: &str, user: &str| {
+        binding("ClusterRoleBinding", name, "ClusterRole", name, json!([{"kind": "User", "name": user}]))
+    };
+    admin(&app, &format!("{RBAC}/clusterrolebindings"), bind("lister", "alice")).await;
+    admin(&app, &format!("{RBAC}/clusterrolebindings"), bind("watcher", "system:serviceaccount:dev:ci")).await;
+    admin(&app, "/api/v1/namespaces/dev/configmaps", json!({"metadata": {"name": "a"}})).await;
+
+    let base = "/api/v1/namespaces/dev/configmaps";
+    let watches = [
+        "?watch=1",
+        "?%77atch=1",
+        "?watch=%74rue",
+        "?watch=True",
+        "?watch",
+        "?watch&watch=1",
+        "?watch=yes",
+        "?watch=1&watch=0",
+        "?&watch=true&",
+    ];
+    let lists = ["", "?watch=0", "?watch=false", "?watch=FALSE", "?%77atch=%30", "?watch=0&watch=1", "?xwatch=1"];
+    for q in watches {
+        let uri = format!("{base}{q}");
+        assert_eq!(served_as(&app, "alice-token", &uri).await, (403, None), "a lister's {q}");
+        assert_eq!(served_as(&app, "ci-token", &uri).await, (200, Some("watch")), "a watcher's {q}");
+    }
+    for q in lists {
+        let uri = format!("{base}{q}");
+        assert_eq!(served_as(&app, "alice-token", &uri).await, (200, Some("list")), "a lister's {q}");
+        assert_eq!(served_as(&app, "ci-token", &uri).await, (403, None), "a watcher's {q}");
+    }
+    // The legacy watch path is a watch too.
+    assert_eq!(served_as(&app, "alice-token", "/api/v1/watch/namespaces/dev/configmaps").await, (403, None));
+    assert_eq!(served_as(&app, "ci-token", "/api/v1/watch/namespaces/dev/configmaps").await, (200, Some("watch")));
+}
+
+/// As kube-apiserver: a binding names a role that must exist to be checked; a role not
+/// yet created cannot be bound (and so granted later) without `bind` on it.
+#[tokio::test]
+async fn a_binding_to_a_role_that_does_not_exist_is_refused_without_bind() {
+    let app = app().await;
+    let rules = json!([{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["rolebindings"],
+                        "verbs": ["create", "get"]}]);
+    admin(&app, &format!("{RBAC}/namespaces/dev/roles"), role("Role", "binder-maker", rules)).await;
+    let alice = json!([{"kind": "User", "name": "alice"}]);
+    let bindings = format!("{RBAC}/namespaces/dev/rolebindings");
+    admin(&app, &bindings, binding("RoleBinding", "alice", "Role", "binder-maker", alice.clone())).await;
+    for (kind, role_name) in [("ClusterRole", "later-admin"), ("Role", "later-role")] {
+        let b = binding("RoleBinding", "sneak", kind, role_name, alice.clone());
+        let r = as_user(&app, "alice-token", Method::POST, &bindings, Some(b)).await;
+        let v = r.json();
+        assert_eq!((r.status.as_u16(), v["reason"].as_str()), (403, Some("Forbidden")), "{v}");
+        assert!(v["message"].as_str().unwrap().contains(&format!("{role_name:?} not found")), "{v}");
+    }
+    assert_eq!(as_user(&app, "alice-token", Method::GET, &format!("{bindings}/sneak"), None).await.status, 404);
+    // With `bind` on that name, it may be bound before it exists.
+    let may_bind = json!([{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"],
+                           "verbs": ["bind"], "resourceNames": ["later-admin"]}]);
+    admin(&app, &format!("{RBAC}/namespaces/dev/roles"), role("Role", "may-bind", may_bind)).await;
+    admin(&app, &bindings, binding("RoleBinding", "alice-may-bind", "Role", "may-bind", alice.clone())).await;
+    let b = binding("RoleBinding", "sneak", "ClusterRole", "later-admin", alice);
+    assert_eq!(as_user(&app, "alice-token", Method::POST, &bindings, Some(b)).await.status, 201);
+}
+
+/// Impersonation is not implemented: asking for it is refused, never ignored (which would
+/// run the request as the sender), even for `system:masters`.
+#[tokio::test]
+async fn impersonation_headers_are_refused() {
+    let app = app().await;
+    for (header, value) in [
+        ("impersonate-user", "alice"),
+        ("impersonate-group", "dev"),
+        ("impersonate-uid", "1"),
+        ("impersonate-extra-scopes", "x"),
+    ] {
+        let r = app
+            .request(
+                Method::GET,
+                "/api/v1/namespaces",
+                &[("authorization", "Bearer root-token"), (header, value)],
+                Body::empty(),
+            )
+            .await;
+        let v = r.json();
+        assert_eq!(
+            (r.status.as_u16(), v["kind"].as_str(), v["code"].as_u64()),
+            (403, Some("Status"), Some(403)),
+            "{header}: {v}"
+        );
+        assert!(v["message"].as_str().unwrap().contains("impersonation is not supported"), "{v}");
+    }
+}
+
+/// A namespaced resource across all namespaces is only read: DELETE there is 405 (as
+/// kube-apiserver), and deletes nothing.
+#[tokio::test]
+async fn deleting_a_collection_across_all_namespaces_is_not_allowed() {
+    let app = app().await;
+    admin(&app, "/api/v1/namespaces/dev/configmaps", json!({"metadata": {"name": "a"}})).await;
+    admin(&app, "/api/v1/namespaces/prod/configmaps", json!({"metadata": {"name": "b"}})).await;
+    let r = as_user(&app, "root-token", Method::DELETE, "/api/v1/configmaps", None).await;
+    let v = r.json();
+    assert_eq!((r.status.as_u16(), v["reason"].as_str()), (405, Some("MethodNotAllowed")), "{v}");
+    let left = as_user(&app, "root-token", Method::GET, "/api/v1/configmaps", None).await.json();
+    let names: Vec<&str> =
+        left["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"a") && names.contains(&"b"), "{names:?}");
+}
