@@ -68,7 +68,12 @@ impl Schemas {
 
     /// The definition named `name`.
     pub fn named(&self, name: &str) -> Option<Schema<'_>> {
-        self.defs.get(name).map(|node| Schema { defs: &self.defs, node, site: None })
+        self.defs.get_key_value(name).map(|(name, node)| Schema {
+            defs: &self.defs,
+            node,
+            site: None,
+            name: Some(name.as_str()),
+        })
     }
 
     /// The definition name of the kind `group/version/kind`, as its
@@ -160,6 +165,8 @@ pub struct Schema<'a> {
     node: &'a Value,
     /// The property (or `items` / `additionalProperties`) node that led here.
     site: Option<&'a Value>,
+    /// The name of the definition `node` is (the last `$ref` followed), if any.
+    name: Option<&'a str>,
 }
 
 /// Schema nodes with up to this many keys are searched by comparing keys, larger ones by
@@ -187,17 +194,21 @@ fn empty_defs() -> &'static Map<String, Value> {
 impl<'a> Schema<'a> {
     /// A schema with no `$ref`s to resolve, such as a CRD version's `openAPIV3Schema`.
     pub fn standalone(root: &'a Value) -> Schema<'a> {
-        Schema { defs: empty_defs(), node: root, site: None }
+        Schema { defs: empty_defs(), node: root, site: None, name: None }
     }
 
     /// Follows `$ref` and single-element `allOf` to the type a site names.
     fn at(&self, site: &'a Value) -> Schema<'a> {
         let mut node = site;
+        let mut name = None;
         for _ in 0..8 {
             if let Some(r) = field(node, "$ref").and_then(Value::as_str) {
-                let name = r.rsplit('/').next().unwrap_or(r);
-                match self.defs.get(name) {
-                    Some(n) => node = n,
+                let short = r.rsplit('/').next().unwrap_or(r);
+                match self.defs.get_key_value(short) {
+                    Some((k, n)) => {
+                        node = n;
+                        name = Some(k.as_str());
+                    }
                     None => break,
                 }
             } else if let Some([one]) = field(node, "allOf").and_then(Value::as_array).map(Vec::as_slice) {
@@ -206,7 +217,18 @@ impl<'a> Schema<'a> {
                 break;
             }
         }
-        Schema { defs: self.defs, node, site: Some(site) }
+        Schema { defs: self.defs, node, site: Some(site), name }
+    }
+
+    /// The name of the definition this node is (`io.k8s.api.core.v1.PodSpec`), when it was
+    /// reached through a `$ref` or by name.
+    pub fn definition_name(&self) -> Option<&'a str> {
+        self.name
+    }
+
+    /// A keyword of the resolved node itself (`type`, `format`, `oneOf`).
+    pub(crate) fn keyword(&self, key: &str) -> Option<&'a Value> {
+        field(self.node, key)
     }
 
     /// The resolved schema node.

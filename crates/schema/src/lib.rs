@@ -4,7 +4,8 @@
 //!   `k8s/README.md`) and a borrowed view of one node in them, resolving `$ref`s and
 //!   carrying the field-level metadata patching needs (`x-kubernetes-patch-strategy`,
 //!   `-patch-merge-key`, `-list-type`, `-list-map-keys`, `-map-type`).
-//! - [`unknown`]: the fields of an object its schema does not know (fieldValidation).
+//! - [`unknown`]: the one walk over a written object: the fields its schema does not know
+//!   (fieldValidation), and the values its Go type cannot hold ([`decode`]).
 //! - [`openapi`]: the `/openapi/v3` index and per-group-version documents.
 //! - [`custom`]: what a custom resource's schema (a CRD's `openAPIV3Schema`) does to its
 //!   objects: resource metadata, defaults, validation, published definitions.
@@ -12,6 +13,7 @@
 //! Schemas of custom resources are viewed the same way with [`Schema::standalone`].
 
 pub mod custom;
+pub mod decode;
 mod defs;
 pub mod openapi;
 pub mod unknown;

@@ -1,0 +1,494 @@
+//! Owns what kube-apiserver's typed decoding refuses: the value a built-in kind's Go
+//! struct cannot hold, with the message Go's JSON decoder (sigs.k8s.io/json) or the
+//! type's own `UnmarshalJSON` gives, so that nothing is stored that a typed client could
+//! not read back.
+//!
+//! ```text
+//! labels: {"a": 1}      json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string
+//! replicas: 1.5         json: cannot unmarshal number 1.5 into Go struct field DeploymentSpec.spec.replicas of type int32
+//! cpu: "1.5.5"          quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'
+//! ```
+//!
+//! [`crate::unknown::check_fields`] calls [`mismatch`] on every node of its one walk; the
+//! checks here only read the value, and allocate only to describe a failure.
+
+use base64::Engine;
+use serde_json::Value;
+
+use crate::{Schema, Shape};
+
+/// `resource.ErrFormatWrong`.
+pub const QUANTITY_FORMAT_WRONG: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+/// `resource.ErrNumeric`.
+pub const QUANTITY_NUMERIC: &str = "unable to parse numeric part of quantity";
+/// `resource.ErrSuffix`.
+pub const QUANTITY_SUFFIX: &str = "unable to parse quantity's suffix";
+
+/// The Go type a schema node decodes into, as far as decoding can fail on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A struct: an object (or null).
+    Struct,
+    /// `map[string]T`: an object (or null).
+    Map,
+    /// `[]T`: an array (or null).
+    List,
+    Str,
+    /// `[]byte`: a base64 string.
+    Bytes,
+    /// `metav1.Time` (RFC 3339) or, with `true`, `metav1.MicroTime` (six fraction digits).
+    Time(bool),
+    Bool,
+    Int32,
+    Int64,
+    Float,
+    /// `intstr.IntOrString`: a string or an int32.
+    IntOrString,
+    /// `resource.Quantity`: a number or a quantity string.
+    Quantity,
+    /// Anything (`runtime.RawExtension`, `FieldsV1`, a schema without a type).
+    Any,
+}
+
+impl Kind {
+    pub(crate) fn of(schema: Schema<'_>, shape: Shape) -> Kind {
+        match shape {
+            Shape::Struct => Kind::Struct,
+            Shape::List => Kind::List,
+            Shape::Map if schema.values().is_some() => Kind::Map,
+            Shape::Map | Shape::Any => Kind::Any,
+            Shape::Scalar => scalar(schema),
+        }
+    }
+}
+
+fn scalar(schema: Schema<'_>) -> Kind {
+    if schema.ext("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
+        return Kind::IntOrString;
+    }
+    if let Some(alts) = schema.keyword("oneOf").and_then(Value::as_array) {
+        let has = |t: &str| alts.iter().any(|a| a.get("type").and_then(Value::as_str) == Some(t));
+        return if has("integer") {
+            Kind::IntOrString
+        } else if has("number") {
+            Kind::Quantity
+        } else {
+            Kind::Any
+        };
+    }
+    let format = || schema.keyword("format").and_then(Value::as_str);
+    match schema.keyword("type").and_then(Value::as_str) {
+        Some("string") => match format() {
+            Some("byte") => Kind::Bytes,
+            Some("date-time") => Kind::Time(schema.definition_name().is_some_and(|n| n.ends_with(".MicroTime"))),
+            _ => Kind::Str,
+        },
+        Some("boolean") => Kind::Bool,
+        Some("integer") => match format() {
+            Some("int32") => Kind::Int32,
+            _ => Kind::Int64,
+        },
+        Some("number") => Kind::Float,
+        _ => Kind::Any,
+    }
+}
+
+/// Why a value cannot be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mismatch {
+    pub what: What,
+    /// Whether decoding stops here (an error from a type's `UnmarshalJSON`), rather than
+    /// being saved while decoding goes on (Go keeps the first saved one).
+    pub hard: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum What {
+    /// Go's `UnmarshalTypeError`: the value's JSON kind (`number`, `number 1.5`, `string`)
+    /// and the Go type it cannot go into; the message names the field.
+    Type { got: String, go_type: String },
+    /// A message of its own.
+    Message(String),
+}
+
+/// The JSON kind Go names in an `UnmarshalTypeError` (`number 1.5` for a number an integer
+/// field cannot hold).
+fn got(v: &Value, literal: bool) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(_) => "bool".into(),
+        Value::Number(n) if literal => format!("number {n}"),
+        Value::Number(_) => "number".into(),
+        Value::String(_) => "string".into(),
+        Value::Array(_) => "array".into(),
+        Value::Object(_) => "object".into(),
+    }
+}
+
+fn type_error(v: &Value, schema: Schema<'_>, hard: bool) -> Mismatch {
+    Mismatch { what: What::Type { got: got(v, false), go_type: go_type(schema) }, hard }
+}
+
+fn fits_int(n: &serde_json::Number, min: i64, max: i64) -> bool {
+    n.as_i64().is_some_and(|i| (min..=max).contains(&i))
+}
+
+/// What decoding `value` (not null: Go accepts null everywhere) into `schema`'s Go type
+/// refuses, if anything. `kind` is [`Kind::of`] the schema.
+pub(crate) fn mismatch(schema: Schema<'_>, kind: Kind, value: &Value) -> Option<Mismatch> {
+    let soft =
+        |go_type: &str| Mismatch { what: What::Type { got: got(value, false), go_type: go_type.into() }, hard: false };
+    match (kind, value) {
+        (_, Value::Null) | (Kind::Any, _) => None,
+        (Kind::Struct | Kind::Map, Value::Object(_)) | (Kind::List, Value::Array(_)) => None,
+        (Kind::Struct | Kind::Map | Kind::List, _) => Some(type_error(value, schema, false)),
+        (Kind::Str, Value::String(_)) | (Kind::Bool, Value::Bool(_)) | (Kind::Float, Value::Number(_)) => None,
+        (Kind::Str, _) => Some(soft("string")),
+        (Kind::Bool, _) => Some(soft("bool")),
+        (Kind::Float, _) => Some(soft("float64")),
+        (Kind::Int32 | Kind::Int64, Value::Number(n)) => {
+            let (min, max, name) = if kind == Kind::Int32 {
+                (i64::from(i32::MIN), i64::from(i32::MAX), "int32")
+            } else {
+                (i64::MIN, i64::MAX, "int64")
+            };
+            (!fits_int(n, min, max))
+                .then(|| Mismatch { what: What::Type { got: got(value, true), go_type: name.into() }, hard: false })
+        }
+        (Kind::Int32, _) => Some(soft("int32")),
+        (Kind::Int64, _) => Some(soft("int64")),
+        (Kind::Bytes, Value::String(s)) => check_base64(s).map(|m| Mismatch { what: What::Message(m), hard: false }),
+        // Go decodes an array of numbers into a []byte too.
+        (Kind::Bytes, Value::Array(_)) => None,
+        (Kind::Bytes, _) => Some(soft("[]uint8")),
+        // IntOrString decodes anything but a string as an int32, and returns its error.
+        (Kind::IntOrString, Value::String(_)) => None,
+        (Kind::IntOrString, Value::Number(n)) if fits_int(n, i64::from(i32::MIN), i64::from(i32::MAX)) => None,
+        (Kind::IntOrString, _) => {
+            Some(Mismatch { what: What::Type { got: got(value, true), go_type: "int32".into() }, hard: true })
+        }
+        // Any JSON number reads as a quantity; anything else but a string is not one.
+        (Kind::Quantity, Value::Number(_)) => None,
+        (Kind::Quantity, Value::String(s)) => {
+            parse_quantity(s.trim()).err().map(|m| Mismatch { what: What::Message(m.into()), hard: true })
+        }
+        (Kind::Quantity, _) => Some(Mismatch { what: What::Message(QUANTITY_FORMAT_WRONG.into()), hard: true }),
+        // Time decodes its JSON as a string, then parses it.
+        (Kind::Time(micro), Value::String(s)) => {
+            check_time(s, micro).map(|m| Mismatch { what: What::Message(m), hard: true })
+        }
+        (Kind::Time(_), _) => {
+            Some(Mismatch { what: What::Type { got: got(value, false), go_type: "string".into() }, hard: true })
+        }
+    }
+}
+
+/// The Go package-qualified name of a definition: `io.k8s.api.core.v1.PodSpec` → `v1.PodSpec`.
+fn go_name(definition: &str) -> String {
+    let mut parts = definition.rsplit('.');
+    let name = parts.next().unwrap_or(definition);
+    match parts.next() {
+        Some(pkg) => format!("{pkg}.{name}"),
+        None => name.to_string(),
+    }
+}
+
+/// The bare Go name of a struct's type (`PodSpec`), as an error names the struct holding a
+/// field.
+pub(crate) fn struct_name(schema: Schema<'_>) -> Option<&str> {
+    schema.definition_name().map(|d| d.rsplit('.').next().unwrap_or(d))
+}
+
+/// The Go type `schema` decodes into, as `reflect.Type.String()` prints it
+/// (`[]v1.Container`, `map[string]string`, `int32`).
+pub(crate) fn go_type(schema: Schema<'_>) -> String {
+    let named = || schema.definition_name().map(go_name);
+    match Kind::of(schema, schema.shape()) {
+        Kind::Struct => named().unwrap_or_else(|| "struct {}".into()),
+        Kind::List => format!("[]{}", schema.items().map(go_type).unwrap_or_else(|| "interface {}".into())),
+        Kind::Map => format!("map[string]{}", schema.values().map(go_type).unwrap_or_else(|| "interface {}".into())),
+        Kind::Any => named().unwrap_or_else(|| "interface {}".into()),
+        Kind::Str => "string".into(),
+        Kind::Time(_) => named().unwrap_or_else(|| "string".into()),
+        Kind::Bytes => "[]uint8".into(),
+        Kind::Bool => "bool".into(),
+        Kind::Int32 => "int32".into(),
+        Kind::Int64 => "int64".into(),
+        Kind::Float => "float64".into(),
+        Kind::IntOrString => "intstr.IntOrString".into(),
+        Kind::Quantity => "resource.Quantity".into(),
+    }
+}
+
+// ---- Quantities ---------------------------------------------------------------------------
+
+const SUFFIX_CHARS: &[u8] = b"eEinumkKMGTP";
+
+/// Whether `s` reads as a `resource.Quantity`, as `resource.ParseQuantity` reads it; the
+/// error it gives if not. Linear in `s`.
+///
+/// The grammar: an optional sign, digits with at most one `.`, then a suffix: one of the
+/// binary (`Ki` .. `Ei`) or decimal (`n`, `u`, `m`, `k`, `M`, `G`, `T`, `P`, `E`) ones,
+/// or an exponent (`e3`, `E-2`).
+pub fn parse_quantity(s: &str) -> Result<(), &'static str> {
+    if s.is_empty() {
+        return Err(QUANTITY_FORMAT_WRONG);
+    }
+    let b = s.as_bytes();
+    let mut pos = 0;
+    if matches!(b[0], b'+' | b'-') {
+        pos = 1;
+    }
+    let digits = |from: usize| from + b[from..].iter().take_while(|c| c.is_ascii_digit()).count();
+    // The number: integer digits, then an optional fraction.
+    let int_end = digits(pos);
+    let mut num_digits = int_end - pos;
+    let mut end = int_end;
+    let mut fraction_digits = 0;
+    if end < b.len() && b[end] == b'.' {
+        let frac_end = digits(end + 1);
+        fraction_digits = frac_end - end - 1;
+        end = frac_end;
+    }
+    num_digits += fraction_digits;
+    // The suffix: letters, then an optional signed exponent.
+    let suffix_start = end;
+    let mut i = end;
+    while i < b.len() && SUFFIX_CHARS.contains(&b[i]) {
+        i += 1;
+    }
+    if i < b.len() && matches!(b[i], b'+' | b'-') {
+        i += 1;
+    }
+    if digits(i) != b.len() {
+        return Err(QUANTITY_FORMAT_WRONG);
+    }
+    let suffix = &s[suffix_start..];
+    let binary = matches!(suffix, "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei");
+    let decimal = matches!(suffix, "" | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E");
+    let exponent = !binary
+        && !decimal
+        && suffix.len() > 1
+        && matches!(suffix.as_bytes()[0], b'e' | b'E')
+        && suffix[1..].parse::<i64>().is_ok();
+    if !(binary || decimal || exponent) {
+        return Err(QUANTITY_SUFFIX);
+    }
+    // A number with no digit at all ("", "+", ".") reads as zero where the parser can take
+    // its fast path, and fails where it falls back to decimal arithmetic: a scale below
+    // nano, or a binary suffix too large for the fast path.
+    if num_digits == 0 {
+        let slow = match suffix {
+            "Ei" | "Pi" => true,
+            _ if exponent => suffix[1..].parse::<i64>().map(|e| (e as i32) < -9).unwrap_or(false),
+            _ => false,
+        };
+        if slow {
+            return Err(QUANTITY_NUMERIC);
+        }
+    }
+    Ok(())
+}
+
+// ---- Times ---------------------------------------------------------------------------------
+
+const RFC3339: &str = "2006-01-02T15:04:05Z07:00";
+const RFC3339_MICRO: &str = "2006-01-02T15:04:05.000000Z07:00";
+
+/// Go's `quote` of a time.ParseError: a double-quoted string.
+fn quote(s: &str) -> String {
+    format!("{s:?}")
+}
+
+/// Whether `s` parses with Go's `time.Parse` and the layout `metav1.Time` (RFC 3339) or
+/// `metav1.MicroTime` (RFC 3339 with exactly six fraction digits) uses; Go's error if not.
+pub fn check_time(s: &str, micro: bool) -> Option<String> {
+    let layout = if micro { RFC3339_MICRO } else { RFC3339 };
+    let cannot = |rest: &str, elem: &str| {
+        Some(format!("parsing time {} as {}: cannot parse {} as {}", quote(s), quote(layout), quote(rest), quote(elem)))
+    };
+    let out_of_range = |what: &str| Some(format!("parsing time {}: {what} out of range", quote(s)));
+    let b = s.as_bytes();
+    let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
+    let num = |from: usize, len: usize| s[from..from + len].parse::<u32>().unwrap_or(0);
+    let mut i = 0;
+    // Year: four digits.
+    if !(0..4).all(|k| digit(k)) {
+        return cannot(&s[i..], "2006");
+    }
+    let year = num(0, 4);
+    i += 4;
+    let mut fields = [0u32; 5];
+    // Month, day, hour, minute, second, each after its separator; the hour may have one digit.
+    for (n, (sep, elem)) in [("-", "01"), ("-", "02"), ("T", "15"), (":", "04"), (":", "05")].iter().enumerate() {
+        if !s[i..].starts_with(sep) {
+            return cannot(&s[i..], sep);
+        }
+        i += 1;
+        let width = if !digit(i) {
+            0
+        } else if digit(i + 1) {
+            2
+        } else if n == 2 {
+            1
+        } else {
+            0
+        };
+        if width == 0 {
+            return cannot(&s[i..], elem);
+        }
+        fields[n] = num(i, width);
+        i += width;
+        let limit = [12, 31, 23, 59, 59][n];
+        if fields[n] > limit || (n == 0 && fields[n] == 0) {
+            return out_of_range(["month", "day", "hour", "minute", "second"][n]);
+        }
+    }
+    // Fraction: exactly six digits for MicroTime; any number of them, optional, for Time.
+    if micro {
+        let ok = matches!(b.get(i), Some(b'.' | b',')) && (1..=6).all(|k| digit(i + k));
+        if !ok {
+            return cannot(&s[i..], ".000000");
+        }
+        i += 7;
+    } else if matches!(b.get(i), Some(b'.' | b',')) && digit(i + 1) {
+        i += 1;
+        while digit(i) {
+            i += 1;
+        }
+    }
+    // Zone: Z or ±hh:mm.
+    match b.get(i) {
+        Some(b'Z') => i += 1,
+        Some(b'+' | b'-')
+            if digit(i + 1) && digit(i + 2) && b.get(i + 3) == Some(&b':') && digit(i + 4) && digit(i + 5) =>
+        {
+            if num(i + 1, 2) > 24 {
+                return out_of_range("time zone offset hour");
+            }
+            if num(i + 4, 2) > 60 {
+                return out_of_range("time zone offset minute");
+            }
+            i += 6;
+        }
+        _ => return cannot(&s[i..], "Z07:00"),
+    }
+    if i < s.len() {
+        return Some(format!("parsing time {}: extra text: {}", quote(s), quote(&s[i..])));
+    }
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match fields[0] {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if fields[1] == 0 || fields[1] > days {
+        return out_of_range("day");
+    }
+    None
+}
+
+// ---- Bytes ---------------------------------------------------------------------------------
+
+/// Whether `s` is standard, padded base64 as Go's `base64.StdEncoding` decodes it (line
+/// breaks ignored); Go's error if not.
+pub fn check_base64(s: &str) -> Option<String> {
+    let engine = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::RequireCanonical),
+    );
+    let clean;
+    let input = if s.contains(['\r', '\n']) {
+        clean = s.replace(['\r', '\n'], "");
+        clean.as_str()
+    } else {
+        s
+    };
+    let offset = match engine.decode(input) {
+        Ok(_) => return None,
+        Err(base64::DecodeError::InvalidByte(at, _)) | Err(base64::DecodeError::InvalidLastSymbol(at, _)) => at,
+        Err(base64::DecodeError::InvalidLength(len)) => len - len % 4,
+        Err(base64::DecodeError::InvalidPadding) if input.len() % 4 != 0 => input.len() - input.len() % 4,
+        Err(base64::DecodeError::InvalidPadding) => input.find('=').unwrap_or(input.len()),
+    };
+    Some(format!("illegal base64 data at input byte {offset}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities_read_as_kube_reads_them() {
+        for ok in [
+            "1", "0", "1Gi", "1.5Gi", "100m", "0.5", ".5", "1e3", "1E-2", "5E", "+1", "-1k", "1.", "12Mi", "1e+5",
+            "3n", "0Ei", ".", "Gi",
+        ] {
+            assert_eq!(parse_quantity(ok), Ok(()), "{ok}");
+        }
+        for (bad, err) in [
+            ("", QUANTITY_FORMAT_WRONG),
+            ("1.5.5Gi", QUANTITY_FORMAT_WRONG),
+            ("abc", QUANTITY_FORMAT_WRONG),
+            ("1 Gi", QUANTITY_FORMAT_WRONG),
+            ("1Gi5x", QUANTITY_FORMAT_WRONG),
+            ("true", QUANTITY_FORMAT_WRONG),
+            ("1Gb", QUANTITY_FORMAT_WRONG),
+            ("1ki", QUANTITY_SUFFIX),
+            ("1e", QUANTITY_SUFFIX),
+            ("+-1", QUANTITY_SUFFIX),
+            ("1e99999999999999999999", QUANTITY_SUFFIX),
+            ("Ei", QUANTITY_NUMERIC),
+            ("e-10", QUANTITY_NUMERIC),
+        ] {
+            assert_eq!(parse_quantity(bad), Err(err), "{bad}");
+        }
+    }
+
+    #[test]
+    fn times_parse_as_go_parses_rfc3339() {
+        for ok in
+            ["2026-01-02T03:04:05Z", "2026-01-02T03:04:05.123Z", "2026-01-02T3:04:05+02:00", "2024-02-29T00:00:00Z"]
+        {
+            assert_eq!(check_time(ok, false), None, "{ok}");
+        }
+        assert_eq!(check_time("2026-01-02T03:04:05.000000Z", true), None);
+        assert_eq!(
+            check_time("yesterday", false).unwrap(),
+            r#"parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006""#
+        );
+        assert_eq!(
+            check_time("2026-01-02 03:04:05Z", false).unwrap(),
+            r#"parsing time "2026-01-02 03:04:05Z" as "2006-01-02T15:04:05Z07:00": cannot parse " 03:04:05Z" as "T""#
+        );
+        assert_eq!(
+            check_time("2026-13-02T03:04:05Z", false).unwrap(),
+            r#"parsing time "2026-13-02T03:04:05Z": month out of range"#
+        );
+        assert_eq!(
+            check_time("2025-02-29T03:04:05Z", false).unwrap(),
+            r#"parsing time "2025-02-29T03:04:05Z": day out of range"#
+        );
+        assert_eq!(
+            check_time("2026-01-02T03:04:05Zjunk", false).unwrap(),
+            r#"parsing time "2026-01-02T03:04:05Zjunk": extra text: "junk""#
+        );
+        assert_eq!(
+            check_time("2026-01-02T03:04:05Z", true).unwrap(),
+            r#"parsing time "2026-01-02T03:04:05Z" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "Z" as ".000000""#
+        );
+    }
+
+    #[test]
+    fn base64_as_go_decodes_it() {
+        assert_eq!(check_base64("aGVsbG8="), None);
+        assert_eq!(check_base64("aGVs\nbG8="), None);
+        assert_eq!(check_base64(""), None);
+        assert_eq!(check_base64("not base64!").unwrap(), "illegal base64 data at input byte 3");
+        assert_eq!(check_base64("aGVsbG8").unwrap(), "illegal base64 data at input byte 4");
+    }
+}
