@@ -1,5 +1,7 @@
 //! Name rules: the DNS-1123/DNS-1035 validators with kube-apiserver's exact error text,
-//! which rule each kind's names follow, `generateName` handling, path-segment rules, and
+//! which rule each kind's names follow, `generateName` handling, path-segment rules,
+//! the metadata every object's writes are checked for ([`validate_object_meta`]: label
+//! and annotation syntax, the annotations' total size, owner references, finalizers), and
 //! [`FieldError`], one field's validation failure as it appears in a 422 Invalid Status.
 
 use std::fmt;
@@ -407,6 +409,292 @@ pub fn validate_name(rule: NameRule, name: Option<&str>, generate_name: Option<&
     errs
 }
 
+// ---- ObjectMeta ---------------------------------------------------------------------------
+
+/// The most bytes an object's annotations may hold, keys and values together (upstream's
+/// `TotalAnnotationSizeLimitB`).
+pub const TOTAL_ANNOTATION_SIZE_LIMIT_B: usize = 256 * 1024;
+/// The longest name part of a qualified name (label key), and the longest label value.
+pub const QUALIFIED_NAME_MAX_LENGTH: usize = 63;
+
+const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const LABEL_KEY_ERR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with \
+                             an alphanumeric character";
+const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
+const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', \
+                               '_' or '.', and must start and end with an alphanumeric character";
+const FINALIZER_ORPHAN: &str = "orphan";
+const FINALIZER_FOREGROUND: &str = "foregroundDeletion";
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]` over the whole string.
+fn matches_label_key(s: &str) -> bool {
+    let b = s.as_bytes();
+    match (b.first(), b.last()) {
+        (Some(f), Some(l)) => {
+            f.is_ascii_alphanumeric()
+                && l.is_ascii_alphanumeric()
+                && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        }
+        _ => false,
+    }
+}
+
+/// Whether `value` is a qualified name (a label key: an optional DNS-1123 subdomain
+/// prefix and `/`, then a name of up to 63 alphanumerics, `-`, `_` and `.` that starts
+/// and ends alphanumeric); the error messages if not (upstream's `IsQualifiedName`).
+pub fn is_qualified_name(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let mut parts = value.split('/');
+    let (first, second, third) = (parts.next().unwrap_or(""), parts.next(), parts.next());
+    let name = match (second, third) {
+        (None, _) => first,
+        (Some(name), None) => {
+            if first.is_empty() {
+                errs.push("prefix part must be non-empty".to_string());
+            } else {
+                errs.extend(is_dns1123_subdomain(first).into_iter().map(|m| format!("prefix part {m}")));
+            }
+            name
+        }
+        (Some(_), Some(_)) => {
+            errs.push(format!(
+                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                regex_error(LABEL_KEY_ERR, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
+            ));
+            return errs;
+        }
+    };
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_string());
+    } else if name.len() > QUALIFIED_NAME_MAX_LENGTH {
+        errs.push(format!("name part {}", max_len_error(QUALIFIED_NAME_MAX_LENGTH)));
+    }
+    if !matches_label_key(name) {
+        errs.push(format!(
+            "name part {}",
+            regex_error(LABEL_KEY_ERR, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
+        ));
+    }
+    errs
+}
+
+/// Whether `value` is a label value (empty, or up to 63 alphanumerics, `-`, `_` and `.`
+/// that start and end alphanumeric); the error messages if not.
+pub fn is_valid_label_value(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > QUALIFIED_NAME_MAX_LENGTH {
+        errs.push(max_len_error(QUALIFIED_NAME_MAX_LENGTH));
+    }
+    if !value.is_empty() && !matches_label_key(value) {
+        errs.push(regex_error(LABEL_VALUE_ERR, LABEL_VALUE_FMT, &["MyValue", "my_value", "12345"]));
+    }
+    errs
+}
+
+/// The errors of a map of labels at `field` (upstream's `ValidateLabels`): each key a
+/// qualified name, each value a label value. Values that are not strings are left to
+/// decoding.
+pub fn validate_labels(labels: &serde_json::Map<String, serde_json::Value>, field: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for (k, v) in labels {
+        for msg in is_qualified_name(k) {
+            errs.push(FieldError::invalid(field, k, msg));
+        }
+        let v = v.as_str().unwrap_or("");
+        for msg in is_valid_label_value(v) {
+            errs.push(FieldError::invalid(field, v, msg));
+        }
+    }
+    errs
+}
+
+/// The errors of `metadata`'s labels, annotations, owner references, finalizers and
+/// generation, as upstream's `ValidateObjectMeta` (and its update counterpart) checks
+/// them on every write of every kind; name and namespace are checked where they are set.
+/// Linear in the metadata.
+pub fn validate_object_meta(meta: &serde_json::Map<String, serde_json::Value>) -> Vec<FieldError> {
+    use serde_json::Value;
+    let mut errs = Vec::new();
+    if let Some(g) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g < 0) {
+        errs.push(FieldError::invalid_value(
+            "metadata.generation",
+            BadValue::Raw(g.to_string()),
+            "must be greater than or equal to 0",
+        ));
+    }
+    if let Some(Value::Object(labels)) = meta.get("labels") {
+        errs.extend(validate_labels(labels, "metadata.labels"));
+    }
+    if let Some(Value::Object(annotations)) = meta.get("annotations") {
+        let mut total = 0usize;
+        for (k, v) in annotations {
+            // Case does not matter in annotation keys.
+            for msg in is_qualified_name(&k.to_ascii_lowercase()) {
+                errs.push(FieldError::invalid("metadata.annotations", k, msg));
+            }
+            total += k.len() + v.as_str().map_or(0, str::len);
+        }
+        if total > TOTAL_ANNOTATION_SIZE_LIMIT_B {
+            errs.push(FieldError::too_long("metadata.annotations", TOTAL_ANNOTATION_SIZE_LIMIT_B as i64));
+        }
+    }
+    if let Some(Value::Array(owners)) = meta.get("ownerReferences") {
+        errs.extend(validate_owner_references(owners));
+    }
+    if let Some(Value::Array(finalizers)) = meta.get("finalizers") {
+        let (mut orphan, mut foreground) = (false, false);
+        for f in finalizers.iter().filter_map(Value::as_str) {
+            for msg in is_qualified_name(f) {
+                errs.push(FieldError::invalid("metadata.finalizers", f, msg));
+            }
+            orphan |= f == FINALIZER_ORPHAN;
+            foreground |= f == FINALIZER_FOREGROUND;
+        }
+        if orphan && foreground {
+            errs.push(FieldError::invalid_value(
+                "metadata.finalizers",
+                BadValue::Raw(go_string_list(finalizers)),
+                format!("finalizer {FINALIZER_ORPHAN} and {FINALIZER_FOREGROUND} cannot be both set"),
+            ));
+        }
+    }
+    errs
+}
+
+/// Go's `%#v` of a `[]string`, as a 422 shows a list: `[]string{"a", "b"}`.
+fn go_string_list(items: &[serde_json::Value]) -> String {
+    let words: Vec<String> = items.iter().filter_map(serde_json::Value::as_str).map(|w| format!("{w:?}")).collect();
+    format!("[]string{{{}}}", words.join(", "))
+}
+
+/// Upstream's `ValidateOwnerReferences`: each reference names a version, kind, name and
+/// uid, is not an Event, and at most one is the controller.
+fn validate_owner_references(owners: &[serde_json::Value]) -> Vec<FieldError> {
+    use serde_json::Value;
+    const FIELD: &str = "metadata.ownerReferences";
+    let mut errs = Vec::new();
+    let mut controller: Option<String> = None;
+    for r in owners {
+        let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+        let (api_version, kind, name, uid) = (s("apiVersion"), s("kind"), s("name"), s("uid"));
+        // schema.ParseGroupVersion: `v`, `g/v`; anything else has no version.
+        let (group, version) = match api_version.split_once('/') {
+            None => ("", api_version),
+            Some((g, v)) if !v.contains('/') => (g, v),
+            Some(_) => ("", ""),
+        };
+        if version.is_empty() {
+            errs.push(FieldError::invalid(&format!("{FIELD}.apiVersion"), api_version, "version must not be empty"));
+        }
+        for (field, value) in [("kind", kind), ("name", name), ("uid", uid)] {
+            if value.is_empty() {
+                errs.push(FieldError::invalid(&format!("{FIELD}.{field}"), value, "must not be empty"));
+            }
+        }
+        if group.is_empty() && version == "v1" && kind == "Event" {
+            errs.push(FieldError::invalid_value(
+                FIELD,
+                BadValue::Raw(format!(
+                    "v1.OwnerReference{{APIVersion:{api_version:?}, Kind:{kind:?}, Name:{name:?}, UID:{uid:?}, \
+                     Controller:(*bool)(nil), BlockOwnerDeletion:(*bool)(nil)}}"
+                )),
+                "/v1, Kind=Event is disallowed from being an owner",
+            ));
+        }
+        if r.get("controller").and_then(Value::as_bool) == Some(true) {
+            let this = format!("{kind}/{name}");
+            match &controller {
+                Some(first) => errs.push(FieldError::invalid_value(
+                    FIELD,
+                    BadValue::of_json(&Value::Array(owners.to_vec())),
+                    format!(
+                        "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}"
+                    ),
+                )),
+                None => controller = Some(this),
+            }
+        }
+    }
+    errs
+}
+
+// ---- Numeric ranges --------------------------------------------------------------------
+
+const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
+const NON_NEGATIVE: &str = "must be greater than or equal to 0";
+
+/// The errors of the numeric fields of `obj` (a `kind` of the core or apps group) that
+/// decode but that kube-apiserver's validation of that kind refuses: a negative
+/// Deployment `replicas`, `minReadySeconds` or `revisionHistoryLimit`; a container's
+/// `containerPort` or `hostPort` (not 0), a Service's `port`, `targetPort` or `nodePort`
+/// (not 0) outside 1..65535. Only fields present are checked (a missing one is left to the kind's
+/// defaults); linear in the fields it reads.
+pub fn validate_ranges(kind: &str, obj: &serde_json::Map<String, serde_json::Value>) -> Vec<FieldError> {
+    use serde_json::Value;
+    let mut errs = Vec::new();
+    let Some(spec) = obj.get("spec").and_then(Value::as_object) else { return errs };
+    let int = |m: &serde_json::Map<String, Value>, k: &str| m.get(k).and_then(Value::as_i64);
+    match kind {
+        "Deployment" => {
+            for field in ["replicas", "minReadySeconds", "revisionHistoryLimit"] {
+                if let Some(n) = int(spec, field).filter(|n| *n < 0) {
+                    errs.push(FieldError::invalid_value(
+                        &format!("spec.{field}"),
+                        BadValue::Raw(n.to_string()),
+                        NON_NEGATIVE,
+                    ));
+                }
+            }
+            let pod = spec.get("template").and_then(|t| t.get("spec")).and_then(Value::as_object);
+            if let Some(pod) = pod {
+                container_ports(pod, "spec.template.spec", &mut errs);
+            }
+        }
+        "Pod" => container_ports(spec, "spec", &mut errs),
+        "Service" => {
+            for (i, port) in spec.get("ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                let Some(port) = port.as_object() else { continue };
+                for field in ["port", "targetPort", "nodePort"] {
+                    let Some(n) = int(port, field) else { continue };
+                    // A nodePort of 0 asks for one to be allocated; a targetPort of 0 defaults
+                    // to the port.
+                    if (field == "port" || n != 0) && !(1..=65535).contains(&n) {
+                        errs.push(FieldError::invalid_value(
+                            &format!("spec.ports[{i}].{field}"),
+                            BadValue::Raw(n.to_string()),
+                            PORT_RANGE,
+                        ));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    errs
+}
+
+/// The port errors of a pod spec's containers (at `path`): `containerPort`, and
+/// `hostPort` when not 0.
+fn container_ports(pod: &serde_json::Map<String, serde_json::Value>, path: &str, errs: &mut Vec<FieldError>) {
+    use serde_json::Value;
+    for list in ["initContainers", "containers"] {
+        for (i, c) in pod.get(list).and_then(Value::as_array).into_iter().flatten().enumerate() {
+            for (j, port) in c.get("ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                for field in ["containerPort", "hostPort"] {
+                    let Some(n) = port.get(field).and_then(Value::as_i64) else { continue };
+                    if (field != "hostPort" || n != 0) && !(1..=65535).contains(&n) {
+                        errs.push(FieldError::invalid_value(
+                            &format!("{path}.{list}[{i}].ports[{j}].{field}"),
+                            BadValue::Raw(n.to_string()),
+                            PORT_RANGE,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,5 +824,161 @@ mod tests {
         assert_eq!(go_float(0.001), "0.001");
         assert_eq!(go_float(10.0), "10");
         assert_eq!(go_float(-1.5), "-1.5");
+    }
+
+    const NAME_PART_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start \
+                                 and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or \
+                                 '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+    #[test]
+    fn qualified_names() {
+        for ok in [
+            "a",
+            "A.b_c-D",
+            "example.com/MyName",
+            "kubernetes.io/x",
+            &"a".repeat(63),
+            &format!("{}/a", "b".repeat(253)),
+        ] {
+            assert!(is_qualified_name(ok).is_empty(), "{ok}: {:?}", is_qualified_name(ok));
+        }
+        assert_eq!(is_qualified_name("a b"), vec![NAME_PART_MSG]);
+        assert_eq!(is_qualified_name("-a"), vec![NAME_PART_MSG]);
+        assert_eq!(is_qualified_name("a."), vec![NAME_PART_MSG]);
+        assert_eq!(is_qualified_name(""), vec!["name part must be non-empty".to_string(), NAME_PART_MSG.to_string()]);
+        assert_eq!(
+            is_qualified_name(&"a".repeat(64)),
+            vec!["name part must be no more than 63 characters".to_string()]
+        );
+        assert_eq!(is_qualified_name("/a"), vec!["prefix part must be non-empty"]);
+        assert_eq!(is_qualified_name("Example.com/a").len(), 1);
+        assert!(is_qualified_name("Example.com/a")[0].starts_with("prefix part a lowercase RFC 1123 subdomain"));
+        assert_eq!(
+            is_qualified_name(&format!("{}/a", "b".repeat(254)))[0],
+            "prefix part must be no more than 253 characters"
+        );
+        assert_eq!(is_qualified_name("a/"), vec!["name part must be non-empty".to_string(), NAME_PART_MSG.to_string()]);
+        let three = is_qualified_name("a/b/c");
+        assert_eq!(three.len(), 1);
+        assert!(three[0].starts_with("a valid label key must consist of"), "{}", three[0]);
+        assert!(three[0].ends_with("with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"));
+    }
+
+    #[test]
+    fn label_values() {
+        for ok in ["", "a", "A-b_c.9", &"v".repeat(63)] {
+            assert!(is_valid_label_value(ok).is_empty(), "{ok}");
+        }
+        let regex = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', \
+                     and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or \
+                     '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+        for bad in ["-a", "a-", "a b", "a/b", "é"] {
+            assert_eq!(is_valid_label_value(bad), vec![regex], "{bad}");
+        }
+        assert_eq!(is_valid_label_value(&"v".repeat(64)), vec!["must be no more than 63 characters"]);
+    }
+
+    #[test]
+    fn object_meta_limits() {
+        use serde_json::json;
+        let meta = |v: serde_json::Value| v.as_object().unwrap().clone();
+        assert!(validate_object_meta(&meta(json!({"name": "x", "labels": {"app": "web", "k8s.io/x": ""},
+            "annotations": {"Example.com/Key": "any value at all"}, "finalizers": ["example.com/f", "orphan"],
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r", "uid": "u", "controller": true}],
+            "generation": 3})))
+        .is_empty());
+
+        let errs = validate_object_meta(&meta(json!({"labels": {"bad key": "ok", "k": "bad value"}})));
+        let shown: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        assert_eq!(shown.len(), 2);
+        assert!(
+            shown[0].starts_with(r#"metadata.labels: Invalid value: "bad key": name part must consist"#),
+            "{}",
+            shown[0]
+        );
+        assert!(
+            shown[1].starts_with(r#"metadata.labels: Invalid value: "bad value": a valid label must be"#),
+            "{}",
+            shown[1]
+        );
+
+        let at_limit = "v".repeat(TOTAL_ANNOTATION_SIZE_LIMIT_B - 1);
+        assert!(validate_object_meta(&meta(json!({"annotations": {"a": at_limit}}))).is_empty());
+        let over = format!("{at_limit}v");
+        let errs = validate_object_meta(&meta(json!({"annotations": {"a": over}})));
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].to_string(), "metadata.annotations: Too long: may not be more than 262144 bytes");
+        assert_eq!(errs[0].kind.cause_type(), "FieldValueTooLong");
+        let errs = validate_object_meta(&meta(json!({"annotations": {"a/b/c": ""}})));
+        assert_eq!(errs[0].field, "metadata.annotations");
+
+        let errs = validate_object_meta(&meta(json!({"finalizers": ["not ok", "orphan", "foregroundDeletion"]})));
+        let shown: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        assert!(shown[0].starts_with(r#"metadata.finalizers: Invalid value: "not ok": name part"#));
+        assert_eq!(
+            shown[1],
+            r#"metadata.finalizers: Invalid value: []string{"not ok", "orphan", "foregroundDeletion"}: finalizer orphan and foregroundDeletion cannot be both set"#
+        );
+
+        let errs = validate_object_meta(&meta(json!({"ownerReferences": [
+            {"apiVersion": "apps/", "kind": "", "name": "", "uid": ""},
+            {"apiVersion": "v1", "kind": "Event", "name": "e", "uid": "u", "controller": true},
+            {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u2", "controller": true}]})));
+        let shown: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            shown[0],
+            r#"metadata.ownerReferences.apiVersion: Invalid value: "apps/": version must not be empty"#
+        );
+        assert_eq!(shown[1], r#"metadata.ownerReferences.kind: Invalid value: "": must not be empty"#);
+        assert_eq!(shown[2], r#"metadata.ownerReferences.name: Invalid value: "": must not be empty"#);
+        assert_eq!(shown[3], r#"metadata.ownerReferences.uid: Invalid value: "": must not be empty"#);
+        assert!(shown[4].ends_with("/v1, Kind=Event is disallowed from being an owner"), "{}", shown[4]);
+        assert!(shown[5].ends_with(
+            r#"Only one reference can have Controller set to true. Found "true" in references for Event/e and Pod/p"#
+        ));
+
+        let errs = validate_object_meta(&meta(json!({"generation": -1})));
+        assert_eq!(errs[0].to_string(), "metadata.generation: Invalid value: -1: must be greater than or equal to 0");
+    }
+
+    #[test]
+    fn numeric_ranges_of_built_in_kinds() {
+        use serde_json::json;
+        let obj = |v: serde_json::Value| v.as_object().unwrap().clone();
+        let shown = |kind: &str, v| validate_ranges(kind, &obj(v)).iter().map(|e| e.to_string()).collect::<Vec<_>>();
+        assert!(shown(
+            "Deployment",
+            json!({"spec": {"replicas": 0, "template": {"spec": {"containers": [
+            {"name": "c", "ports": [{"containerPort": 1}, {"containerPort": 65535, "hostPort": 0}]}]}}}})
+        )
+        .is_empty());
+        assert_eq!(
+            shown("Deployment", json!({"spec": {"replicas": -1, "revisionHistoryLimit": -2, "template": {"spec": {
+                "initContainers": [{"ports": [{"containerPort": 0}]}],
+                "containers": [{"ports": [{"containerPort": 80, "hostPort": 70000}]}]}}}})),
+            [
+                "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+                "spec.revisionHistoryLimit: Invalid value: -2: must be greater than or equal to 0",
+                "spec.template.spec.initContainers[0].ports[0].containerPort: Invalid value: 0: must be between 1 and 65535, inclusive",
+                "spec.template.spec.containers[0].ports[0].hostPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
+            ]
+        );
+        assert_eq!(
+            shown("Pod", json!({"spec": {"containers": [{"ports": [{"containerPort": 65536}]}]}})),
+            ["spec.containers[0].ports[0].containerPort: Invalid value: 65536: must be between 1 and 65535, inclusive"]
+        );
+        assert_eq!(
+            shown(
+                "Service",
+                json!({"spec": {"ports": [{"port": 80, "targetPort": "http", "nodePort": 0}, {"port": 81, "targetPort": 0},
+                {"port": 0, "targetPort": 70000, "nodePort": -1}]}})
+            ),
+            [
+                "spec.ports[2].port: Invalid value: 0: must be between 1 and 65535, inclusive",
+                "spec.ports[2].targetPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
+                "spec.ports[2].nodePort: Invalid value: -1: must be between 1 and 65535, inclusive",
+            ]
+        );
+        assert!(shown("ConfigMap", json!({"spec": {"replicas": -1}})).is_empty());
     }
 }
