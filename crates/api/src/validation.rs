@@ -528,8 +528,13 @@ pub fn validate_object_meta(meta: &serde_json::Map<String, serde_json::Value>) -
     if let Some(Value::Object(annotations)) = meta.get("annotations") {
         let mut total = 0usize;
         for (k, v) in annotations {
-            // Case does not matter in annotation keys.
-            for msg in is_qualified_name(&k.to_ascii_lowercase()) {
+            // Case does not matter in annotation keys (lowered only when it has upper case).
+            let lower = if k.bytes().any(|b| b.is_ascii_uppercase()) {
+                std::borrow::Cow::Owned(k.to_ascii_lowercase())
+            } else {
+                std::borrow::Cow::Borrowed(k.as_str())
+            };
+            for msg in is_qualified_name(&lower) {
                 errs.push(FieldError::invalid("metadata.annotations", k, msg));
             }
             total += k.len() + v.as_str().map_or(0, str::len);
