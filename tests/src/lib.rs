@@ -1131,3 +1131,443 @@ pub fn scripted_writes(http: &Http, writers: &[String], ns: &str, end_marker: &s
     }
     Ok(changes)
 }
+
+// ---------------------------------------------------------------------------------------
+// `kuorum up`: a TLS cluster with a local CA and RBAC, and clients for it
+// ---------------------------------------------------------------------------------------
+
+/// How a TLS client for a [`UpCluster`] connects.
+#[derive(Clone, Debug)]
+pub struct TlsClientOptions {
+    /// Bound on a whole request (connect, send, read the answer).
+    pub timeout: Duration,
+    /// The loopback address the client's sockets bind to (a distinct source per client
+    /// role: the servers may count connections per source address).
+    pub local_address: Option<std::net::IpAddr>,
+    /// Keep connections alive between requests; `false` opens a new TCP connection and
+    /// TLS handshake for every request (what a probe of the accept path needs).
+    pub reuse_connections: bool,
+}
+
+impl Default for TlsClientOptions {
+    fn default() -> Self {
+        TlsClientOptions { timeout: Duration::from_secs(10), local_address: None, reuse_connections: true }
+    }
+}
+
+impl Http {
+    /// A client that trusts the CA in `ca` and, with `identity` (certificate and key PEM
+    /// files), authenticates with that client certificate; without one it is anonymous.
+    pub fn tls(ca: &Path, identity: Option<(&Path, &Path)>, opts: &TlsClientOptions) -> Result<Http> {
+        let ca_pem = fs::read(ca).with_context(|| format!("read {}", ca.display()))?;
+        let mut b = reqwest::blocking::Client::builder()
+            .timeout(opts.timeout)
+            .connect_timeout(opts.timeout.min(Duration::from_secs(5)))
+            .add_root_certificate(reqwest::Certificate::from_pem(&ca_pem)?);
+        if let Some((cert, key)) = identity {
+            let mut pem = fs::read(cert).with_context(|| format!("read {}", cert.display()))?;
+            pem.extend(fs::read(key).with_context(|| format!("read {}", key.display()))?);
+            b = b.identity(reqwest::Identity::from_pem(&pem)?);
+        }
+        if let Some(ip) = opts.local_address {
+            b = b.local_address(ip);
+        }
+        b = if opts.reuse_connections {
+            b.pool_idle_timeout(Duration::from_secs(30))
+        } else {
+            b.pool_max_idle_per_host(0)
+        };
+        Ok(Http { client: b.build()? })
+    }
+
+    /// Sends `method url` with `headers` and an optional raw `body` (give its
+    /// Content-Type among the headers). `Accept: application/json` is added unless the
+    /// headers name an Accept. Transport errors are `Err`; any HTTP status is `Ok`.
+    pub fn send(&self, method: &str, url: &str, headers: &[(&str, &str)], body: Option<Vec<u8>>) -> Result<Reply> {
+        let method = reqwest::Method::from_bytes(method.as_bytes())?;
+        let mut req = self.client.request(method, url);
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("accept")) {
+            req = req.header("Accept", "application/json");
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(b) = body {
+            req = req.body(b);
+        }
+        let resp = req.send().with_context(|| short_url(url))?;
+        let status = resp.status().as_u16();
+        let text = resp.text().with_context(|| format!("reading body of {}", short_url(url)))?;
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Ok(Reply { status, body, text })
+    }
+}
+
+/// A URL cut to a readable length for error messages (attack URLs can be 100 KB).
+fn short_url(url: &str) -> String {
+    if url.len() <= 200 {
+        return url.to_string();
+    }
+    let mut end = 200;
+    while !url.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes)", &url[..end], url.len())
+}
+
+/// A base port with base..base+nodes and base+100..base+100+nodes free on 127.0.0.1
+/// (`kuorum up`'s layout: node i serves REST on base+i-1 and Raft on base+100+i-1).
+pub fn free_up_base_port(nodes: u16) -> u16 {
+    // Each call starts elsewhere, so parallel tests of one process do not race for the
+    // same range.
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    for attempt in 0..200u32 {
+        let base = 20_000 + ((std::process::id() * 13 + call * 4_999 + attempt * 131) % 20_000) as u16;
+        let ports: Vec<u16> = (0..nodes).flat_map(|i| [base + i, base + 100 + i]).collect();
+        let held: Vec<_> = ports.iter().filter_map(|p| TcpListener::bind(("127.0.0.1", *p)).ok()).collect();
+        if held.len() == ports.len() {
+            return base;
+        }
+    }
+    panic!("no free port range for kuorum up");
+}
+
+/// A cluster started the way a user starts one: `kuorum up` (TLS with a local CA,
+/// client certificates, RBAC), in a temp dir. Drop stops it (SIGTERM to `kuorum up`,
+/// which stops its nodes; SIGKILL to anything left after 15 s). If the thread is
+/// panicking, the tail of each node's log is printed first.
+pub struct UpCluster {
+    child: Child,
+    bin: PathBuf,
+    pub base_port: u16,
+    pub nodes: u64,
+    /// The data dir given to `kuorum up`: `kubeconfig`, `pki/`, `node<i>/`, `node<i>.log`.
+    pub dir: PathBuf,
+    tmp: tempfile::TempDir,
+}
+
+impl UpCluster {
+    /// `kuorum up --nodes n` on a free port range; waits until it has written its
+    /// kubeconfig (every node ready). `None` (after a SKIP note) when there is no binary
+    /// to test and `$KUORUM_BIN` is unset.
+    pub fn start_or_skip(nodes: u64) -> Option<UpCluster> {
+        let Some(bin) = kuorum_bin() else {
+            eprintln!("SKIP: no kuorum binary found (set KUORUM_BIN or run scripts/test.sh)");
+            return None;
+        };
+        Some(UpCluster::start(&bin, nodes).unwrap_or_else(|e| panic!("kuorum up: {e:#}")))
+    }
+
+    pub fn start(bin: &Path, nodes: u64) -> Result<UpCluster> {
+        UpCluster::start_with_open_files(bin, nodes, None)
+    }
+
+    /// [`UpCluster::start`], with `kuorum up` and so its nodes limited to `open_files`
+    /// descriptors (soft and hard `RLIMIT_NOFILE`), when given: connection caps derived
+    /// from that limit are then within a test's reach.
+    pub fn start_with_open_files(bin: &Path, nodes: u64, open_files: Option<u64>) -> Result<UpCluster> {
+        let tmp = tempfile::Builder::new().prefix("kuorum-up-e2e-").tempdir()?;
+        let dir = tmp.path().join("data");
+        let base_port = free_up_base_port(nodes as u16);
+        let log = File::create(tmp.path().join("up.log"))?;
+        let mut cmd = Command::new(bin);
+        cmd.args(["up", "--nodes", &nodes.to_string(), "--base-port", &base_port.to_string(), "--data-dir"])
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        die_with_parent(&mut cmd);
+        if let Some(limit) = open_files {
+            use std::os::unix::process::CommandExt;
+            unsafe {
+                cmd.pre_exec(move || {
+                    let lim = libc::rlimit { rlim_cur: limit as libc::rlim_t, rlim_max: limit as libc::rlim_t };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let child = cmd.spawn().with_context(|| format!("spawn {} up", bin.display()))?;
+        let mut up = UpCluster { child, bin: bin.to_path_buf(), base_port, nodes, dir, tmp };
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while !up.dir.join("kubeconfig").exists() {
+            if let Some(st) = up.child.try_wait()? {
+                bail!("kuorum up exited ({st}) before writing a kubeconfig; log:\n{}", up.log());
+            }
+            if Instant::now() > deadline {
+                bail!("kuorum up wrote no kubeconfig in 90 s; log:\n{}", up.log());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Ok(up)
+    }
+
+    /// Node `id`'s REST port.
+    pub fn port(&self, id: u64) -> u16 {
+        self.base_port + (id - 1) as u16
+    }
+    /// `https://127.0.0.1:<port of node id>`.
+    pub fn url(&self, id: u64) -> String {
+        format!("https://127.0.0.1:{}", self.port(id))
+    }
+    pub fn ids(&self) -> Vec<u64> {
+        (1..=self.nodes).collect()
+    }
+    pub fn pki(&self) -> PathBuf {
+        self.dir.join("pki")
+    }
+    pub fn ca(&self) -> PathBuf {
+        self.pki().join("ca.crt")
+    }
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.join("kubeconfig")
+    }
+    /// The certificate and key of `user` (`admin` is system:masters, made by `kuorum up`).
+    pub fn identity(&self, user: &str) -> (PathBuf, PathBuf) {
+        (self.pki().join(format!("{user}.crt")), self.pki().join(format!("{user}.key")))
+    }
+    /// Everything `kuorum up` printed.
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.tmp.path().join("up.log")).unwrap_or_default()
+    }
+    pub fn node_log(&self, id: u64) -> PathBuf {
+        self.dir.join(format!("node{id}.log"))
+    }
+
+    /// Issues a client certificate for `user` in `groups` (`kuorum certs --user`).
+    pub fn add_user(&self, user: &str, groups: &[&str]) -> Result<()> {
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(["certs", "--dir"]).arg(self.pki()).args(["--user", user]);
+        for g in groups {
+            cmd.args(["--group", g]);
+        }
+        let out = cmd.output()?;
+        if !out.status.success() {
+            bail!("kuorum certs --user {user}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(())
+    }
+
+    /// A client as `user` (`None`: anonymous, no client certificate).
+    pub fn client(&self, user: Option<&str>, opts: &TlsClientOptions) -> Result<Http> {
+        let ca = self.ca();
+        match user {
+            None => Http::tls(&ca, None, opts),
+            Some(u) => {
+                let (cert, key) = self.identity(u);
+                Http::tls(&ca, Some((&cert, &key)), opts)
+            }
+        }
+    }
+
+    /// `(node id, pid)` of every running node process (the children of `kuorum up`).
+    pub fn node_pids(&self) -> Vec<(u64, u32)> {
+        let mut out: Vec<(u64, u32)> = child_pids(self.child.id())
+            .into_iter()
+            .filter_map(|pid| {
+                let cmdline = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+                let args: Vec<String> =
+                    cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+                let at = args.iter().position(|a| a == "--id")?;
+                Some((args.get(at + 1)?.parse().ok()?, pid))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// kubectl through the kubeconfig `kuorum up` wrote (the admin), bounded by 60 s.
+    pub fn kubectl(&self, args: &[&str]) -> Result<Output> {
+        let kubectl = kubectl_bin().ok_or_else(|| anyhow!("no kubectl: run scripts/setup.sh or set KUBECTL"))?;
+        let mut full: Vec<String> = vec![
+            format!("--kubeconfig={}", self.kubeconfig().display()),
+            format!("--cache-dir={}", self.tmp.path().join("kube-cache").display()),
+            "--request-timeout=20s".into(),
+        ];
+        full.extend(args.iter().map(|s| s.to_string()));
+        run_bounded(&kubectl, &full, self.tmp.path(), Duration::from_secs(60))
+    }
+
+    /// `kuorum serve --help` of the binary under test (its flags and their defaults).
+    pub fn serve_help(&self) -> Result<String> {
+        let out = Command::new(&self.bin).args(["serve", "--help"]).output()?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+impl Drop for UpCluster {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for id in self.ids() {
+                eprintln!("----- node {id} log -----\n{}", tail(&self.node_log(id), 40));
+            }
+        }
+        let nodes = self.node_pids();
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // Nodes `kuorum up` did not stop in time (it waits 10 s for each).
+        for (_, pid) in nodes {
+            if process_alive(pid) {
+                unsafe {
+                    libc::kill(pid as libc::pid_t, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+/// The value shown as `[default: ...]` for `--flag` in a clap `--help` text, or `None` if
+/// the flag is not listed (`Some("")` for a flag listed without a default).
+pub fn help_default(help: &str, flag: &str) -> Option<String> {
+    let long = format!("--{flag}");
+    let lines: Vec<&str> = help.lines().collect();
+    let at = lines.iter().position(|l| l.trim_start().split([' ', '=', ',']).any(|w| w == long))?;
+    // The default is printed at the end of the flag's description, before the next flag.
+    for (i, l) in lines[at..].iter().enumerate() {
+        if i > 0 && l.trim_start().starts_with('-') {
+            break;
+        }
+        if let Some(i) = l.find("[default: ") {
+            let rest = &l[i + "[default: ".len()..];
+            return Some(rest.split(']').next().unwrap_or("").to_string());
+        }
+    }
+    Some(String::new())
+}
+
+// ---------------------------------------------------------------------------------------
+// Processes seen from /proc
+// ---------------------------------------------------------------------------------------
+
+/// Resident set size of process `pid` in bytes (`VmRSS` of /proc/<pid>/status).
+pub fn rss_bytes(pid: u32) -> Option<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Pids of the direct children of `parent` (from /proc/<pid>/stat).
+pub fn child_pids(parent: u32) -> Vec<u32> {
+    let Ok(dir) = fs::read_dir("/proc") else { return vec![] };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+                    let after = &s[s.rfind(')')? + 1..];
+                    after.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                .is_some_and(|ppid| ppid == parent)
+        })
+        .collect()
+}
+
+/// Whether process `pid` exists and is not a zombie.
+pub fn process_alive(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s[s.rfind(')')? + 1..].split_whitespace().next().map(|st| st != "Z"))
+        .unwrap_or(false)
+}
+
+// ---------------------------------------------------------------------------------------
+// Canary: a client that must keep being answered while something else attacks
+// ---------------------------------------------------------------------------------------
+
+/// One request the canary repeats: a label for reports, the client, the URL (GET).
+pub struct Probe {
+    pub label: String,
+    pub http: Http,
+    pub url: String,
+}
+
+/// What a canary saw between start and stop.
+#[derive(Debug, Clone, Default)]
+pub struct CanaryReport {
+    /// Requests made.
+    pub requests: u64,
+    /// The slowest answer (a transport error counts as its time to fail).
+    pub max: Duration,
+    /// Which probe was slowest and when (since start).
+    pub max_at: String,
+    /// Requests not answered 200 (the first 20, with their error).
+    pub failures: Vec<String>,
+    pub failed: u64,
+}
+
+/// A thread that runs every probe in turn every `interval` until stopped, timing each.
+pub struct Canary {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<std::thread::JoinHandle<CanaryReport>>,
+}
+
+impl Canary {
+    pub fn start(probes: Vec<Probe>, interval: Duration) -> Canary {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            let mut report = CanaryReport::default();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let round = Instant::now();
+                for p in &probes {
+                    let t = Instant::now();
+                    let r = p.http.get(&p.url);
+                    let took = t.elapsed();
+                    report.requests += 1;
+                    if took > report.max {
+                        report.max = took;
+                        report.max_at = format!("{} at {:.1?}", p.label, t.duration_since(t0));
+                    }
+                    let problem = match r {
+                        Ok(r) if r.status == 200 => None,
+                        Ok(r) => Some(format!("{} {}", r.status, r.text.chars().take(200).collect::<String>())),
+                        Err(e) => Some(format!("{e:#}")),
+                    };
+                    if let Some(problem) = problem {
+                        report.failed += 1;
+                        if report.failures.len() < 20 {
+                            report.failures.push(format!(
+                                "{} at {:.1?} after {took:.1?}: {problem}",
+                                p.label,
+                                t.duration_since(t0)
+                            ));
+                        }
+                    }
+                }
+                if let Some(rest) = interval.checked_sub(round.elapsed()) {
+                    std::thread::sleep(rest);
+                }
+            }
+            report
+        });
+        Canary { stop, handle: Some(handle) }
+    }
+
+    /// Stops the canary (after its current round) and answers what it saw.
+    pub fn stop(mut self) -> CanaryReport {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.handle.take().map(|h| h.join().unwrap_or_default()).unwrap_or_default()
+    }
+}
+
+impl Drop for Canary {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
