@@ -8,10 +8,16 @@
 //!
 //! Each takes the current object as JSON and the raw request body and returns the patched
 //! object, or a [`PatchError`] whose variant says which HTTP status kube-apiserver answers.
+//! What applying a patch may cost is bounded by [`limits`]: no patch makes a document
+//! deeper than [`limits::MAX_DEPTH`], and a JSON Patch's operations and the bytes its
+//! copies add are capped as kube-apiserver caps them. Merge and strategic merge patches
+//! cost time linear in the object and the patch (lists merge through hash maps), and their
+//! result is no larger than the two together.
 //! Checking that the result is a valid object of its kind is the caller's job, as it is in
 //! kube-apiserver (which decodes and validates after patching).
 
 mod json;
+pub mod limits;
 mod merge;
 mod strategic;
 
@@ -78,14 +84,21 @@ pub enum PatchError {
     /// Patch operation fails (a missing path, a failed `test`, an unknown `op`, an operation
     /// without its `path` or `value`), when a merge patch's result is not an object (an
     /// array body), and for the strategic error `lists of lists are not supported`.
+    /// So are the bounds of [`limits`]: `copy` operations adding more than
+    /// [`limits::MAX_COPY_BYTES`] (evanphx/json-patch's `AccumulatedCopySizeError`), and a
+    /// result nested deeper than [`limits::MAX_DEPTH`] (kube-apiserver: a patched object
+    /// that does not decode).
     Invalid(String),
+    /// 413 Request Entity Too Large: a JSON Patch with more operations than
+    /// [`limits::MAX_JSON_PATCH_OPERATIONS`], as kube-apiserver answers it.
+    TooLarge(String),
 }
 
 impl PatchError {
     /// The message, whichever the status.
     pub fn message(&self) -> &str {
         match self {
-            PatchError::BadRequest(m) | PatchError::Invalid(m) => m,
+            PatchError::BadRequest(m) | PatchError::Invalid(m) | PatchError::TooLarge(m) => m,
         }
     }
 }

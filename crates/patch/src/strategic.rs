@@ -38,6 +38,8 @@
 //! raw except for `null`s and `$patch` objects, and leaves the rest to its typed decoding;
 //! it also drops an added object that carries `$patch: replace`, where this keeps it.)
 
+use std::collections::{HashMap, HashSet};
+
 use kuorum_schema::Schema;
 use serde_json::{Map, Value};
 
@@ -121,6 +123,9 @@ fn patch_object(current: Option<Object>, mut patch: Object, schema: Option<Schem
     // Deletions from primitive lists apply after the merges (Go visits keys in random
     // order; for a sane patch the two orders agree).
     let mut deletions = Vec::new();
+    // Keys to remove, removed in one pass at the end: removing one at a time keeps the
+    // order but costs a shift of the map each, quadratic for a patch of many `null`s.
+    let mut removed: HashSet<String> = HashSet::new();
     for (key, value) in patch {
         if key.starts_with(DELETE_FROM_PRIMITIVE_LIST) {
             let field = directive_field(&key, DELETE_FROM_PRIMITIVE_LIST)
@@ -129,7 +134,9 @@ fn patch_object(current: Option<Object>, mut patch: Object, schema: Option<Schem
             continue;
         }
         if value.is_null() {
-            out.shift_remove(&key);
+            if out.contains_key(&key) {
+                removed.insert(key);
+            }
             continue;
         }
         let field_schema = schema.and_then(|s| s.child(&key));
@@ -140,15 +147,21 @@ fn patch_object(current: Option<Object>, mut patch: Object, schema: Option<Schem
                 out.insert(key, v);
             }
             None => {
-                out.shift_remove(&key);
+                if out.contains_key(&key) {
+                    removed.insert(key);
+                }
             }
         }
     }
     for (field, values) in deletions {
         // Only a list from a list; anything else is ignored, as kube-apiserver does.
         if let (Some(Value::Array(list)), Value::Array(values)) = (out.get_mut(&field), &values) {
+            let values: HashSet<&Value> = values.iter().collect();
             list.retain(|v| !values.contains(v));
         }
+    }
+    if !removed.is_empty() {
+        out.retain(|k, _| !removed.contains(k));
     }
     Ok(Some(out))
 }
@@ -250,12 +263,14 @@ fn merge_list(
 /// as [`order`] says.
 fn merge_scalars(current: Vec<Value>, patch: Vec<Value>) -> Vec<Value> {
     let mut merged: Vec<Value> = Vec::with_capacity(current.len() + patch.len());
+    let mut seen: HashSet<&Value> = HashSet::with_capacity(current.len() + patch.len());
     for v in current.iter().chain(&patch) {
-        if !merged.contains(v) {
+        if seen.insert(v) {
             merged.push(v.clone());
         }
     }
-    let (named, live_only): (Vec<Value>, Vec<Value>) = merged.into_iter().partition(|v| patch.contains(v));
+    let in_patch: HashSet<&Value> = patch.iter().collect();
+    let (named, live_only): (Vec<Value>, Vec<Value>) = merged.into_iter().partition(|v| in_patch.contains(v));
     order(named, live_only, &patch, &current)
 }
 
@@ -271,6 +286,8 @@ fn merge_objects_by_key(
     let mut base = current;
     let mut regular = Vec::with_capacity(patch.len());
     let mut replace = false;
+    // The keys of `$patch: delete` elements, deleted in one pass.
+    let mut deleted: HashSet<Value> = HashSet::new();
     for element in patch {
         let Value::Object(element) = element else { unreachable!("element_kind checked the list") };
         let Some(directive) = element.get(DIRECTIVE) else {
@@ -280,7 +297,7 @@ fn merge_objects_by_key(
         match directive.as_str() {
             Some("delete") => {
                 let id = element.get(key).ok_or_else(|| no_merge_key(&element, key))?;
-                base.retain(|v| v.get(key) != Some(id));
+                deleted.insert(id.clone());
             }
             // Other directive elements are still checked, so keep going.
             Some("replace") => replace = true,
@@ -289,6 +306,9 @@ fn merge_objects_by_key(
                 return Err(bad(format!("unknown patch type: {directive} in map: {}", Value::Object(element.clone()))));
             }
         }
+    }
+    if !deleted.is_empty() {
+        base.retain(|v| v.get(key).is_none_or(|id| !deleted.contains(id)));
     }
     if replace {
         let mut replaced = Vec::with_capacity(regular.len());
@@ -301,20 +321,35 @@ fn merge_objects_by_key(
     let patch_ids =
         regular.iter().map(|e| e.get(key).cloned().ok_or_else(|| no_merge_key(e, key))).collect::<Result<Vec<_>>>()?;
     let mut merged = base;
+    // Where each key is in `merged`: its first element with that key, as a scan finds it.
+    let mut index: HashMap<Value, usize> = HashMap::with_capacity(merged.len() + regular.len());
+    for (i, v) in merged.iter().enumerate() {
+        if let Some(id) = v.get(key) {
+            index.entry(id.clone()).or_insert(i);
+        }
+    }
     for (element, id) in regular.into_iter().zip(&patch_ids) {
-        match merged.iter().position(|v| v.get(key) == Some(id)) {
-            Some(i) => {
+        match index.get(id) {
+            Some(&i) => {
                 let existing = match std::mem::take(&mut merged[i]) {
                     Value::Object(o) => Some(o),
                     _ => None,
                 };
                 merged[i] = Value::Object(patch_object(existing, element, items)?.unwrap_or_default());
             }
-            None => merged.extend(patch_object(None, element, items)?.map(Value::Object)),
+            None => {
+                if let Some(added) = patch_object(None, element, items)? {
+                    if let Some(id) = added.get(key) {
+                        index.entry(id.clone()).or_insert(merged.len());
+                    }
+                    merged.push(Value::Object(added));
+                }
+            }
         }
     }
+    let named_ids: HashSet<&Value> = patch_ids.iter().collect();
     let (named, live_only): (Vec<Value>, Vec<Value>) =
-        merged.into_iter().partition(|v| v.get(key).is_some_and(|id| patch_ids.contains(id)));
+        merged.into_iter().partition(|v| v.get(key).is_some_and(|id| named_ids.contains(id)));
     Ok(order_by(named, live_only, &patch_ids, &live_ids, Some(key)))
 }
 
@@ -344,32 +379,49 @@ fn order(named: Vec<Value>, live_only: Vec<Value>, patch_order: &[Value], live_o
 /// then interleaved: a live-only element goes first only when both it and the next named
 /// element have live positions and its is earlier.
 fn order_by(
-    mut named: Vec<Value>,
-    mut live_only: Vec<Value>,
+    named: Vec<Value>,
+    live_only: Vec<Value>,
     patch_order: &[Value],
     live_order: &[Value],
     key: Option<&str>,
 ) -> Vec<Value> {
-    let position = |order: &[Value], v: &Value| {
-        let id = identity(v, key).ok()?;
-        order.iter().position(|o| *o == id)
+    // An element's position in an order is that of the first entry with its identity;
+    // the positions are looked up in maps, so ordering costs O(n log n), not O(n²).
+    let positions = |order: &[Value]| {
+        let mut at: HashMap<Value, usize> = HashMap::with_capacity(order.len());
+        for (i, id) in order.iter().enumerate() {
+            at.entry(id.clone()).or_insert(i);
+        }
+        at
     };
+    let patch_at = positions(patch_order);
+    let live_at = positions(live_order);
+    let position = |at: &HashMap<Value, usize>, v: &Value| identity(v, key).ok().and_then(|id| at.get(&id).copied());
+    // Each element with its position in the patch's order (or the live one) and in the
+    // live order.
+    let mut named: Vec<(usize, Option<usize>, Value)> =
+        named.into_iter().map(|v| (position(&patch_at, &v).unwrap_or(usize::MAX), position(&live_at, &v), v)).collect();
+    let mut live_only: Vec<(usize, Option<usize>, Value)> = live_only
+        .into_iter()
+        .map(|v| {
+            let live = position(&live_at, &v);
+            (live.unwrap_or(usize::MAX), live, v)
+        })
+        .collect();
     // Stable, and every element has a position here, so this is Go's SliceStable.
-    named.sort_by_key(|v| position(patch_order, v).unwrap_or(usize::MAX));
-    live_only.sort_by_key(|v| position(live_order, v).unwrap_or(usize::MAX));
+    named.sort_by_key(|e| e.0);
+    live_only.sort_by_key(|e| e.0);
     let mut out = Vec::with_capacity(named.len() + live_only.len());
     let mut named = named.into_iter().peekable();
     let mut live_only = live_only.into_iter().peekable();
     loop {
         let take_live = match (live_only.peek(), named.peek()) {
-            (Some(l), Some(n)) => {
-                matches!((position(live_order, l), position(live_order, n)), (Some(a), Some(b)) if a < b)
-            }
+            (Some(l), Some(n)) => matches!((l.1, n.1), (Some(a), Some(b)) if a < b),
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (None, None) => break,
         };
-        out.extend(if take_live { live_only.next() } else { named.next() });
+        out.extend(if take_live { live_only.next() } else { named.next() }.map(|e| e.2));
     }
     out
 }
@@ -379,7 +431,8 @@ fn retain_keys(out: &mut Object, patch: &Object, keys: &Value) -> Result<()> {
     let Value::Array(keys) = keys else {
         return Err(bad(format!("invalid patch format of retainKeys: {keys} is not a list")));
     };
-    let listed = |k: &str| keys.iter().any(|v| v.as_str() == Some(k));
+    let keys: HashSet<&str> = keys.iter().filter_map(Value::as_str).collect();
+    let listed = |k: &str| keys.contains(k);
     for (k, v) in patch {
         let exempt = v.is_null() || k.starts_with(DELETE_FROM_PRIMITIVE_LIST) || k.starts_with(SET_ELEMENT_ORDER);
         if !exempt && !listed(k) {
@@ -426,10 +479,11 @@ fn set_element_orders(out: &mut Object, patch: &mut Object, schema: Option<Schem
         let key = key.filter(|_| merged.iter().chain(&live).any(Value::is_object));
         let wanted_ids = identities(&wanted, key)?;
         let live_ids = identities(&live, key)?;
+        let wanted_set: HashSet<&Value> = wanted_ids.iter().collect();
         let mut named = Vec::new();
         let mut live_only = Vec::new();
         for v in merged {
-            if wanted_ids.contains(&identity(&v, key)?) {
+            if wanted_set.contains(&identity(&v, key)?) {
                 named.push(v);
             } else {
                 live_only.push(v);
@@ -1140,5 +1194,80 @@ mod tests {
         let names: Vec<&str> =
             got["spec"]["containers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["x", "y", "new"]);
+    }
+
+    /// Runs `patch` over `original` and fails if it takes more than a few seconds: each
+    /// shape below is large enough that quadratic merging (a scan per element, a shift of
+    /// the map per removed key) would take minutes.
+    fn linear(name: &str, original: &Value, patch: &Value, schema: Schema<'static>) -> Value {
+        let body = patch.to_string();
+        let started = std::time::Instant::now();
+        let got = strategic_merge_patch(original, body.as_bytes(), schema).unwrap();
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(5), "{name}: {took:?}");
+        got
+    }
+
+    const N: usize = 100_000;
+
+    #[test]
+    fn large_lists_merge_in_linear_time() {
+        let schema = custom();
+        let keyed = |range: std::ops::Range<usize>, v: &str| -> Vec<Value> {
+            range.map(|i| json!({"k": format!("k{i}"), "v": v})).collect()
+        };
+        // Half the live elements merged, the other half deleted, N new ones added.
+        let original = json!({"items": keyed(0..N, "old")});
+        let mut patch_items: Vec<Value> =
+            (0..N / 2).map(|i| json!({"k": format!("k{}", 2 * i + 1), "v": "new"})).collect();
+        patch_items.extend((0..N / 2).map(|i| json!({"k": format!("k{}", 2 * i), "$patch": "delete"})));
+        patch_items.extend(keyed(N..2 * N, "added"));
+        let got = linear("merge by key", &original, &json!({"items": patch_items}), schema);
+        let items = got["items"].as_array().unwrap();
+        assert_eq!(items.len(), N / 2 + N);
+        assert_eq!(items[0], json!({"k": "k1", "v": "new"}));
+        assert!(items.iter().all(|v| v["v"] != "old"));
+
+        // The same list ordered by $setElementOrder, in reverse.
+        let order: Vec<Value> = (0..N).rev().map(|i| json!({"k": format!("k{i}")})).collect();
+        let patch = json!({"$setElementOrder/items": order, "items": [{"k": "k0", "v": "first"}]});
+        let got = linear("$setElementOrder", &original, &patch, schema);
+        let items = got["items"].as_array().unwrap();
+        assert_eq!(items.len(), N);
+        assert_eq!(items[0]["k"], format!("k{}", N - 1));
+        assert_eq!(items[N - 1], json!({"k": "k0", "v": "first"}));
+    }
+
+    #[test]
+    fn large_sets_merge_in_linear_time() {
+        let pod_schema = kind("", "v1", "Pod");
+        let names = |range: std::ops::Range<usize>| -> Vec<Value> { range.map(|i| json!(format!("f{i}"))).collect() };
+        let original = json!({"metadata": {"name": "p", "finalizers": names(0..N)}});
+        let patch = json!({"metadata": {"finalizers": names(N / 2..N + N / 2),
+                                        "$deleteFromPrimitiveList/finalizers": names(0..N / 4)}});
+        let got = linear("a set union and deletions", &original, &patch, pod_schema);
+        let finalizers = got["metadata"]["finalizers"].as_array().unwrap();
+        assert_eq!(finalizers.len(), N + N / 2 - N / 4);
+    }
+
+    #[test]
+    fn removing_many_keys_is_linear_and_keeps_the_order() {
+        let data: Map<String, Value> = (0..N).map(|i| (format!("k{i}"), json!("v"))).collect();
+        let original = json!({"kind": "ConfigMap", "data": data});
+        let removed: Map<String, Value> =
+            (0..N).filter(|i| i % 2 == 0).map(|i| (format!("k{i}"), Value::Null)).collect();
+        let got = linear("null per key", &original, &json!({"data": removed}), kind("", "v1", "ConfigMap"));
+        let keys: Vec<&String> = got["data"].as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), N / 2);
+        assert_eq!(keys[..3], [&"k1".to_string(), &"k3".to_string(), &"k5".to_string()]);
+        // $retainKeys with as many keys.
+        let keep: Vec<Value> = (0..N).filter(|i| i % 3 == 0).map(|i| json!(format!("k{i}"))).collect();
+        let got =
+            linear("$retainKeys", &json!({"free": data_map(N)}), &json!({"free": {"$retainKeys": keep}}), custom());
+        assert_eq!(got["free"].as_object().unwrap().len(), N.div_ceil(3));
+    }
+
+    fn data_map(n: usize) -> Value {
+        Value::Object((0..n).map(|i| (format!("k{i}"), json!("v"))).collect())
     }
 }

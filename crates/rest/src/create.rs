@@ -81,7 +81,7 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         let cmd = Command::Create {
             key: object::key(def, namespace.as_deref(), &name),
             namespace: namespace.clone(),
-            object: strategy::stored(&ctx.target, &obj).into(),
+            object: strategy::stored(&ctx.target, &obj)?.into(),
         };
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
             // Encode.

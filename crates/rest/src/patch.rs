@@ -14,6 +14,11 @@
 //! to the new version (up to [`MAX_ATTEMPTS`] times), as kube-apiserver's patcher does. A
 //! resourceVersion written in the patch itself is the client's precondition: a mismatch
 //! is answered 409 at once.
+//!
+//! What a patch may cost is bounded where it is applied ([`kuorum_patch::limits`]: JSON
+//! Patch operations, bytes copied, depth), and what it produces is bounded where every
+//! write makes its bytes ([`strategy::stored`]: the object's size and depth), so neither a
+//! patch nor an apply can store more than a client could have sent.
 
 use axum::http::{header, StatusCode};
 use axum::response::Response;
@@ -258,7 +263,7 @@ async fn update_by_patch(
     object::meta_mut(&mut new).remove("resourceVersion");
 
     // Store.
-    let cmd = Command::Update { key: t.key(), object: strategy::stored(t, &new).into(), precondition };
+    let cmd = Command::Update { key: t.key(), object: strategy::stored(t, &new)?.into(), precondition };
     match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
         // Encode.
         Ok(stored) => Ok(Attempt::Done(object::served_bytes(&stored, def)?)),
@@ -295,7 +300,7 @@ async fn create_by_apply(st: &RestState, req: &Request<'_>) -> Result<Attempt, A
         return Ok(Attempt::Done(object::to_vec(&obj).into()));
     }
     let cmd =
-        Command::Create { key: t.key(), namespace: t.namespace.clone(), object: strategy::stored(t, &obj).into() };
+        Command::Create { key: t.key(), namespace: t.namespace.clone(), object: strategy::stored(t, &obj)?.into() };
     match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
         Ok(stored) => Ok(Attempt::Done(object::served_bytes(&stored, def)?)),
         Err(WriteError::AlreadyExists) => Ok(Attempt::Retry),
@@ -350,6 +355,7 @@ fn run_patch(pt: PatchType, def: &ResourceDef, current: &Object, body: &[u8]) ->
     .map_err(|e| match e {
         PatchError::BadRequest(msg) => ApiError::bad_request(msg),
         PatchError::Invalid(msg) => ApiError::new(kuorum_api::Reason::Invalid, msg),
+        PatchError::TooLarge(msg) => ApiError::new(kuorum_api::Reason::RequestEntityTooLarge, msg),
     })?;
     match patched {
         Value::Object(o) => Ok(o),

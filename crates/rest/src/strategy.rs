@@ -13,11 +13,12 @@
 //!   (rules name verbs and resources or URLs; a binding's roleRef cannot change), and
 //!   written only by a user who holds what it grants ([`crate::authz::check_escalation`]);
 //!
-//! and [`stored`] gives the bytes to store: a custom resource at its CRD's storage
-//! version.
+//! and [`stored`] gives the bytes to store (a custom resource at its CRD's storage
+//! version), refusing an object larger than [`MAX_OBJECT_BYTES`] or nested deeper than
+//! kuorum reads back: the one check of every object before it is proposed.
 
 use kuorum_api::registry::RBAC_GROUP;
-use kuorum_api::{crd, rbac, ApiError, GroupResource};
+use kuorum_api::{crd, rbac, ApiError, GroupResource, Reason};
 use serde_json::Value;
 
 use crate::auth::UserInfo;
@@ -81,13 +82,43 @@ pub(crate) fn before_write(
     Ok(())
 }
 
+/// The most bytes one stored object may take: the body limit, so that whatever a patch,
+/// apply, defaults or field tracking add, no write stores more than a client could send.
+/// (kube-apiserver's bound is etcd's request limit, 1.5 MiB by default, with the body
+/// limit at twice that to allow for JSON being larger than the protobuf it stores.)
+pub(crate) const MAX_OBJECT_BYTES: usize = crate::negotiate::MAX_BODY_BYTES;
+
 /// The bytes of `obj` as stored: at the storage version of a custom resource's CRD.
-pub(crate) fn stored(t: &Target, obj: &Object) -> Vec<u8> {
-    let storage = t.storage_def();
-    if std::ptr::eq(storage, t.def) {
-        return object::to_vec(obj);
+/// Every write makes its bytes here, so this is where an object is refused before it is
+/// proposed: 413 when it is larger than [`MAX_OBJECT_BYTES`], 422 when it nests deeper
+/// than kuorum reads back ([`kuorum_patch::limits::MAX_DEPTH`]; field tracking can add
+/// levels a body did not have).
+pub(crate) fn stored(t: &Target, obj: &Object) -> Result<Vec<u8>, ApiError> {
+    // Checked before serializing, which recurses once per level.
+    if obj.values().any(|v| kuorum_patch::limits::exceeds_depth(v, kuorum_patch::limits::MAX_DEPTH - 1)) {
+        let name = object::meta_str(obj, "name").unwrap_or("");
+        return Err(ApiError::new(
+            Reason::Invalid,
+            format!(
+                "{} {name:?} is invalid: the object nests objects and arrays more than {} levels deep",
+                t.def.kind,
+                kuorum_patch::limits::MAX_DEPTH
+            ),
+        ));
     }
-    let mut obj = obj.clone();
-    object::set_type_meta(&mut obj, storage);
-    object::to_vec(&obj)
+    let storage = t.storage_def();
+    let bytes = if std::ptr::eq(storage, t.def) {
+        object::to_vec(obj)
+    } else {
+        let mut obj = obj.clone();
+        object::set_type_meta(&mut obj, storage);
+        object::to_vec(&obj)
+    };
+    if bytes.len() > MAX_OBJECT_BYTES {
+        return Err(ApiError::new(
+            Reason::RequestEntityTooLarge,
+            format!("Request entity too large: the object is {} bytes, limit is {MAX_OBJECT_BYTES}", bytes.len()),
+        ));
+    }
+    Ok(bytes)
 }

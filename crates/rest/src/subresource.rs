@@ -247,7 +247,7 @@ pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result
         };
 
         // Store.
-        let cmd = Command::Update { key: t.key(), object: strategy::stored(t, &new).into(), precondition };
+        let cmd = Command::Update { key: t.key(), object: strategy::stored(t, &new)?.into(), precondition };
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
             // Encode.
             Ok(stored) => {
@@ -274,6 +274,7 @@ fn patch_scale(pt: PatchType, scale: &Object, body: &[u8]) -> Result<Object, Api
     .map_err(|e| match e {
         PatchError::BadRequest(m) => ApiError::bad_request(m),
         PatchError::Invalid(m) => ApiError::new(kuorum_api::Reason::Invalid, m),
+        PatchError::TooLarge(m) => ApiError::new(kuorum_api::Reason::RequestEntityTooLarge, m),
     })?;
     match patched {
         Value::Object(o) => Ok(o),
