@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kuorum_e2e::{
     eventually, help_default, kubectl_bin, kuorum_bin, process_alive, rss_bytes, Canary, CanaryReport, Http, Probe,
     Reply, TlsClientOptions, UpCluster,
@@ -1414,7 +1414,10 @@ fn class_watches(env: &Env, c: &mut Checks) {
                 // must not be what answers here.
                 let src = IpAddr::V4(Ipv4Addr::new(127, 0, 1, 1 + (i / 20) as u8));
                 let path = format!("/api/v1/namespaces/team/configmaps?{}", variants[i % variants.len()]);
+                let what = format!("{path} from {src}");
+                let started = Instant::now();
                 open_watch(cfg.clone(), src, port, path)
+                    .map(move |r| r.with_context(|| format!("{what} (started at {:.1?})", started.duration_since(t0))))
             })
             .buffer_unordered(50)
             .collect()
