@@ -41,7 +41,7 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     // Decode.
     let format = BodyFormat::of(&ctx.headers)?;
     let body = negotiate::read_body(&ctx.headers, ctx.body).await?;
-    let mut obj = object::decode_as(format, &body)?;
+    let mut obj = object::decode_body(format, body.clone()).await?;
     object::check_type_meta(&mut obj, def)?;
     let json_body = (format == BodyFormat::Json).then_some(&body[..]);
     let warnings = fields::check_fields(&ctx.target, &mut obj, json_body, validation)?;

@@ -213,7 +213,7 @@ pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result
         let scale = scale_of(t, &old);
         let new_scale = match patch_type {
             Some(pt) => patch_scale(pt, &scale, &body)?,
-            None => object::decode_as(format, &body)?,
+            None => object::decode_body(format, body.clone()).await?,
         };
 
         // Validate.
