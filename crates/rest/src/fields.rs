@@ -1,5 +1,8 @@
 //! Owns what a write does with an object's fields before it is stored:
 //!
+//! - typed decoding: a value the kind's Go type cannot hold is a 400, as kube-apiserver
+//!   cannot decode it; and the metadata limits of `ValidateObjectMeta` (label and
+//!   annotation syntax, 256 KiB of annotations, owner references, finalizers), a 422;
 //! - `fieldValidation` (`Ignore`, `Warn` — the default — or `Strict`): fields the kind's
 //!   schema (a custom resource's: its version's `openAPIV3Schema`) does not know, and
 //!   keys repeated in the body. They are dropped as
@@ -12,10 +15,10 @@
 
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::Response;
-use kuorum_api::validation::FieldError;
+use kuorum_api::validation::{validate_object_meta, validate_ranges, FieldError};
 use kuorum_api::{ApiError, GroupKind, ResourceDef};
 use kuorum_fieldmanager::Writer;
-use kuorum_schema::unknown::{duplicate_fields, prune_unknown_fields};
+use kuorum_schema::unknown::{duplicate_fields, Typing};
 use kuorum_schema::{Schema, Schemas};
 use serde_json::Value;
 
@@ -60,9 +63,20 @@ pub(crate) fn schema_of(def: &ResourceDef) -> Option<Schema<'static>> {
     Schemas::builtin().kind(def.group, def.version, def.kind)
 }
 
-/// Drops the fields of `obj` its kind does not declare. `body` (the raw request body, when
-/// it is the object itself) is also checked for repeated keys. Returns the warnings to
-/// send under `Warn`; under `Strict` any such field is a 400.
+/// Checks the fields of `obj` against its kind's schema in one walk, and its metadata:
+///
+/// - a value the kind's Go type cannot hold (`labels: {"a": 1}`, `replicas: 1.5`) is a
+///   400, in kube-apiserver's words (`ConfigMap in version "v1" cannot be handled as a
+///   ConfigMap: json: cannot unmarshal number into Go struct field ...`): typed clients
+///   could not read the object back. For a custom resource, only its `metadata` is typed
+///   here; its schema's own validation checks the rest;
+/// - fields the schema does not declare are dropped, as kube-apiserver's typed decoding
+///   drops them; `body` (the raw request body, when it is the object itself) is also
+///   checked for repeated keys. Under `Strict` any such field is a 400; under `Warn` they
+///   are the warnings returned;
+/// - labels, annotations (their keys, and 256 KiB in all), owner references, finalizers
+///   and generation are checked as `ValidateObjectMeta` checks them, and a built-in
+///   kind's replicas and ports for their ranges: a 422.
 pub(crate) fn check_fields(
     t: &Target,
     obj: &mut Object,
@@ -70,26 +84,45 @@ pub(crate) fn check_fields(
     mode: FieldValidation,
 ) -> Result<Vec<String>, ApiError> {
     let def = t.def;
+    let cannot_decode = |why: &str| {
+        ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: {why}",
+            kind = def.kind,
+            version = def.version,
+        ))
+    };
     let mut problems: Vec<String> =
         body.map(duplicate_fields).unwrap_or_default().iter().map(|f| format!("duplicate field {f:?}")).collect();
     if let Some(schema) = t.schema() {
+        let typing = match t.custom {
+            None => Typing::Builtin,
+            Some(_) => Typing::Metadata { kind: def.kind },
+        };
         let mut value = Value::Object(std::mem::take(obj));
-        let unknown = prune_unknown_fields(schema, &mut value);
+        let checked = kuorum_schema::unknown::check_fields(schema, &mut value, typing);
         if let Value::Object(o) = value {
             *obj = o;
         }
-        problems.extend(unknown.iter().map(|f| format!("unknown field {f:?}")));
+        if let Some(why) = checked.decode_error {
+            return Err(cannot_decode(&why));
+        }
+        problems.extend(checked.unknown.iter().map(|f| format!("unknown field {f:?}")));
+    }
+    if mode == FieldValidation::Strict && !problems.is_empty() {
+        return Err(cannot_decode(&format!("strict decoding error: {}", problems.join(", "))));
+    }
+    let meta = obj.get("metadata").and_then(Value::as_object);
+    let mut errs = meta.map(validate_object_meta).unwrap_or_default();
+    if t.custom.is_none() {
+        errs.extend(validate_ranges(def.kind, obj));
+    }
+    if !errs.is_empty() {
+        let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+        return Err(ApiError::invalid(def.group_kind(), name, &errs));
     }
     match mode {
-        _ if problems.is_empty() => Ok(Vec::new()),
-        FieldValidation::Ignore => Ok(Vec::new()),
         FieldValidation::Warn => Ok(problems),
-        FieldValidation::Strict => Err(ApiError::bad_request(format!(
-            "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
-            problems.join(", "),
-            kind = def.kind,
-            version = def.version,
-        ))),
+        FieldValidation::Ignore | FieldValidation::Strict => Ok(Vec::new()),
     }
 }
 
