@@ -16,6 +16,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use futures::StreamExt;
 use kuorum_api::seams::{SplitMix64, SystemClock};
+use kuorum_node::http_server::{raise_open_files_limit, ConnectionCaps, HttpLimits};
 use kuorum_node::{start_node, NodeConfig, NodeSeams};
 use kuorum_raft::{Dialer, PeerIo, RaftTiming, TcpDialer, DEFAULT_ELECTION_TIMEOUT, DEFAULT_HEARTBEAT};
 use kuorum_rest::auth::Authenticator;
@@ -120,6 +121,42 @@ pub struct ServeArgs {
     /// unless given; never on a cluster users depend on.
     #[arg(long)]
     pub enable_chaos: bool,
+    /// Seconds an HTTP/1.1 client has to send a request's line and headers once the server
+    /// waits for them (kube-apiserver's ReadHeaderTimeout); slower ones are disconnected.
+    /// hyper starts this clock when it starts waiting, so it also closes an HTTP/1.1
+    /// connection idle this long between requests.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
+    pub read_header_timeout_secs: u64,
+    /// Seconds a connection (HTTP/1.1 or h2) may have no request in flight before it is
+    /// closed (kube-apiserver's IdleTimeout). A watch is a request in flight.
+    #[arg(long, default_value_t = 90, value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout_secs: u64,
+    /// Seconds a REST client has to complete its TLS handshake.
+    #[arg(long, default_value_t = crate::tls::HANDSHAKE_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub tls_handshake_timeout_secs: u64,
+    /// REST connections open at once (handshakes under way included); more are closed at
+    /// accept. Default: the open-files limit (raised to its hard limit at start, as Go
+    /// programs do) less 1,024 descriptors (or half the limit, if that is less) kept for
+    /// RocksDB, the Raft log and the peers.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: Option<u64>,
+    /// REST connections one source IP may hold open (0: no per-source cap).
+    #[arg(long, default_value_t = kuorum_node::http_server::DEFAULT_MAX_CONNECTIONS_PER_SOURCE)]
+    pub max_connections_per_source: usize,
+    /// Of --max-connections, the slots only connections presenting a verified client
+    /// certificate may take; a quarter of them also take anonymous connections that may
+    /// only ask for /readyz, /livez or /healthz. Default: a tenth of --max-connections,
+    /// 8 to 1,024.
+    #[arg(long)]
+    pub reserved_connections: Option<usize>,
+    /// Bytes of request line and headers a request may have; more gets 431 (kube-apiserver's
+    /// MaxHeaderBytes).
+    #[arg(long, default_value_t = kuorum_node::http_server::DEFAULT_MAX_HEADER_BYTES as u64, value_parser = clap::value_parser!(u64).range(8192..=(64 << 20)))]
+    pub max_header_bytes: u64,
+    /// Bytes a request's URI (path and query) may have; more gets 414. At most 65,000
+    /// (hyper refuses longer URIs itself, without a Status).
+    #[arg(long, default_value_t = kuorum_node::http_server::DEFAULT_MAX_URI_BYTES as u64, value_parser = clap::value_parser!(u64).range(256..=65_000))]
+    pub max_uri_bytes: u64,
     /// Threads that run the node's requests, replication and apply (the tokio workers;
     /// blocking work such as fsync has its own threads). Default: the CPUs this process
     /// may use (its affinity and cgroup CPU quota). Give fewer when nodes share a
@@ -202,6 +239,35 @@ pub(crate) fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, Stri
     Ok(out)
 }
 
+/// What a REST connection may cost, from the flags; `open_files` is the process's limit.
+fn http_limits(args: &ServeArgs, open_files: u64) -> anyhow::Result<HttpLimits> {
+    let mut caps = ConnectionCaps::for_open_files(open_files, args.max_connections_per_source);
+    if let Some(total) = args.max_connections {
+        caps.total = usize::try_from(total).unwrap_or(usize::MAX);
+        caps.reserved = ConnectionCaps::default_reserve(caps.total);
+    }
+    if let Some(reserved) = args.reserved_connections {
+        if reserved >= caps.total {
+            bail!("--reserved-connections ({reserved}) must be less than --max-connections ({})", caps.total);
+        }
+        caps.reserved = reserved;
+    }
+    if caps.total as u64 > open_files {
+        tracing::warn!(
+            max_connections = caps.total,
+            open_files,
+            "--max-connections is above the open-files limit: accepts will fail before the cap is reached"
+        );
+    }
+    Ok(HttpLimits {
+        header_read_timeout: Duration::from_secs(args.read_header_timeout_secs),
+        idle_timeout: Duration::from_secs(args.idle_timeout_secs),
+        max_header_bytes: args.max_header_bytes as usize,
+        max_uri_bytes: args.max_uri_bytes as usize,
+        connections: caps,
+    })
+}
+
 /// The Raft timing the flags ask for (etcd's two flags, mapped as
 /// [`RaftTiming::election_range`] explains).
 fn raft_timing(args: &ServeArgs) -> anyhow::Result<RaftTiming> {
@@ -225,6 +291,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         bail!("--peers must include this node (id {})", args.id);
     }
     let timing = raft_timing(&args)?;
+    let http = http_limits(&args, raise_open_files_limit())?;
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("creating {}", args.data_dir.display()))?;
     if args.data_dir.join("CURRENT").exists() {
         bail!(
@@ -242,7 +309,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let peer_tls = peer_security(&args)?;
 
     let rest = tokio::net::TcpListener::bind(&args.listen).await.with_context(|| format!("binding {}", args.listen))?;
-    let rest = crate::tls::RestListener::new(rest, rest_tls)?;
+    let rest = crate::tls::RestListener::new(
+        rest,
+        rest_tls,
+        http.connections,
+        Duration::from_secs(args.tls_handshake_timeout_secs),
+    )?;
     let peer = tokio::net::TcpListener::bind(&args.peer_listen)
         .await
         .with_context(|| format!("binding {}", args.peer_listen))?;
@@ -289,6 +361,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         authorization: authorization(&args),
         chaos: args.enable_chaos,
         timing,
+        http,
         ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {
@@ -354,6 +427,24 @@ mod tests {
         assert_eq!(args(&["--worker-threads", "1"]).worker_threads, Some(1));
         let base = ["kuorum", "--id", "1", "--peers", "1=127.0.0.1:1", "--data-dir", "/x", "--worker-threads", "0"];
         assert!(Cli::try_parse_from(base).is_err());
+    }
+
+    #[test]
+    fn connection_limits_default_to_kube_apiservers_and_follow_the_open_files_limit() {
+        let l = http_limits(&args(&[]), 20_000).unwrap();
+        assert_eq!(
+            l,
+            HttpLimits { connections: ConnectionCaps::for_open_files(20_000, 4096), ..HttpLimits::default() }
+        );
+        assert_eq!((l.connections.total, l.connections.reserved), (18_976, 1024));
+        assert_eq!((l.header_read_timeout, l.idle_timeout), (Duration::from_secs(32), Duration::from_secs(90)));
+        let l = http_limits(&args(&["--max-connections", "100", "--max-connections-per-source", "0"]), 20_000).unwrap();
+        assert_eq!(l.connections, ConnectionCaps { per_source: 0, total: 100, reserved: 10 });
+        let l = http_limits(&args(&["--max-connections", "100", "--reserved-connections", "0"]), 20_000).unwrap();
+        assert_eq!(l.connections.reserved, 0);
+        assert!(http_limits(&args(&["--max-connections", "100", "--reserved-connections", "100"]), 20_000).is_err());
+        let base = ["kuorum", "--id", "1", "--peers", "1=127.0.0.1:1", "--data-dir", "/x", "--max-uri-bytes", "70000"];
+        assert!(Cli::try_parse_from(base).is_err(), "hyper refuses such URIs itself");
     }
 
     #[test]

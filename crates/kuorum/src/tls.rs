@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use futures::future::BoxFuture;
+use kuorum_node::http_server::{Admission, ConnectionCaps, ConnectionLimiter};
 use kuorum_raft::{Dialer, PeerIo};
 use kuorum_rest::auth::{ClientIdentity, UserInfo};
 use rustls::pki_types::pem::PemObject;
@@ -23,8 +24,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-/// A client that has not finished its handshake by then is dropped.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A peer, or by default a REST client, that has not finished its handshake by then is
+/// dropped.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
@@ -100,35 +102,39 @@ fn user_of(cert: &CertificateDer<'_>) -> Option<UserInfo> {
     Some(UserInfo { name, uid: String::new(), groups })
 }
 
-/// A REST connection: plain TCP, or TLS with the user its client certificate names.
-pub enum RestStream {
+/// A REST connection: plain TCP, or TLS with the user its client certificate names; it
+/// holds its place among the listener's connections until it is dropped.
+pub struct RestStream {
+    io: RestIo,
+    user: Option<UserInfo>,
+    _admission: Admission,
+}
+
+enum RestIo {
     Plain(TcpStream),
-    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>, Option<UserInfo>),
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
 }
 
 impl ClientIdentity for RestStream {
     fn client_user(&self) -> Option<UserInfo> {
-        match self {
-            RestStream::Plain(_) => None,
-            RestStream::Tls(_, user) => user.clone(),
-        }
+        self.user.clone()
     }
 }
 
 impl AsyncRead for RestStream {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            RestStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            RestStream::Tls(s, _) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        match &mut self.get_mut().io {
+            RestIo::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            RestIo::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
 
 impl AsyncWrite for RestStream {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            RestStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            RestStream::Tls(s, _) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        match &mut self.get_mut().io {
+            RestIo::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            RestIo::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -137,47 +143,55 @@ impl AsyncWrite for RestStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            RestStream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            RestStream::Tls(s, _) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        match &mut self.get_mut().io {
+            RestIo::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            RestIo::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
         }
     }
 
     fn is_write_vectored(&self) -> bool {
-        match self {
-            RestStream::Plain(s) => s.is_write_vectored(),
-            RestStream::Tls(s, _) => s.is_write_vectored(),
+        match &self.io {
+            RestIo::Plain(s) => s.is_write_vectored(),
+            RestIo::Tls(s) => s.is_write_vectored(),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            RestStream::Plain(s) => Pin::new(s).poll_flush(cx),
-            RestStream::Tls(s, _) => Pin::new(s.as_mut()).poll_flush(cx),
+        match &mut self.get_mut().io {
+            RestIo::Plain(s) => Pin::new(s).poll_flush(cx),
+            RestIo::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            RestStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            RestStream::Tls(s, _) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        match &mut self.get_mut().io {
+            RestIo::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            RestIo::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }
 
 /// The REST listener: accepts TCP connections (with `TCP_NODELAY`: watch streams write
-/// one small chunk per event) and, with TLS, completes each handshake on a task of its
-/// own, so a slow client never holds up the others.
+/// one small chunk per event) within the connection caps — checked at accept, before the
+/// TLS handshake costs anything, and held by the connection until it closes, so
+/// handshakes under way count too — and, with TLS, completes each handshake on a task of
+/// its own within `handshake_timeout`, so a slow client never holds up the others.
 pub struct RestListener {
     ready: mpsc::Receiver<(RestStream, SocketAddr)>,
     local: SocketAddr,
 }
 
 impl RestListener {
-    pub fn new(tcp: TcpListener, tls: Option<Arc<ServerConfig>>) -> io::Result<Self> {
+    pub fn new(
+        tcp: TcpListener,
+        tls: Option<Arc<ServerConfig>>,
+        caps: ConnectionCaps,
+        handshake_timeout: Duration,
+    ) -> io::Result<Self> {
         let local = tcp.local_addr()?;
         let (tx, ready) = mpsc::channel(256);
         let acceptor = tls.map(TlsAcceptor::from);
+        let limiter = ConnectionLimiter::new(caps);
         tokio::spawn(async move {
             loop {
                 let (sock, addr) = match tcp.accept().await {
@@ -189,22 +203,29 @@ impl RestListener {
                         continue;
                     }
                 };
+                let Some(admission) = limiter.admit(addr.ip()) else {
+                    tracing::debug!(%addr, "connection refused: too many open");
+                    continue;
+                };
                 let _ = sock.set_nodelay(true);
                 let tx = tx.clone();
                 match &acceptor {
                     None => {
-                        if tx.send((RestStream::Plain(sock), addr)).await.is_err() {
+                        let conn = RestStream { io: RestIo::Plain(sock), user: None, _admission: admission };
+                        if tx.send((conn, addr)).await.is_err() {
                             return;
                         }
                     }
                     Some(acceptor) => {
                         let acceptor = acceptor.clone();
                         tokio::spawn(async move {
-                            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(sock)).await {
+                            match tokio::time::timeout(handshake_timeout, acceptor.accept(sock)).await {
                                 Ok(Ok(tls)) => {
                                     let user =
                                         tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(user_of);
-                                    let _ = tx.send((RestStream::Tls(Box::new(tls), user), addr)).await;
+                                    let conn =
+                                        RestStream { io: RestIo::Tls(Box::new(tls)), user, _admission: admission };
+                                    let _ = tx.send((conn, addr)).await;
                                 }
                                 Ok(Err(e)) => tracing::debug!(%addr, "TLS handshake failed: {e}"),
                                 Err(_) => tracing::debug!(%addr, "TLS handshake timed out"),
@@ -319,5 +340,173 @@ mod tests {
         rest_server_config(&c, &k, Some(&dir.path().join("ca.crt"))).unwrap();
         peer_server_config(&c, &k, &dir.path().join("ca.crt")).unwrap();
         peer_client_config(&c, &k, &dir.path().join("ca.crt")).unwrap();
+    }
+
+    /// A REST port on 127.0.0.1 with TLS (node 1's certificate, client certificates from
+    /// the cluster CA) within `caps` and `handshake_timeout`, serving `/readyz` and
+    /// `/whoami` (the client certificate's user, or `anonymous`) through the node's HTTP
+    /// server; and the directory with the certificates.
+    async fn rest_port(caps: ConnectionCaps, handshake_timeout: Duration) -> (SocketAddr, tempfile::TempDir) {
+        use axum::routing::get;
+        use kuorum_rest::auth::ClientCert;
+        let dir = tempfile::tempdir().unwrap();
+        crate::pki::ensure_cluster(dir.path(), 1, &[]).unwrap();
+        let (c, k) = crate::pki::node_files(dir.path(), 1);
+        let tls = rest_server_config(&c, &k, Some(&dir.path().join("ca.crt"))).unwrap();
+        let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = tcp.local_addr().unwrap();
+        let listener = RestListener::new(tcp, Some(tls), caps, handshake_timeout).unwrap();
+        let app = axum::Router::new().route("/readyz", get(|| async { "ok" })).route(
+            "/whoami",
+            get(|axum::Extension(ClientCert(user)): axum::Extension<ClientCert>| async move {
+                user.map_or("anonymous".to_string(), |u| u.name)
+            }),
+        );
+        let limits = kuorum_node::http_server::HttpLimits {
+            connections: caps,
+            ..kuorum_node::http_server::HttpLimits::default()
+        };
+        tokio::spawn(kuorum_node::http_server::serve(listener, app, limits));
+        (addr, dir)
+    }
+
+    type Client = tokio_rustls::client::TlsStream<TcpStream>;
+
+    /// A TLS connection to `addr`, as `user` (a certificate `kuorum certs` wrote) or anonymous.
+    async fn tls_connect(addr: SocketAddr, dir: &Path, user: Option<&str>) -> io::Result<Client> {
+        let builder = ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots(&dir.join("ca.crt")).unwrap());
+        let config = match user {
+            Some(u) => builder
+                .with_client_auth_cert(
+                    load_certs(&dir.join(format!("{u}.crt"))).unwrap(),
+                    load_key(&dir.join(format!("{u}.key"))).unwrap(),
+                )
+                .unwrap(),
+            None => builder.with_no_client_auth(),
+        };
+        let sock = TcpStream::connect(addr).await?;
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        tokio::time::timeout(Duration::from_secs(5), TlsConnector::from(Arc::new(config)).connect(name, sock))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "handshake"))?
+    }
+
+    /// GETs `path` over HTTP/1.1 and returns the status and body (Content-Length bodies).
+    async fn get<S: AsyncRead + AsyncWrite + Unpin>(c: &mut S, path: &str) -> io::Result<(u16, String)> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        c.write_all(format!("GET {path} HTTP/1.1\r\nHost: k\r\n\r\n").as_bytes()).await?;
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                    .unwrap_or(0);
+                if buf.len() >= i + 4 + len {
+                    let body = String::from_utf8_lossy(&buf[i + 4..i + 4 + len]).to_string();
+                    return Ok((head[9..12].parse().unwrap(), body));
+                }
+            }
+            let n = tokio::time::timeout(Duration::from_secs(5), c.read(&mut chunk))
+                .await
+                .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "response"))??;
+            if n == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Whether the server closes `c` within `within` (EOF or an error), reading what comes.
+    async fn closed_within<S: AsyncRead + Unpin>(c: &mut S, within: Duration) -> bool {
+        use tokio::io::AsyncReadExt;
+        let mut chunk = [0u8; 4096];
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match tokio::time::timeout_at(deadline, c.read(&mut chunk)).await {
+                Err(_) => return false,
+                Ok(Ok(0)) | Ok(Err(_)) => return true,
+                Ok(Ok(_)) => continue,
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn slow_handshakes_neither_hold_up_others_nor_outlive_the_timeout() {
+        let caps = ConnectionCaps { per_source: 0, total: 1000, reserved: 10 };
+        let (addr, dir) = rest_port(caps, Duration::from_secs(1)).await;
+        // 100 clients that connect and never say hello, and 20 that stop mid-hello.
+        let mut slow = Vec::new();
+        for i in 0..120 {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            if i >= 100 {
+                use tokio::io::AsyncWriteExt;
+                s.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).await.unwrap();
+            }
+            slow.push(s);
+        }
+        let started = std::time::Instant::now();
+        let mut admin = tls_connect(addr, dir.path(), Some("admin")).await.unwrap();
+        assert_eq!(get(&mut admin, "/whoami").await.unwrap(), (200, "kuorum-admin".to_string()));
+        assert!(started.elapsed() < Duration::from_millis(900), "a handshake waited behind slow ones");
+        for s in &mut slow {
+            assert!(closed_within(s, Duration::from_secs(4)).await, "a stalled handshake outlived its timeout");
+        }
+        assert!(started.elapsed() >= Duration::from_millis(700));
+        // The admin's connection, whose handshake finished, is still served.
+        assert_eq!(get(&mut admin, "/readyz").await.unwrap().0, 200);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_reserve_keeps_room_for_client_certificates_and_probes() {
+        // 6 connections: 2 anonymous, 1 more anonymous for health checks, the rest for
+        // clients with a certificate.
+        let caps = ConnectionCaps { per_source: 0, total: 6, reserved: 4 };
+        let (addr, dir) = rest_port(caps, Duration::from_secs(5)).await;
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let mut c = tls_connect(addr, dir.path(), None).await.unwrap();
+            assert_eq!(get(&mut c, "/whoami").await.unwrap(), (200, "anonymous".to_string()));
+            held.push(c);
+        }
+        // A third anonymous client may only probe.
+        let mut c = tls_connect(addr, dir.path(), None).await.unwrap();
+        let (code, body) = get(&mut c, "/whoami").await.unwrap();
+        assert_eq!(code, 429, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!((v["kind"].as_str(), v["code"].as_u64()), (Some("Status"), Some(429)));
+        drop(c);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut probe = tls_connect(addr, dir.path(), None).await.unwrap();
+        assert_eq!(get(&mut probe, "/readyz").await.unwrap().0, 200);
+        drop(probe);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Hold the health slot; the next anonymous client is turned away after its handshake.
+        let _probe = tls_connect(addr, dir.path(), None).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if let Ok(mut late) = tls_connect(addr, dir.path(), None).await {
+            let _ = get(&mut late, "/readyz").await;
+            assert!(closed_within(&mut late, Duration::from_secs(3)).await, "an anonymous client took a reserved slot");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Clients with certificates fill the reserve...
+        for _ in 0..3 {
+            let mut admin = tls_connect(addr, dir.path(), Some("admin")).await.unwrap();
+            assert_eq!(get(&mut admin, "/whoami").await.unwrap(), (200, "kuorum-admin".to_string()));
+            held.push(admin);
+        }
+        // ...up to the total.
+        match tls_connect(addr, dir.path(), Some("admin")).await {
+            Err(_) => {}
+            Ok(mut c) => assert!(
+                get(&mut c, "/whoami").await.is_err() || closed_within(&mut c, Duration::from_secs(3)).await,
+                "a seventh connection was served"
+            ),
+        }
     }
 }

@@ -14,6 +14,7 @@ mod bootstrap;
 mod compaction;
 mod crd_controller;
 mod debug;
+pub mod http_server;
 mod members;
 mod namespace_controller;
 
@@ -61,6 +62,8 @@ pub struct NodeConfig {
     /// Serve `/kuorum/v1/chaos` and inject the faults it is told to (off unless asked
     /// for: `kuorum serve --enable-chaos`, or the simulator).
     pub chaos: bool,
+    /// What a REST connection may cost: timeouts, head size, connection caps.
+    pub http: http_server::HttpLimits,
 }
 
 impl NodeConfig {
@@ -79,6 +82,7 @@ impl NodeConfig {
             auth: Arc::new(kuorum_rest::auth::Authenticator::allow_all()),
             authorization: kuorum_rest::authz::Authorization::AlwaysAllow,
             chaos: false,
+            http: http_server::HttpLimits::default(),
         }
     }
 }
@@ -193,9 +197,8 @@ pub async fn start_node<L, O, R>(cfg: NodeConfig, seams: NodeSeams<L, O, R>) -> 
 where
     L: LogEngine,
     O: ObjectEngine,
-    R: axum::serve::Listener,
+    R: axum::serve::Listener<Addr = std::net::SocketAddr>,
     R::Io: kuorum_rest::auth::ClientIdentity,
-    R::Addr: std::fmt::Debug,
 {
     let raft_cfg =
         RaftNodeConfig { id: cfg.id, members: cfg.members.clone(), timing: cfg.timing.clone(), join: cfg.join };
@@ -242,27 +245,8 @@ where
         own = own.merge(kuorum_rest::chaos::router(c.clone(), cache.clone(), cluster.clone()));
     }
     let app = kuorum_rest::router_with(rest, own);
-    // Per connection: who its client certificate names, handed to each of its requests.
-    let app = tower::service_fn(move |incoming: axum::serve::IncomingStream<'_, R>| {
-        use kuorum_rest::auth::{ClientCert, ClientIdentity};
-        let cert = ClientCert(incoming.io().client_user());
-        let app = app.clone();
-        async move {
-            Ok::<_, std::convert::Infallible>(tower::util::MapRequest::new(
-                app,
-                move |mut req: axum::extract::Request| {
-                    req.extensions_mut().insert(cert.clone());
-                    req
-                },
-            ))
-        }
-    });
-    let listener = seams.rest_listener;
-    tasks.push(tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!("REST server stopped: {e}");
-        }
-    }));
+    // Each connection's requests carry its client certificate's user (http_server).
+    tasks.push(tokio::spawn(http_server::serve(seams.rest_listener, app, cfg.http.clone())));
 
     tasks.push(tokio::spawn(bootstrap::ensure_bootstrap_objects(cluster.clone(), seams.clock.clone(), seams.entropy)));
     tasks.push(tokio::spawn(namespace_controller::run(cluster.clone(), seams.clock.clone())));

@@ -1,0 +1,581 @@
+//! The REST port's connections (DESIGN.md, "The edge"): which connections are let in,
+//! how long one may take to send a request's head or sit idle, how large a request's
+//! head may be, and serving the router on each over hyper-util's HTTP/1.1 and h2 builder.
+//!
+//! - **Admission** ([`ConnectionLimiter`]): caps on open connections per source IP and in
+//!   total, checked when a connection is accepted, before anything is read from it. The
+//!   last [`ConnectionCaps::reserved`] slots of the total are kept for connections that
+//!   present a verified client certificate (an admin, a controller) — the only thing known
+//!   about a client before it sends a request — and a quarter of them for anonymous
+//!   connections that may then ask only for `/readyz`, `/livez` or `/healthz` (probes from
+//!   kubelets and load balancers carry no credentials). A connection over a cap is closed
+//!   at once.
+//! - **Time**: hyper closes an HTTP/1.1 connection that has not sent a whole request head
+//!   within [`HttpLimits::header_read_timeout`] (hyper starts that clock when it starts
+//!   waiting for a head, so it also bounds an idle HTTP/1.1 connection); this module
+//!   closes any connection (HTTP/1.1 or h2) with no request in flight for
+//!   [`HttpLimits::idle_timeout`]. The TLS handshake's limit is the listener's.
+//! - **Heads**: kube-apiserver's limits (Go's `MaxHeaderBytes`, 1 MiB, and any number of
+//!   headers within it) are answered here with a `metav1.Status` (414 for a URI longer
+//!   than [`HttpLimits::max_uri_bytes`], 431 for more header bytes than
+//!   [`HttpLimits::max_header_bytes`]); hyper's own limits sit above ours as a backstop
+//!   (past them it answers with an empty body: see [`HYPER_MAX_HEADERS`]).
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, HeaderValue, Request, Response, Version};
+use axum::response::IntoResponse;
+use axum::Router;
+use bytes::Bytes;
+use http_body::Frame;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use kuorum_api::status::{ApiError, Reason};
+use kuorum_rest::auth::{ClientCert, ClientIdentity};
+use kuorum_rest::RestError;
+use tokio::time::Instant;
+use tower::ServiceExt;
+
+/// kube-apiserver's `ReadHeaderTimeout`.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
+/// kube-apiserver's `IdleTimeout` (HTTP/1.1 and h2), Go's client keep-alive.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// kube-apiserver's `MaxHeaderBytes`: the request line and the headers.
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 1 << 20;
+/// The longest request URI answered. A URI cannot be longer than 65,534 bytes in hyper
+/// (the `http` crate's limit; past it hyper answers 414 with no body), so ours sits below.
+pub const DEFAULT_MAX_URI_BYTES: usize = 32 << 10;
+/// Connections one source IP may hold open. The benchmarks hold 3,334 watch streams per
+/// node from 127.0.0.1 (10,000 over three nodes, one connection each) next to their
+/// load clients.
+pub const DEFAULT_MAX_CONNECTIONS_PER_SOURCE: usize = 4096;
+/// Descriptors left to the rest of the node when the total is derived from the open-files
+/// limit: RocksDB keeps every table file open, plus the Raft log's segments, the peers'
+/// connections and the runtime's own.
+pub const DESCRIPTORS_KEPT: u64 = 1024;
+/// Headers hyper parses in one HTTP/1.1 request; more get hyper's bare 431. Go has no count
+/// limit (only the bytes); hyper allocates this many slots per request, so it is bounded,
+/// ten times what hyper allows by default.
+pub const HYPER_MAX_HEADERS: usize = 1024;
+/// A connection told to close (idle) gets this long to finish before it is dropped.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// What a REST connection may cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// An HTTP/1.1 connection that has not sent a whole request head this long after the
+    /// server started waiting for it is closed (slowloris).
+    pub header_read_timeout: Duration,
+    /// A connection with no request in flight this long is closed.
+    pub idle_timeout: Duration,
+    /// A request whose line and headers are more bytes than this gets 431.
+    pub max_header_bytes: usize,
+    /// A request whose URI (path and query) is longer than this gets 414.
+    pub max_uri_bytes: usize,
+    pub connections: ConnectionCaps,
+}
+
+impl Default for HttpLimits {
+    /// kube-apiserver's values; the connection caps from this process's open-files limit.
+    fn default() -> Self {
+        HttpLimits {
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
+            max_uri_bytes: DEFAULT_MAX_URI_BYTES,
+            connections: ConnectionCaps::for_open_files(open_files_limit(), DEFAULT_MAX_CONNECTIONS_PER_SOURCE),
+        }
+    }
+}
+
+/// How many connections are let in (0 in `per_source`: no per-source cap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionCaps {
+    pub per_source: usize,
+    pub total: usize,
+    /// Of `total`, the slots only connections with a verified client certificate may take
+    /// (and, for a quarter of them, anonymous connections that ask only for health).
+    pub reserved: usize,
+}
+
+impl ConnectionCaps {
+    /// The total this many open files allow (all but [`DESCRIPTORS_KEPT`], or half of
+    /// them when the limit is small) and its default reserve.
+    pub fn for_open_files(open_files: u64, per_source: usize) -> ConnectionCaps {
+        let kept = DESCRIPTORS_KEPT.min(open_files / 2);
+        let total = usize::try_from(open_files - kept).unwrap_or(usize::MAX).max(1);
+        ConnectionCaps { per_source, total, reserved: ConnectionCaps::default_reserve(total) }
+    }
+
+    /// A tenth of the total, at least 8 and at most 1,024 slots (never all of it).
+    pub fn default_reserve(total: usize) -> usize {
+        (total / 10).clamp(8, 1024).min(total / 2)
+    }
+
+    /// Slots anonymous connections may use to ask for health, beyond their own share.
+    pub fn health_slots(&self) -> usize {
+        (self.reserved / 4).max(usize::from(self.reserved > 0))
+    }
+
+    /// Slots anonymous connections may fill with any request.
+    pub fn anonymous(&self) -> usize {
+        self.total.saturating_sub(self.reserved)
+    }
+}
+
+/// This process's soft limit on open files (`RLIMIT_NOFILE`); 1,024 if it cannot be read.
+pub fn open_files_limit() -> u64 {
+    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0 {
+        l.rlim_cur
+    } else {
+        1024
+    }
+}
+
+/// Raises the soft open-files limit to the hard one, as every Go program (kube-apiserver
+/// among them) does at start since Go 1.19, and returns the soft limit then in force.
+pub fn raise_open_files_limit() -> u64 {
+    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit read and write the struct they are given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            let raised = libc::rlimit { rlim_cur: l.rlim_max, rlim_max: l.rlim_max };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                return raised.rlim_cur;
+            }
+        }
+    }
+    open_files_limit()
+}
+
+/// What an admitted connection may ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Full,
+    /// Only `/readyz`, `/livez` and `/healthz`, one request (it sits in the reserve).
+    HealthChecksOnly,
+}
+
+#[derive(Default)]
+struct Counts {
+    open: usize,
+    anonymous: usize,
+    health: usize,
+    per_source: HashMap<IpAddr, usize>,
+}
+
+/// Counts the open connections and lets in or turns away new ones (see the module doc).
+pub struct ConnectionLimiter {
+    caps: ConnectionCaps,
+    counts: Mutex<Counts>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// Admitted, not yet known to be anonymous or not (a TLS handshake under way).
+    Pending,
+    Verified,
+    Anonymous,
+    Health,
+}
+
+/// One admitted connection's place; dropping it frees the place.
+pub struct Admission {
+    limiter: Arc<ConnectionLimiter>,
+    ip: IpAddr,
+    slot: Slot,
+}
+
+impl ConnectionLimiter {
+    pub fn new(caps: ConnectionCaps) -> Arc<ConnectionLimiter> {
+        Arc::new(ConnectionLimiter { caps, counts: Mutex::new(Counts::default()) })
+    }
+
+    pub fn caps(&self) -> ConnectionCaps {
+        self.caps
+    }
+
+    /// A place for a new connection from `ip`, if the total and `ip`'s share allow one.
+    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Admission> {
+        let mut c = self.counts.lock().unwrap();
+        if c.open >= self.caps.total {
+            return None;
+        }
+        let from_ip = c.per_source.entry(ip).or_insert(0);
+        if self.caps.per_source > 0 && *from_ip >= self.caps.per_source {
+            return None;
+        }
+        *from_ip += 1;
+        c.open += 1;
+        Some(Admission { limiter: self.clone(), ip, slot: Slot::Pending })
+    }
+
+    /// Connections open now.
+    pub fn open(&self) -> usize {
+        self.counts.lock().unwrap().open
+    }
+}
+
+impl Admission {
+    /// Places the connection once it is known whether it presented a verified client
+    /// certificate: `None` when it may not stay (the anonymous share and the health slots
+    /// are full).
+    pub fn settle(&mut self, verified: bool) -> Option<Access> {
+        let caps = self.limiter.caps;
+        let mut c = self.limiter.counts.lock().unwrap();
+        match self.slot {
+            Slot::Verified | Slot::Anonymous => return Some(Access::Full),
+            Slot::Health => return Some(Access::HealthChecksOnly),
+            Slot::Pending => {}
+        }
+        if verified {
+            self.slot = Slot::Verified;
+            Some(Access::Full)
+        } else if c.anonymous < caps.anonymous() {
+            c.anonymous += 1;
+            self.slot = Slot::Anonymous;
+            Some(Access::Full)
+        } else if c.health < caps.health_slots() {
+            c.health += 1;
+            self.slot = Slot::Health;
+            Some(Access::HealthChecksOnly)
+        } else {
+            None
+        }
+    }
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        let mut c = self.limiter.counts.lock().unwrap();
+        c.open -= 1;
+        match self.slot {
+            Slot::Anonymous => c.anonymous -= 1,
+            Slot::Health => c.health -= 1,
+            Slot::Pending | Slot::Verified => {}
+        }
+        if let Some(n) = c.per_source.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                c.per_source.remove(&self.ip);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admission").field("ip", &self.ip).field("slot", &self.slot).finish()
+    }
+}
+
+/// Serves `app` on every connection `listener` accepts, within `limits`, until the task
+/// running it is dropped. Each connection's requests carry its client certificate's user
+/// as [`ClientCert`].
+pub async fn serve<L>(mut listener: L, app: Router, limits: HttpLimits)
+where
+    L: axum::serve::Listener<Addr = SocketAddr>,
+    L::Io: ClientIdentity,
+{
+    let limiter = ConnectionLimiter::new(limits.connections);
+    let builder = Arc::new(connection_builder(&limits));
+    let limits = Arc::new(limits);
+    loop {
+        let (io, addr) = listener.accept().await;
+        let Some(mut admission) = limiter.admit(addr.ip()) else {
+            tracing::debug!(%addr, "connection refused: too many open");
+            continue;
+        };
+        let user = io.client_user();
+        let Some(access) = admission.settle(user.is_some()) else {
+            tracing::debug!(%addr, "connection refused: the anonymous share is full");
+            continue;
+        };
+        let conn = Connection { app: app.clone(), limits: limits.clone(), cert: ClientCert(user), access };
+        tokio::spawn(conn.serve(builder.clone(), io, admission));
+    }
+}
+
+/// hyper-util's builder with our limits: hyper's own sit above ours, so a request between
+/// the two gets our Status.
+fn connection_builder(limits: &HttpLimits) -> auto::Builder<TokioExecutor> {
+    let head_backstop = limits.max_header_bytes.saturating_add(64 << 10).max(8192);
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_headers(HYPER_MAX_HEADERS)
+        .max_buf_size(head_backstop);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        // h2 counts 32 bytes more per header than we do.
+        .max_header_list_size(u32::try_from(head_backstop.saturating_mul(2)).unwrap_or(u32::MAX));
+    builder
+}
+
+/// One connection's service: its limits, its client certificate, what it may ask for.
+#[derive(Clone)]
+struct Connection {
+    app: Router,
+    limits: Arc<HttpLimits>,
+    cert: ClientCert,
+    access: Access,
+}
+
+impl Connection {
+    async fn serve<I>(self, builder: Arc<auto::Builder<TokioExecutor>>, io: I, admission: Admission)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let idle_timeout = self.limits.idle_timeout;
+        let activity = Arc::new(Activity::new());
+        let service = {
+            let activity = activity.clone();
+            hyper::service::service_fn(move |req| self.clone().call(req, activity.clone()))
+        };
+        let conn = builder.serve_connection(TokioIo::new(io), service);
+        tokio::pin!(conn);
+        let idle = tokio::time::sleep(idle_timeout);
+        tokio::pin!(idle);
+        loop {
+            tokio::select! {
+                res = conn.as_mut() => {
+                    if let Err(e) = res {
+                        tracing::trace!("connection ended: {e}");
+                    }
+                    break;
+                }
+                _ = idle.as_mut() => match activity.idle_deadline(idle_timeout) {
+                    Some(deadline) if deadline <= Instant::now() => {
+                        tracing::trace!("closing an idle connection");
+                        conn.as_mut().graceful_shutdown();
+                        let _ = tokio::time::timeout(CLOSE_GRACE, conn.as_mut()).await;
+                        break;
+                    }
+                    Some(deadline) => idle.as_mut().reset(deadline),
+                    // Busy: look again in a while (no wake per request).
+                    None => idle.as_mut().reset(Instant::now() + idle_timeout),
+                },
+            }
+        }
+        drop(admission);
+    }
+
+    async fn call(self, req: Request<Incoming>, activity: Arc<Activity>) -> Result<Response<Tracked>, Infallible> {
+        let guard = activity.start();
+        let version = req.version();
+        let mut resp = match self.refusal(&req) {
+            Some(e) => RestError(e).into_response(),
+            None => {
+                let mut req = req.map(Body::new);
+                req.extensions_mut().insert(self.cert.clone());
+                match self.app.oneshot(req).await {
+                    Ok(resp) => resp,
+                    Err(never) => match never {},
+                }
+            }
+        };
+        if self.access == Access::HealthChecksOnly && version <= Version::HTTP_11 {
+            // A probe's connection serves one request: the slot goes back at once.
+            resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        Ok(resp.map(|body| Tracked { body, _guard: guard }))
+    }
+
+    /// Why this request is answered without reaching the router, if it is.
+    fn refusal(&self, req: &Request<Incoming>) -> Option<ApiError> {
+        let uri = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
+        if uri > self.limits.max_uri_bytes {
+            return Some(status(
+                414,
+                format!(
+                    "the request URI is {uri} bytes, longer than the {} this server accepts",
+                    self.limits.max_uri_bytes
+                ),
+            ));
+        }
+        let head = head_bytes(req);
+        if head > self.limits.max_header_bytes {
+            return Some(status(
+                431,
+                format!(
+                    "the request line and headers are {head} bytes, more than the {} this server accepts",
+                    self.limits.max_header_bytes
+                ),
+            ));
+        }
+        if self.access == Access::HealthChecksOnly && !is_health_check(req.uri().path()) {
+            let mut e = ApiError::too_many_requests(1);
+            e.message = "too many connections to this server: this one may only ask for /readyz, /livez or /healthz; \
+                         try again later or present a client certificate"
+                .into();
+            return Some(e);
+        }
+        None
+    }
+}
+
+/// A Status with a code that has no reason of its own in `metav1` (414, 431).
+fn status(code: u16, message: String) -> ApiError {
+    ApiError { reason: Reason::BadRequest, code, message, details: None }
+}
+
+/// The bytes of the request line and headers as HTTP/1.1 sends them (what Go's
+/// `MaxHeaderBytes` counts).
+fn head_bytes(req: &Request<Incoming>) -> usize {
+    let uri = req.uri().path_and_query().map_or(1, |p| p.as_str().len());
+    let line = req.method().as_str().len() + 1 + uri + " HTTP/1.1\r\n".len();
+    line + req.headers().iter().map(|(n, v)| n.as_str().len() + 2 + v.len() + 2).sum::<usize>() + 2
+}
+
+fn is_health_check(path: &str) -> bool {
+    ["/readyz", "/livez", "/healthz"]
+        .iter()
+        .any(|p| path.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
+}
+
+/// A connection's requests in flight and since when it has had none.
+struct Activity {
+    base: Instant,
+    in_flight: AtomicUsize,
+    idle_since_ms: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity { base: Instant::now(), in_flight: AtomicUsize::new(0), idle_since_ms: AtomicU64::new(0) }
+    }
+
+    fn start(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight(self.clone())
+    }
+
+    /// When the connection will have been idle `timeout` (None: a request is in flight).
+    fn idle_deadline(&self, timeout: Duration) -> Option<Instant> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        Some(self.base + Duration::from_millis(self.idle_since_ms.load(Ordering::Acquire)) + timeout)
+    }
+}
+
+/// A request in flight, until its response body is done or dropped.
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let since = self.0.base.elapsed().as_millis() as u64;
+        self.0.idle_since_ms.fetch_max(since, Ordering::AcqRel);
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A response body that keeps its request in flight until it is done.
+struct Tracked {
+    body: Body,
+    _guard: InFlight,
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limiter(per_source: usize, total: usize, reserved: usize) -> Arc<ConnectionLimiter> {
+        ConnectionLimiter::new(ConnectionCaps { per_source, total, reserved })
+    }
+
+    #[test]
+    fn per_source_and_total_caps_hold_and_free_on_drop() {
+        let l = limiter(2, 3, 0);
+        let a: IpAddr = "127.0.0.2".parse().unwrap();
+        let b: IpAddr = "127.0.0.1".parse().unwrap();
+        let a1 = l.admit(a).unwrap();
+        let _a2 = l.admit(a).unwrap();
+        assert!(l.admit(a).is_none(), "a third from one source");
+        let b1 = l.admit(b).unwrap();
+        assert!(l.admit(b).is_none(), "the total");
+        drop(a1);
+        assert!(l.admit(a).is_some(), "a place freed is a place again");
+        drop(b1);
+        assert_eq!(l.open(), 1, "only the second from the first source is left");
+    }
+
+    #[test]
+    fn the_reserve_takes_verified_connections_and_a_few_health_checks() {
+        // 10 slots, 4 reserved: 6 anonymous, 1 anonymous health check, the rest verified.
+        let l = limiter(0, 10, 4);
+        let ip: IpAddr = "127.0.0.1".parse().unwrap();
+        let mut held = Vec::new();
+        for _ in 0..6 {
+            let mut a = l.admit(ip).unwrap();
+            assert_eq!(a.settle(false), Some(Access::Full));
+            held.push(a);
+        }
+        let mut probe = l.admit(ip).unwrap();
+        assert_eq!(probe.settle(false), Some(Access::HealthChecksOnly));
+        let mut late = l.admit(ip).unwrap();
+        assert_eq!(late.settle(false), None, "the anonymous share and the health slot are full");
+        drop(late);
+        for _ in 0..3 {
+            let mut a = l.admit(ip).unwrap();
+            assert_eq!(a.settle(true), Some(Access::Full));
+            held.push(a);
+        }
+        assert!(l.admit(ip).is_none(), "the total holds for verified connections too");
+        drop(probe);
+        let mut again = l.admit(ip).unwrap();
+        assert_eq!(again.settle(false), Some(Access::HealthChecksOnly), "the health slot came back");
+    }
+
+    #[test]
+    fn the_total_follows_the_open_files_limit() {
+        let c = ConnectionCaps::for_open_files(20_000, 4096);
+        assert_eq!((c.total, c.reserved, c.health_slots()), (18_976, 1024, 256));
+        let c = ConnectionCaps::for_open_files(1024, 4096);
+        assert_eq!((c.total, c.reserved), (512, 51));
+        assert_eq!(c.anonymous(), 461);
+        let c = ConnectionCaps::for_open_files(1_048_576, 4096);
+        assert_eq!(c.total, 1_047_552);
+    }
+
+    #[test]
+    fn health_paths() {
+        for p in ["/readyz", "/livez", "/healthz", "/readyz/ping"] {
+            assert!(is_health_check(p), "{p}");
+        }
+        for p in ["/readyzz", "/api", "/", "/metrics"] {
+            assert!(!is_health_check(p), "{p}");
+        }
+    }
+}
