@@ -16,8 +16,14 @@
 //!   client-go, kube-rs and the Python client relist on.
 //! - `allowWatchBookmarks=true`: periodic BOOKMARK events with the resource's kind and
 //!   apiVersion and only `metadata.resourceVersion`; never without the parameter.
+//! - The initial ADDED events are encoded lazily from the cache's shared snapshot of the
+//!   collection, about 64 KiB at a time, the next chunk once the connection has written
+//!   the last: a watch holds one chunk of them at most, however large the collection or
+//!   slow the client ([`Initial`]).
 //! - The stream ends after `timeoutSeconds` (default 30–60 min, as kube-apiserver), when
-//!   the watcher is cut off for being too slow, or when the cache is reset; the client
+//!   the watcher is cut off for being too slow (its queue of `watcher_queue` events was
+//!   full: as kube-apiserver's cacher, which closes such a watch; client-go then watches
+//!   again from the last resourceVersion it saw), or when the cache is reset; the client
 //!   resumes from the last resourceVersion it saw.
 //!
 //! Label and field selectors filter the events (an object that starts or stops matching
@@ -42,7 +48,8 @@ use axum::response::{IntoResponse, Response};
 use bytes::{BufMut, Bytes, BytesMut};
 use kuorum_api::selector::FieldRequirement;
 use kuorum_api::{ApiError, ResourceDef};
-use kuorum_watch::{event_line, Obj, TooOld, Watch, WatchCache, WatchItem, WatchStart};
+use kuorum_watch::{event_line, InitialState, Obj, TooOld, Watch, WatchCache, WatchItem, WatchStart};
+use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant, Sleep};
 
 use crate::chaos::{Chaos, StrikeReceiver, WatchAction};
@@ -61,6 +68,15 @@ pub(crate) const MIN_REQUEST_TIMEOUT: Duration = Duration::from_secs(1800);
 /// Roughly how many bytes go into one chunk of the response when several events are
 /// ready at once.
 const CHUNK_BYTES: usize = 64 * 1024;
+
+/// An initial object at least this large is sent as the cache's bytes, not copied into
+/// a chunk: a watch's own initial bytes stay under `CHUNK_BYTES + LARGE_OBJECT`.
+const LARGE_OBJECT: usize = 16 * 1024;
+
+const ADDED_HEAD: &[u8] = b"{\"type\":\"ADDED\",\"object\":";
+
+/// Initial objects a stream looks at in one go when a selector leaves them out.
+const INITIAL_SCAN: usize = 4096;
 
 /// With many watches open on a node, each stream writes at most once per
 /// `watches × FLUSH_SPACING_PER_WATCH` (capped at [`MAX_FLUSH_INTERVAL`]); events that
@@ -86,7 +102,7 @@ fn flush_interval(watches: usize) -> Duration {
 
 pub(crate) async fn watch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
     let t = &ctx.target;
-    let mut view = match negotiate_output(&ctx.headers)? {
+    let view = match negotiate_output(&ctx.headers)? {
         Output::Json => None,
         Output::Table(version) => Some(WatchView::Table {
             view: TableView::for_request(t, version, &ctx.query)?,
@@ -132,25 +148,15 @@ pub(crate) async fn watch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
             return Ok(error_stream(&ApiError::expired(format!("too old resource version: {requested} ({oldest})"))))
         }
     };
-    let mut head = VecDeque::new();
-    let mut chunk = BytesMut::new();
-    for obj in &started.initial {
-        match view.as_mut() {
-            None => put_added(&mut chunk, obj, t.def)?,
-            Some(v) => chunk.put_slice(&view_line(v, "ADDED", obj)),
-        }
-        if chunk.len() >= CHUNK_BYTES {
-            head.push_back(chunk.split().freeze());
-        }
-    }
-    if end_bookmark {
-        chunk.put_slice(&bookmark_line(t.def, started.rv, true));
-    }
-    if !chunk.is_empty() {
-        head.push_back(chunk.freeze());
-    }
+    let initial = (start == WatchStart::Now).then(|| Initial {
+        objects: started.initial,
+        rv: started.rv,
+        end_bookmark,
+        written: Arc::new(Notify::new()),
+        pieces: VecDeque::new(),
+    });
     let stream = EventStream {
-        head,
+        initial,
         watch: started.watch,
         def: t.def,
         deadline: Box::pin(sleep_until(deadline)),
@@ -216,17 +222,71 @@ fn view_line(view: &mut WatchView, event_type: &str, obj: &Obj) -> Bytes {
     }
 }
 
-fn put_added(buf: &mut BytesMut, obj: &Arc<Obj>, def: &ResourceDef) -> Result<(), ApiError> {
-    let bytes = served_bytes(&obj.bytes, def)?;
-    buf.put_slice(b"{\"type\":\"ADDED\",\"object\":");
-    buf.put_slice(&bytes);
+/// Appends the ADDED line of `obj` (nothing, logged, for an object that cannot be
+/// served, as for live events).
+fn put_added(buf: &mut BytesMut, obj: &Obj, def: &'static ResourceDef) {
+    let served;
+    let bytes = if serves_as_stored(obj, def) {
+        &obj.bytes
+    } else {
+        match served_bytes(&obj.bytes, def) {
+            Ok(b) => {
+                served = b;
+                &served
+            }
+            Err(e) => {
+                tracing::warn!("unservable object {}: {e}", obj.key);
+                return;
+            }
+        }
+    };
+    buf.put_slice(ADDED_HEAD);
+    buf.put_slice(bytes);
     buf.put_slice(b"}\n");
-    Ok(())
 }
 
-/// The body of a running watch: the initial chunks, then whatever the cache queues.
+/// The initial events of a watch still to be sent: read from the cache's shared
+/// snapshot and encoded one chunk at a time, the next one only once the connection has
+/// written the last one out (to the socket, or to TLS's bounded buffer). So a watch
+/// holds one chunk of its initial events at most, however large the collection, and a
+/// client that reads slowly or not at all costs no more: hyper would otherwise take
+/// chunks until its write buffer (`max_buf_size`, or 16 chunks) is full.
+struct Initial {
+    objects: InitialState,
+    /// The state's resourceVersion.
+    rv: u64,
+    /// Whether the `k8s.io/initial-events-end` bookmark follows the objects.
+    end_bookmark: bool,
+    /// Shared with the chunk in flight, which signals when it is dropped.
+    written: Arc<Notify>,
+    /// What goes out before the next chunk, each on its own: a large object's shared
+    /// bytes and the end of its line, and the end bookmark after them.
+    pieces: VecDeque<Bytes>,
+}
+
+/// An initial chunk handed to the connection: dropping it (written out, or the
+/// connection gone) lets the stream encode the next.
+struct InFlight {
+    chunk: Bytes,
+    written: Arc<Notify>,
+}
+
+impl AsRef<[u8]> for InFlight {
+    fn as_ref(&self) -> &[u8] {
+        &self.chunk
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        // A permit is kept if the stream is not waiting yet.
+        self.written.notify_one();
+    }
+}
+
+/// The body of a running watch: the initial events, then whatever the cache queues.
 struct EventStream {
-    head: VecDeque<Bytes>,
+    initial: Option<Initial>,
     watch: Watch,
     def: &'static ResourceDef,
     /// One timer for the stream's life: re-arming a fresh one per event costs a timer-wheel
@@ -253,8 +313,18 @@ type Cut = std::io::Error;
 
 impl EventStream {
     async fn next(mut self) -> Option<(Result<Bytes, Cut>, EventStream)> {
-        if let Some(chunk) = self.head.pop_front() {
-            return Some((Ok(chunk), self));
+        while let Some(initial) = self.initial.as_ref() {
+            let written = Arc::clone(&initial.written);
+            if !self.sent_out(&written).await {
+                // The deadline passed before the client took the last chunk.
+                return None;
+            }
+            let chunk = self.initial_chunk();
+            if !chunk.is_empty() {
+                return Some((Ok(Bytes::from_owner(InFlight { chunk, written })), self));
+            }
+            // Objects looked at that the selectors left out: let other tasks run.
+            tokio::task::yield_now().await;
         }
         if self.ended {
             return None;
@@ -308,6 +378,64 @@ impl EventStream {
             }
         }
         Some((Ok(buf.freeze()), self))
+    }
+
+    /// Waits until no initial chunk is in flight (the count of `written`'s holders says
+    /// it); false if the watch's deadline came first.
+    async fn sent_out(&mut self, written: &Arc<Notify>) -> bool {
+        // `Initial` and the caller hold it; a third holder is a chunk in flight.
+        while Arc::strong_count(written) > 2 {
+            tokio::select! {
+                _ = written.notified() => {}
+                _ = self.deadline.as_mut() => return false,
+            }
+        }
+        true
+    }
+
+    /// The next chunk of initial events (about [`CHUNK_BYTES`], more by at most one
+    /// object; empty when [`INITIAL_SCAN`] objects were looked at and none matched),
+    /// then the initial-events-end bookmark; `initial` is None once all are sent.
+    fn initial_chunk(&mut self) -> Bytes {
+        let Some(initial) = self.initial.as_mut() else { return Bytes::new() };
+        if let Some(piece) = initial.pieces.pop_front() {
+            if initial.pieces.is_empty() && initial.objects.is_done() {
+                self.initial = None;
+            }
+            return piece;
+        }
+        let mut chunk = BytesMut::new();
+        let mut budget = INITIAL_SCAN;
+        while chunk.len() < CHUNK_BYTES {
+            let Some(obj) = initial.objects.next_within(&mut budget) else { break };
+            match self.view.as_mut() {
+                // A large object goes out as the cache's own bytes, after the chunk: no
+                // watch copies it.
+                None if obj.bytes.len() >= LARGE_OBJECT && serves_as_stored(&obj, self.def) => {
+                    chunk.put_slice(ADDED_HEAD);
+                    initial.pieces.push_back(obj.bytes.clone());
+                    initial.pieces.push_back(Bytes::from_static(b"}\n"));
+                    break;
+                }
+                None => put_added(&mut chunk, &obj, self.def),
+                Some(v) => chunk.put_slice(&view_line(v, "ADDED", &obj)),
+            }
+        }
+        if initial.objects.is_done() {
+            if initial.end_bookmark {
+                let end = bookmark_line(self.def, initial.rv, true);
+                if initial.pieces.is_empty() {
+                    chunk.put_slice(&end);
+                } else {
+                    initial.pieces.push_back(end);
+                }
+                initial.end_bookmark = false;
+            }
+            if initial.pieces.is_empty() {
+                self.initial = None;
+            }
+        }
+        chunk.freeze()
     }
 
     /// The line for one queued item (empty for an object that cannot be served).

@@ -25,10 +25,11 @@ use tokio::time::Instant;
 
 use bytes::Bytes;
 use kuorum_store::apply::{Change, ChangeKind};
-use tokio::sync::mpsc;
 
 use crate::event::{Event, EventType, Obj};
 use crate::filter::WatchFilter;
+use crate::initial::{InitialState, Snapshot};
+use crate::queue::{Queue, WatchReceiver};
 
 /// Sizes of the cache and of each watcher's queue.
 #[derive(Debug, Clone)]
@@ -36,7 +37,10 @@ pub struct CacheConfig {
     /// Events kept at most; older ones fall out of the window (and a watch from before
     /// them gets 410) even before compaction.
     pub max_events: usize,
-    /// Items a watcher may have queued before it is cut off as too slow.
+    /// Items a watcher may have queued before it is cut off as too slow (16 bytes each:
+    /// the events are shared). A watch from a resourceVersion gets its replay through
+    /// the same queue, so this is also how far back a watch can start without being cut
+    /// off at once.
     pub watcher_queue: usize,
     /// How often a watcher that asked for bookmarks gets one.
     pub bookmark_every: Duration,
@@ -79,10 +83,30 @@ struct Watcher {
     after: u64,
     bookmarks: bool,
     last_bookmark: Instant,
-    tx: mpsc::Sender<WatchItem>,
+    queue: Arc<Queue>,
     /// Events queued so far (the drop-event mutation counts them).
     sent: u64,
 }
+
+impl Drop for Watcher {
+    /// However the cache lets go of a watcher (cut off, reset, unregistered), its stream
+    /// ends once it has read what is queued.
+    fn drop(&mut self) {
+        self.queue.close();
+    }
+}
+
+/// The last snapshots of collections taken for watches with initial events. One stays
+/// valid while no object under its prefix changes, however far the rv moves; it is
+/// held weakly, so it lives only as long as a watch still reads it.
+struct SnapshotMemo {
+    prefix: String,
+    objects: Weak<[Arc<Obj>]>,
+}
+
+/// Snapshots remembered at most (distinct collections watched with initial events at
+/// once); a forgotten one costs a new list of pointers, never a wrong answer.
+const SNAPSHOT_MEMOS: usize = 16;
 
 struct State {
     rv: u64,
@@ -93,6 +117,7 @@ struct State {
     events: VecDeque<Arc<Event>>,
     watchers: BTreeMap<u64, Watcher>,
     next_watcher: u64,
+    snapshots: Vec<SnapshotMemo>,
 }
 
 /// What a cache holds now (the memory gauges report it).
@@ -114,9 +139,21 @@ pub struct WatchCache {
     watching: AtomicUsize,
 }
 
+/// What the watchers of a cache hold now: the cost of watches beyond the shared data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchersSize {
+    pub watchers: usize,
+    /// Items queued for all watchers together (each at most `watcher_queue`).
+    pub queued: usize,
+    /// Remembered collection snapshots still read by some watch, and their objects
+    /// (pointers: the objects are the cache's own).
+    pub snapshots: usize,
+    pub snapshot_objects: usize,
+}
+
 /// A running watch. Dropping it unregisters the watcher.
 pub struct Watch {
-    pub rx: mpsc::Receiver<WatchItem>,
+    pub rx: WatchReceiver,
     id: u64,
     cache: Weak<WatchCache>,
 }
@@ -136,8 +173,9 @@ pub struct WatchStarted {
     pub watch: Watch,
     /// The cache's rv when the watch was registered (the initial state's rv).
     pub rv: u64,
-    /// For [`WatchStart::Now`]: the matching objects at `rv`, in key order.
-    pub initial: Vec<Arc<Obj>>,
+    /// For [`WatchStart::Now`]: the matching objects at `rv`, in key order, read from a
+    /// snapshot shared with other watches of the collection (empty otherwise).
+    pub initial: InitialState,
 }
 
 /// A page of a list served from the cache.
@@ -161,6 +199,7 @@ impl WatchCache {
                 events: VecDeque::new(),
                 watchers: BTreeMap::new(),
                 next_watcher: 1,
+                snapshots: Vec::new(),
             }),
             watching: AtomicUsize::new(0),
         })
@@ -208,6 +247,7 @@ impl WatchCache {
         s.objects = objects;
         s.events = events;
         s.watchers.clear();
+        s.snapshots.clear();
         self.recount(&s);
     }
 
@@ -216,6 +256,9 @@ impl WatchCache {
         let mut guard = self.lock();
         let s = &mut *guard;
         for change in changes {
+            if !s.snapshots.is_empty() {
+                s.snapshots.retain(|m| !change.key.starts_with(&m.prefix) && m.objects.strong_count() > 0);
+            }
             // One walk down the tree per change: the key's slot is read and written
             // through the same entry.
             let event = match s.objects.entry(change.key.clone()) {
@@ -282,6 +325,18 @@ impl WatchCache {
         self.lock().oldest
     }
 
+    /// What the watchers hold beyond the shared objects and events.
+    pub fn watchers_size(&self) -> WatchersSize {
+        let s = self.lock();
+        let live: Vec<Snapshot> = s.snapshots.iter().filter_map(|m| m.objects.upgrade()).collect();
+        WatchersSize {
+            watchers: s.watchers.len(),
+            queued: s.watchers.values().map(|w| w.queue.len()).sum(),
+            snapshots: live.len(),
+            snapshot_objects: live.iter().map(|o| o.len()).sum(),
+        }
+    }
+
     /// How many watches are registered (without taking the lock).
     pub fn watcher_count(&self) -> usize {
         self.watching.load(Ordering::Relaxed)
@@ -328,27 +383,20 @@ impl WatchCache {
         start: WatchStart,
         bookmarks: bool,
     ) -> Result<WatchStarted, TooOld> {
-        let (tx, rx) = mpsc::channel(self.config.watcher_queue);
-        let mut s = self.lock();
+        let queue = Queue::new(self.config.watcher_queue);
+        let mut guard = self.lock();
+        let s = &mut *guard;
         let (after, initial) = match start {
             WatchStart::After(n) => {
                 if n < s.oldest {
                     return Err(TooOld { requested: n, oldest: s.oldest });
                 }
-                (n, Vec::new())
+                (n, InitialState::none())
             }
-            WatchStart::Now => {
-                let initial = s
-                    .objects
-                    .range::<String, _>((Bound::Included(&filter.prefix), Bound::Unbounded))
-                    .take_while(|(k, _)| k.starts_with(&filter.prefix))
-                    .filter(|(_, o)| filter.matches(o))
-                    .map(|(_, o)| o.clone())
-                    .collect();
-                (s.rv, initial)
-            }
+            WatchStart::Now => (s.rv, InitialState::new(snapshot(s, &filter.prefix), &filter)),
         };
-        let mut w = Watcher { filter, after, bookmarks, last_bookmark: Instant::now(), tx, sent: 0 };
+        let mut w =
+            Watcher { filter, after, bookmarks, last_bookmark: Instant::now(), queue: Arc::clone(&queue), sent: 0 };
         // Replay the window after the start.
         let first = s.events.partition_point(|e| e.rv <= after);
         let mut alive = true;
@@ -363,9 +411,9 @@ impl WatchCache {
         let rv = s.rv;
         if alive {
             s.watchers.insert(id, w);
-            self.recount(&s);
+            self.recount(s);
         }
-        Ok(WatchStarted { watch: Watch { rx, id, cache: Arc::downgrade(self) }, rv, initial })
+        Ok(WatchStarted { watch: Watch { rx: WatchReceiver { queue }, id, cache: Arc::downgrade(self) }, rv, initial })
     }
 
     /// Sends a bookmark at the cache's rv to every watcher that asked for bookmarks and
@@ -421,14 +469,32 @@ fn bump(n: &mut u64) -> u64 {
 }
 
 fn send(w: &mut Watcher, item: WatchItem) -> bool {
-    match w.tx.try_send(item) {
-        Ok(()) => true,
-        Err(mpsc::error::TrySendError::Full(_)) => {
-            tracing::debug!("watcher too slow: cut off");
-            false
-        }
-        Err(mpsc::error::TrySendError::Closed(_)) => false,
+    let queued = w.queue.push(item);
+    if !queued {
+        tracing::debug!("watcher too slow: cut off");
     }
+    queued
+}
+
+/// The objects under `prefix` now: a remembered snapshot if none of them changed since
+/// it was taken and a watch still reads it, else a new one (remembered).
+fn snapshot(s: &mut State, prefix: &str) -> Snapshot {
+    if let Some(objects) = s.snapshots.iter().find(|m| m.prefix == prefix).and_then(|m| m.objects.upgrade()) {
+        return objects;
+    }
+    let upper = prefix_end(prefix).map_or(Bound::Unbounded, Bound::Excluded);
+    let objects: Snapshot = s
+        .objects
+        .range::<str, _>((Bound::Included(prefix), upper.as_ref().map(String::as_str)))
+        .take_while(|(k, _)| k.starts_with(prefix))
+        .map(|(_, o)| o.clone())
+        .collect();
+    s.snapshots.retain(|m| m.prefix != prefix && m.objects.strong_count() > 0);
+    if s.snapshots.len() >= SNAPSHOT_MEMOS {
+        s.snapshots.remove(0);
+    }
+    s.snapshots.push(SnapshotMemo { prefix: prefix.to_string(), objects: Arc::downgrade(&objects) });
+    objects
 }
 
 impl kuorum_store::ApplyObserver for WatchCache {

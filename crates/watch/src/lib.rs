@@ -5,13 +5,24 @@
 //! events in resourceVersion order. It is fed by the node's own state machine, after each
 //! applied batch is written, with the changes in log order: so it is never ahead of the
 //! local state machine, and it has one event per change ([`event`]). Watchers
-//! ([`cache::Watch`]) get events through a bounded queue each; one that falls behind is
-//! cut off instead of holding the others back ([`filter`] decides what each one sees).
+//! ([`cache::Watch`]) get events through a bounded queue each ([`queue`]); one that falls
+//! behind is cut off, its queue freed, instead of holding the others back or the node's
+//! memory ([`filter`] decides what each one sees). A watch that starts with the current
+//! state reads it from a snapshot of the collection shared with the other watches that
+//! start from the same state, one object at a time as its client takes them
+//! ([`initial`]): watches cost the node a few hundred bytes each, not a copy of what
+//! they watch.
 
 pub mod cache;
 pub mod event;
 pub mod filter;
+pub mod initial;
+pub mod queue;
 
-pub use cache::{CacheConfig, CacheList, CacheSize, TooOld, Watch, WatchCache, WatchItem, WatchStart, WatchStarted};
+pub use cache::{
+    CacheConfig, CacheList, CacheSize, TooOld, Watch, WatchCache, WatchItem, WatchStart, WatchStarted, WatchersSize,
+};
 pub use event::{event_line, Event, EventType, Obj};
 pub use filter::WatchFilter;
+pub use initial::{InitialState, Snapshot};
+pub use queue::{TryRecvError, WatchReceiver};
