@@ -309,3 +309,38 @@ async fn heads_are_answered_as_kube_apiserver_would_with_a_status_past_the_limit
     let fits = format!("GET /{} HTTP/1.1\r\nHost: k\r\n\r\n", "b".repeat(32_000));
     assert_eq!(request(&mut c, &fits).await.unwrap().status, 404);
 }
+
+/// An h2 connection (prior knowledge, as client-go speaks it over TLS) to `addr`.
+async fn h2(
+    addr: SocketAddr,
+) -> (hyper::client::conn::http2::SendRequest<String>, tokio::task::JoinHandle<Result<(), hyper::Error>>) {
+    let io = hyper_util::rt::TokioIo::new(connect("127.0.0.1", addr).await);
+    let (send, conn) = hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io).await.unwrap();
+    (send, tokio::spawn(conn))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h2_connections_get_the_same_head_limits_and_are_closed_when_idle() {
+    let (_node, addr) = node(HttpLimits { idle_timeout: Duration::from_secs(1), ..limits(roomy()) }).await;
+    let (mut send, conn) = h2(addr).await;
+    let mut req = hyper::Request::get(format!("http://{addr}/api/v1/namespaces/default/configmaps"));
+    for i in 0..150 {
+        req = req.header(format!("x-extra-{i}"), format!("value-{i}"));
+    }
+    let resp = send.send_request(req.body(String::new()).unwrap()).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    drop(resp);
+    let big = "v".repeat(9 * 1024);
+    let mut req = hyper::Request::get(format!("http://{addr}/api"));
+    for i in 0..115 {
+        req = req.header(format!("x-big-{i}"), big.as_str());
+    }
+    let resp = send.send_request(req.body(String::new()).unwrap()).await.unwrap();
+    assert_eq!(resp.status(), 431);
+    drop(resp);
+    // Idle from here: the server says GOAWAY and closes within the timeout and its grace.
+    let started = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(8), conn).await;
+    assert!(ended.is_ok(), "an idle h2 connection stayed open");
+    assert!(started.elapsed() >= Duration::from_millis(500), "closed before the idle timeout");
+}
