@@ -25,6 +25,9 @@ use kuorum_store_file::FileLogEngine;
 use kuorum_store_rocks::RocksStore;
 use tokio_stream::wrappers::TcpListenerStream;
 
+/// The default of `--max-watches-per-user`.
+pub const DEFAULT_MAX_WATCHES_PER_USER: usize = 1000;
+
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
     /// This node's id (a positive integer, unique in the cluster).
@@ -96,8 +99,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub anonymous_auth: bool,
     /// Watches one user may hold open on this node; one more gets 429 (0: no cap, as
-    /// kube-apiserver). Anonymous requests count as one user.
-    #[arg(long, default_value_t = 0)]
+    /// kube-apiserver, which has priority and fairness instead). Anonymous requests count
+    /// as one user. 1,000 is several times what one controller-manager's informers hold,
+    /// and bounds what one user's unread watches can hold on a node (about 115 KB each).
+    /// `--insecure` serves everyone as one user and has no cap.
+    #[arg(long, default_value_t = DEFAULT_MAX_WATCHES_PER_USER)]
     pub max_watches_per_user: usize,
     /// Peer RPC over mutual TLS: this node's certificate, key, and the CA that signs every
     /// member's. All three or none.
