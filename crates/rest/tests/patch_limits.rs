@@ -304,3 +304,34 @@ async fn deep_patches_are_4xx_never_500() {
     let r = patch(&app, CM, MERGE, r#"{"data":{"k2":"v2"}}"#).await;
     assert_eq!(r.status, StatusCode::OK, "{}", text(&r));
 }
+
+/// A custom resource whose free-form field is as deep as a body may be: its managedFields
+/// (which track each key of a free-form map) nest deeper than kuorum reads back, so the
+/// write is refused (422) rather than stored and then unreadable (500 on every GET).
+#[tokio::test]
+async fn an_object_that_field_tracking_nests_too_deep_is_not_stored() {
+    let app = app().await;
+    app.namespace("default").await;
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "deeps.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "deeps", "kind": "Deep"},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema":
+                    {"type": "object", "properties": {"spec": {"type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true}}}}}]}});
+    let r = app.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", text(&r));
+    let deeps = "/apis/example.com/v1/namespaces/default/deeps";
+    let body = json!({"apiVersion": "example.com/v1", "kind": "Deep", "metadata": {"name": "d"},
+                      "spec": {"config": nested(124)}});
+    let r = app.post(deeps, body).await;
+    refused(&r, 422, "Invalid", "more than 127 levels deep");
+    assert_eq!(app.get(&format!("{deeps}/d")).await.status, StatusCode::NOT_FOUND);
+    // Shallower, it is stored and reads back.
+    let body = json!({"apiVersion": "example.com/v1", "kind": "Deep", "metadata": {"name": "d"},
+                      "spec": {"config": nested(100)}});
+    let r = app.post(deeps, body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", text(&r));
+    assert_eq!(app.get(&format!("{deeps}/d")).await.status, StatusCode::OK);
+}
