@@ -214,6 +214,69 @@ pub fn selectable_fields(kind: &str) -> &'static [&'static str] {
     }
 }
 
+/// `s` split at each `sep` not escaped by a backslash (kube's `splitTerms`).
+fn split_unescaped(s: &str, sep: u8) -> Vec<&str> {
+    let (mut out, mut start, mut escaped) = (Vec::new(), 0, false);
+    for (i, b) in s.bytes().enumerate() {
+        match b {
+            _ if escaped => escaped = false,
+            b'\\' => escaped = true,
+            b if b == sep => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// A term split at its first unescaped operator (`!=`, `==`, `=`): field, operator, value.
+fn split_operator(term: &str) -> Option<(&str, &'static str, &str)> {
+    let b = term.as_bytes();
+    let mut escaped = false;
+    for i in 0..b.len() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match b[i] {
+            b'\\' => escaped = true,
+            b'!' if b.get(i + 1) == Some(&b'=') => return Some((&term[..i], "!=", &term[i + 2..])),
+            b'=' if b.get(i + 1) == Some(&b'=') => return Some((&term[..i], "==", &term[i + 2..])),
+            b'=' => return Some((&term[..i], "=", &term[i + 1..])),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A field selector value with its escapes (`\\`, `\,`, `\=`) undone; any other escape, a
+/// trailing backslash or an unescaped `,` or `=` is refused, as kube-apiserver refuses it.
+fn unescape_value(v: &str) -> Result<String, String> {
+    if !v.contains(['\\', ',', '=']) {
+        return Ok(v.to_string());
+    }
+    let (mut out, mut escaped) = (String::with_capacity(v.len()), false);
+    for c in v.chars() {
+        match c {
+            '\\' | ',' | '=' if escaped => {
+                out.push(c);
+                escaped = false;
+            }
+            c if escaped => return Err(format!("invalid field selector: invalid escape sequence: \\{c}")),
+            '\\' => escaped = true,
+            ',' | '=' => return Err(format!("invalid field selector: unescaped character in value: {c:?}")),
+            c => out.push(c),
+        }
+    }
+    if escaped {
+        return Err("invalid field selector: invalid escape sequence: \\".into());
+    }
+    Ok(out)
+}
+
 impl FieldSelector {
     /// Parses `s` for objects of `kind`; an unsupported field is an error
     /// (`field label not supported: spec.foo`).
@@ -222,22 +285,18 @@ impl FieldSelector {
         if s.trim().is_empty() {
             return Ok(FieldSelector(reqs));
         }
-        for part in s.split(',') {
+        for part in split_unescaped(s, b',') {
             let part = part.trim();
-            let (field, value, equals) = if let Some((f, v)) = part.split_once("!=") {
-                (f, v, false)
-            } else if let Some((f, v)) = part.split_once("==") {
-                (f, v, true)
-            } else if let Some((f, v)) = part.split_once('=') {
-                (f, v, true)
-            } else {
+            let Some((field, op, value)) = split_operator(part) else {
                 return Err(format!("invalid selector: '{s}'; can't understand '{part}'"));
             };
+            let equals = op != "!=";
+            let value = unescape_value(value.trim())?;
             let field = field.trim();
             if !matches!(field, "metadata.name" | "metadata.namespace") && !selectable_fields(kind).contains(&field) {
                 return Err(format!("field label not supported: {field}"));
             }
-            reqs.push(FieldRequirement { field: field.into(), value: value.trim().into(), equals });
+            reqs.push(FieldRequirement { field: field.into(), value, equals });
         }
         Ok(FieldSelector(reqs))
     }
@@ -322,5 +381,23 @@ mod tests {
             "field label not supported: spec.nodeName"
         );
         assert!(FieldSelector::parse("metadata.name", "ConfigMap").is_err());
+    }
+
+    /// kube-apiserver's escapes: `\\`, `\,` and `\=` stand for themselves in a value; any
+    /// other escape, a trailing backslash, or a bare `,`/`=` inside a value is refused.
+    #[test]
+    fn field_selector_values_unescape_as_kube_apiserver_does() {
+        let odd = json!({"metadata": {"name": "a,b=c\\d"}});
+        let sel = FieldSelector::parse(r"metadata.name=a\,b\=c\\d", "ConfigMap").unwrap();
+        assert!(sel.matches(&odd));
+        let two = FieldSelector::parse(r"metadata.name!=a\,b,metadata.namespace=x", "ConfigMap").unwrap();
+        assert_eq!(two.0.len(), 2);
+        assert_eq!(two.0[0].value, "a,b");
+        for bad in [r"metadata.name=\x\x", r"metadata.name=a\", r"metadata.name=a=b", r"metadata.name=\n"] {
+            let e = FieldSelector::parse(bad, "ConfigMap").unwrap_err();
+            assert!(e.starts_with("invalid field selector: "), "{bad}: {e}");
+        }
+        // An escaped operator is part of the field, not an operator.
+        assert!(FieldSelector::parse(r"metadata\=name", "ConfigMap").is_err());
     }
 }

@@ -58,7 +58,7 @@ mod table;
 mod token;
 mod update;
 mod watch;
-mod yaml_depth;
+mod yaml_limits;
 
 pub use crd_cleanup::finalize_deleted_crds;
 pub use custom::CustomResources;

@@ -438,13 +438,6 @@ pub(crate) enum Admitted<'m> {
     Timed { info: RequestMetric, slot: Slot<'m>, started: tokio::time::Instant },
 }
 
-impl Admitted<'_> {
-    /// Whether the request is a watch (the per-user watch cap applies to it).
-    pub(crate) fn long_running(&self) -> bool {
-        matches!(self, Admitted::LongRunning { .. })
-    }
-}
-
 impl Metrics {
     /// Names the request `info` describes as kube-apiserver does ([`classify`]) and
     /// takes its in-flight slot; a request over the limit is answered here, 429 with

@@ -9,7 +9,7 @@ use kuorum_store::keys::ObjectKey;
 use serde_json::{Map, Value};
 
 use crate::query::Query;
-use crate::yaml_depth::{self, MAX_NESTING};
+use crate::yaml_limits::{self, MAX_NESTING};
 
 pub(crate) type Object = Map<String, Value>;
 
@@ -61,9 +61,7 @@ pub(crate) fn decode_as(format: BodyFormat, body: &[u8]) -> Result<Object, ApiEr
     match format {
         BodyFormat::Json => decode(body),
         BodyFormat::Yaml => {
-            check_yaml_nesting(body)?;
-            let value: Value = serde_yaml_ng::from_slice(body)
-                .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))?;
+            let value = decode_yaml(body, "the request body")?;
             decode(&serde_json::to_vec(&value).unwrap_or_default())
         }
         BodyFormat::Protobuf => {
@@ -94,13 +92,24 @@ pub(crate) async fn decode_body(format: BodyFormat, body: Bytes) -> Result<Objec
         .unwrap_or_else(|e| Err(ApiError::internal(format!("decoding the request body: {e}"))))
 }
 
-/// Refuses YAML that nests deeper than [`MAX_NESTING`] before it is parsed (see
-/// [`crate::yaml_depth`]).
-fn check_yaml_nesting(body: &[u8]) -> Result<(), ApiError> {
-    if yaml_depth::within(body, MAX_NESTING) {
-        return Ok(());
+/// Decodes a YAML body into a JSON value, refusing one that nests deeper than
+/// [`MAX_NESTING`] or whose aliases expand past [`yaml_limits::max_values`] before it is
+/// decoded (see [`crate::yaml_limits`]). `what` names the body in the error.
+pub(crate) fn decode_yaml(body: &[u8], what: &str) -> Result<Value, ApiError> {
+    match yaml_limits::check(body, MAX_NESTING, yaml_limits::max_values(body.len())) {
+        Ok(()) => {}
+        Err(yaml_limits::Exceeded::Nesting) => {
+            return Err(ApiError::bad_request(format!(
+                "{what} is not valid YAML: it nests deeper than {MAX_NESTING} levels"
+            )))
+        }
+        Err(yaml_limits::Exceeded::Aliasing) => {
+            return Err(ApiError::bad_request(format!(
+                "{what} is not valid YAML: document contains excessive aliasing"
+            )))
+        }
     }
-    Err(ApiError::bad_request(format!("the request body is not valid YAML: it nests deeper than {MAX_NESTING} levels")))
+    serde_yaml_ng::from_slice(body).map_err(|e| ApiError::bad_request(format!("{what} is not valid YAML: {e}")))
 }
 
 /// Decodes a request body into a JSON object whose metadata is well formed (400 if not).

@@ -166,8 +166,7 @@ fn decode_apply_config(
     validation: FieldValidation,
     warnings: &mut Vec<String>,
 ) -> Result<Object, ApiError> {
-    let value: Value =
-        serde_yaml_ng::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    let value = object::decode_yaml(body, "the apply configuration")?;
     let Value::Object(mut config) = value else {
         return Err(ApiError::bad_request("the apply configuration must be an object"));
     };
