@@ -219,7 +219,17 @@ impl RestListener {
                     Some(acceptor) => {
                         let acceptor = acceptor.clone();
                         tokio::spawn(async move {
-                            match tokio::time::timeout(handshake_timeout, acceptor.accept(sock)).await {
+                            let handshake = tokio::time::timeout(handshake_timeout, acceptor.accept(sock));
+                            let done = tokio::select! {
+                                done = handshake => done,
+                                // A newer connection needs the place (the total is full):
+                                // this one has been in its handshake longest.
+                                () = admission.evicted() => {
+                                    tracing::debug!(%addr, "TLS handshake dropped: its place went to a newer connection");
+                                    return;
+                                }
+                            };
+                            match done {
                                 Ok(Ok(tls)) => {
                                     let user =
                                         tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(user_of);

@@ -9,7 +9,11 @@
 //!   about a client before it sends a request — and a quarter of them for anonymous
 //!   connections that may then ask only for `/readyz`, `/livez` or `/healthz` (probes from
 //!   kubelets and load balancers carry no credentials). A connection over a cap is closed
-//!   at once.
+//!   at once — except that when the total is full, the connection that has sat longest in
+//!   its TLS handshake is told to give up its place ([`Admission::evicted`]) and the new
+//!   one takes it: a flood of sockets that never finish a handshake would otherwise hold
+//!   every slot, the reserve included, for the whole handshake timeout, while a real
+//!   client's handshake takes milliseconds and is never the oldest.
 //! - **Time**: hyper closes an HTTP/1.1 connection that has not sent a whole request head
 //!   within [`HttpLimits::header_read_timeout`] (hyper starts that clock when it starts
 //!   waiting for a head, so it also bounds an idle HTTP/1.1 connection); this module
@@ -21,7 +25,7 @@
 //!   [`HttpLimits::max_header_bytes`]); hyper's own limits sit above ours as a backstop
 //!   (past them it answers with an empty body: see [`HYPER_MAX_HEADERS`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -173,6 +177,13 @@ struct Counts {
     anonymous: usize,
     health: usize,
     per_source: HashMap<IpAddr, usize>,
+    /// Connections not yet settled (in their TLS handshake), oldest first, each with the
+    /// signal that asks it to give up its place. Entries of settled or closed connections
+    /// are skipped when met.
+    pending: VecDeque<(u64, Arc<Evict>)>,
+    /// Connections asked to give up their place that have not closed yet.
+    leaving: usize,
+    next_id: u64,
 }
 
 /// Counts the open connections and lets in or turns away new ones (see the module doc).
@@ -195,6 +206,17 @@ pub struct Admission {
     limiter: Arc<ConnectionLimiter>,
     ip: IpAddr,
     slot: Slot,
+    /// This connection's entry in the pending queue, and its signal to leave.
+    id: u64,
+    evict: Arc<Evict>,
+}
+
+/// A pending connection's signal to give up its place.
+#[derive(Default)]
+struct Evict {
+    notify: tokio::sync::Notify,
+    /// Set (with `Counts::leaving` counted) when the limiter asks; read when it closes.
+    asked: std::sync::atomic::AtomicBool,
 }
 
 impl ConnectionLimiter {
@@ -206,19 +228,26 @@ impl ConnectionLimiter {
         self.caps
     }
 
-    /// A place for a new connection from `ip`, if the total and `ip`'s share allow one.
+    /// A place for a new connection from `ip`, if `ip`'s share allows one and the total
+    /// has room, or can make room by asking the oldest connection still in its handshake
+    /// to leave (see the module doc).
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Admission> {
         let mut c = self.counts.lock().unwrap();
-        if c.open >= self.caps.total {
+        if self.caps.per_source > 0 && c.per_source.get(&ip).is_some_and(|n| *n >= self.caps.per_source) {
             return None;
         }
-        let from_ip = c.per_source.entry(ip).or_insert(0);
-        if self.caps.per_source > 0 && *from_ip >= self.caps.per_source {
-            return None;
+        if c.open - c.leaving >= self.caps.total {
+            let (_, evict) = c.pending.pop_front()?;
+            evict.asked.store(true, Ordering::Relaxed);
+            evict.notify.notify_one();
+            c.leaving += 1;
         }
-        *from_ip += 1;
+        *c.per_source.entry(ip).or_insert(0) += 1;
         c.open += 1;
-        Some(Admission { limiter: self.clone(), ip, slot: Slot::Pending })
+        c.next_id += 1;
+        let (id, evict) = (c.next_id, Arc::new(Evict::default()));
+        c.pending.push_back((id, evict.clone()));
+        Some(Admission { limiter: self.clone(), ip, slot: Slot::Pending, id, evict })
     }
 
     /// Connections open now.
@@ -228,6 +257,12 @@ impl ConnectionLimiter {
 }
 
 impl Admission {
+    /// Resolves when the limiter asks this connection, still in its handshake, to give up
+    /// its place for a newer one: the handshake should be dropped.
+    pub async fn evicted(&self) {
+        self.evict.notify.notified().await;
+    }
+
     /// Places the connection once it is known whether it presented a verified client
     /// certificate: `None` when it may not stay (the anonymous share and the health slots
     /// are full).
@@ -239,6 +274,9 @@ impl Admission {
             Slot::Health => return Some(Access::HealthChecksOnly),
             Slot::Pending => {}
         }
+        // No longer evictable. (The queue drops settled entries as it meets them, so a
+        // settle costs no search; see `forget_settled`.)
+        forget_settled(&mut c.pending, self.id);
         if verified {
             self.slot = Slot::Verified;
             Some(Access::Full)
@@ -256,10 +294,26 @@ impl Admission {
     }
 }
 
+/// Takes connection `id` out of the pending queue: at the front (the common case, as
+/// handshakes finish about in the order they began) at once, else by a scan, which a
+/// queue of at most the total cap's entries bounds.
+fn forget_settled(pending: &mut VecDeque<(u64, Arc<Evict>)>, id: u64) {
+    if pending.front().is_some_and(|(first, _)| *first == id) {
+        pending.pop_front();
+    } else if let Some(i) = pending.iter().position(|(p, _)| *p == id) {
+        pending.remove(i);
+    }
+}
+
 impl Drop for Admission {
     fn drop(&mut self) {
         let mut c = self.limiter.counts.lock().unwrap();
         c.open -= 1;
+        if self.evict.asked.load(Ordering::Relaxed) {
+            c.leaving -= 1;
+        } else if self.slot == Slot::Pending {
+            forget_settled(&mut c.pending, self.id);
+        }
         match self.slot {
             Slot::Anonymous => c.anonymous -= 1,
             Slot::Health => c.health -= 1,
@@ -515,16 +569,48 @@ mod tests {
         ConnectionLimiter::new(ConnectionCaps { per_source, total, reserved })
     }
 
+    /// A full total makes room by asking the connection longest in its handshake to leave,
+    /// never one that is settled; it counts as open until it closes.
+    #[tokio::test]
+    async fn a_full_total_evicts_the_oldest_handshake() {
+        let l = limiter(0, 3, 0);
+        let ip: IpAddr = "127.0.0.2".parse().unwrap();
+        let asked = |a: &Admission| {
+            let a = a.evict.clone();
+            async move { tokio::time::timeout(Duration::from_millis(200), a.notify.notified()).await.is_ok() }
+        };
+        let mut settled = l.admit(ip).unwrap();
+        settled.settle(false);
+        let old = l.admit(ip).unwrap();
+        let young = l.admit(ip).unwrap();
+        let mut newest = l.admit(ip).expect("room made by the oldest handshake");
+        assert!(asked(&old).await, "the oldest handshake is asked to leave");
+        assert!(!asked(&young).await && !asked(&settled).await);
+        assert_eq!(l.open(), 4, "it holds its descriptor until it closes");
+        drop(old);
+        assert_eq!(l.open(), 3);
+        let mut next = l.admit(ip).expect("the next oldest handshake makes room");
+        assert!(asked(&young).await);
+        drop(young);
+        newest.settle(true);
+        next.settle(true);
+        assert!(l.admit(ip).is_none(), "nothing left in a handshake: the total holds");
+        assert_eq!(l.open(), 3);
+    }
+
     #[test]
     fn per_source_and_total_caps_hold_and_free_on_drop() {
         let l = limiter(2, 3, 0);
         let a: IpAddr = "127.0.0.2".parse().unwrap();
         let b: IpAddr = "127.0.0.1".parse().unwrap();
-        let a1 = l.admit(a).unwrap();
-        let _a2 = l.admit(a).unwrap();
+        let mut a1 = l.admit(a).unwrap();
+        let mut a2 = l.admit(a).unwrap();
         assert!(l.admit(a).is_none(), "a third from one source");
-        let b1 = l.admit(b).unwrap();
-        assert!(l.admit(b).is_none(), "the total");
+        let mut b1 = l.admit(b).unwrap();
+        for c in [&mut a1, &mut a2, &mut b1] {
+            assert_eq!(c.settle(true), Some(Access::Full));
+        }
+        assert!(l.admit(b).is_none(), "the total, with no connection left in its handshake");
         drop(a1);
         assert!(l.admit(a).is_some(), "a place freed is a place again");
         drop(b1);

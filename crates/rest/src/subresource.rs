@@ -287,6 +287,10 @@ fn scale_replicas(t: &Target, scale: &Object) -> Result<i64, ApiError> {
     let gk = GroupKind { group: "autoscaling", kind: "Scale" };
     let v = scale.get("spec").and_then(|s| s.get("replicas"));
     match v.and_then(Value::as_i64) {
+        // An int32, as the Scale's Go type holds it: a larger one does not decode.
+        Some(n) if n > i64::from(i32::MAX) => Err(ApiError::bad_request(format!(
+            "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal number {n} into Go struct field ScaleSpec.spec.replicas of type int32"
+        ))),
         Some(n) if n >= 0 => Ok(n),
         Some(n) => Err(ApiError::invalid(
             gk,
@@ -308,6 +312,24 @@ mod tests {
 
     fn obj(v: Value) -> Object {
         v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn scale_replicas_are_an_int32_and_not_negative() {
+        let def = registry::lookup("apps", "v1", "deployments").unwrap();
+        let t = Target {
+            def,
+            namespace: Some("a".into()),
+            name: Some("d".into()),
+            subresource: Some("scale".into()),
+            custom: None,
+        };
+        let scale = |r: Value| obj(json!({"spec": {"replicas": r}}));
+        assert_eq!(scale_replicas(&t, &scale(json!(3))).unwrap(), 3);
+        assert_eq!(scale_replicas(&t, &scale(json!(2_147_483_647))).unwrap(), 2_147_483_647);
+        assert_eq!(scale_replicas(&t, &scale(json!(2_147_483_648u64))).unwrap_err().code, 400);
+        assert_eq!(scale_replicas(&t, &scale(json!(-1))).unwrap_err().code, 422);
+        assert_eq!(scale_replicas(&t, &scale(json!(1.5))).unwrap_err().code, 400);
     }
 
     #[test]
