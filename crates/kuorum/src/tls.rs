@@ -211,6 +211,8 @@ impl RestListener {
                 let tx = tx.clone();
                 match &acceptor {
                     None => {
+                        // No handshake: nothing to wait for, nothing to evict.
+                        admission.handshake_done();
                         let conn = RestStream { io: RestIo::Plain(sock), user: None, _admission: admission };
                         if tx.send((conn, addr)).await.is_err() {
                             return;
@@ -230,6 +232,8 @@ impl RestListener {
                                 }
                             };
                             match done {
+                                // Asked to leave as the handshake finished: the place is gone.
+                                Ok(Ok(_)) if !admission.handshake_done() => {}
                                 Ok(Ok(tls)) => {
                                     let user =
                                         tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(user_of);

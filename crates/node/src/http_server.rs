@@ -263,6 +263,17 @@ impl Admission {
         self.evict.notify.notified().await;
     }
 
+    /// Ends the connection's handshake: it can no longer be asked to leave. False when it
+    /// was asked already (its place went to a newer connection): it should close.
+    pub fn handshake_done(&self) -> bool {
+        let mut c = self.limiter.counts.lock().unwrap();
+        if self.evict.asked.load(Ordering::Relaxed) {
+            return false;
+        }
+        forget_settled(&mut c.pending, self.id);
+        true
+    }
+
     /// Places the connection once it is known whether it presented a verified client
     /// certificate: `None` when it may not stay (the anonymous share and the health slots
     /// are full).
@@ -592,6 +603,8 @@ mod tests {
         let mut next = l.admit(ip).expect("the next oldest handshake makes room");
         assert!(asked(&young).await);
         drop(young);
+        assert!(newest.handshake_done() && next.handshake_done(), "neither was asked");
+        assert!(l.admit(ip).is_none(), "handshakes done, even unsettled: nothing to evict, the total holds");
         newest.settle(true);
         next.settle(true);
         assert!(l.admit(ip).is_none(), "nothing left in a handshake: the total holds");
