@@ -235,6 +235,7 @@ impl RestListener {
                                 // Asked to leave as the handshake finished: the place is gone.
                                 Ok(Ok(_)) if !admission.handshake_done() => {}
                                 Ok(Ok(tls)) => {
+                                    tracing::debug!(%addr, "TLS handshake done");
                                     let user =
                                         tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(user_of);
                                     let conn =

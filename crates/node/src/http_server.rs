@@ -367,6 +367,7 @@ where
             tracing::debug!(%addr, "connection refused: the anonymous share is full");
             continue;
         };
+        tracing::debug!(%addr, ?access, "connection served");
         let conn = Connection { app: app.clone(), limits: limits.clone(), cert: ClientCert(user), access };
         tokio::spawn(conn.serve(builder.clone(), io, admission));
     }
