@@ -13,6 +13,7 @@
 //! - [`validation`]: name rules with kube-apiserver's exact error text.
 //! - [`selector`]: label and field selectors.
 //! - [`seams`]: the seams through which a node gets time and randomness.
+//! - [`time`]: timestamps as text: `metav1.Time` written, `Time`/`MicroTime` read as Go reads them.
 //! - [`mutation`]: deliberate bugs, compiled in only for the simulator's checker tests.
 
 pub mod bootstrap_policy;
@@ -24,6 +25,7 @@ pub mod registry;
 pub mod seams;
 pub mod selector;
 pub mod status;
+pub mod time;
 pub mod validation;
 
 pub use registry::{GroupKind, GroupResource, ResourceDef, Scope};

@@ -11,25 +11,8 @@ pub trait Clock: Send + Sync + 'static {
 
     /// The time as RFC 3339 with second precision in UTC, e.g. `2026-11-21T23:45:28Z`.
     fn now_rfc3339(&self) -> String {
-        rfc3339(self.now_unix_seconds())
+        crate::time::format(self.now_unix_seconds())
     }
-}
-
-/// Formats Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (the civil-from-days algorithm).
-pub fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if mo <= 2 { 1 } else { 0 };
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
 }
 
 /// The system clock.
@@ -116,13 +99,6 @@ pub fn name_suffix(e: &dyn Entropy) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_matches_known_instants() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_795_304_728), "2026-11-21T23:45:28Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-    }
 
     #[test]
     fn uids_and_suffixes_are_deterministic_per_seed() {

@@ -645,7 +645,7 @@ impl Managed {
                 // have one manager).
                 let secs = match self.fields.len() {
                     1 => 0,
-                    _ => self.times.get(id).and_then(|t| unix_seconds(t)).unwrap_or(0),
+                    _ => self.times.get(id).and_then(|t| kuorum_api::time::unix_seconds(t)).unwrap_or(0),
                 };
                 (op, secs, id, vs)
             })
@@ -688,7 +688,8 @@ impl Managed {
         if updaters.len() <= max {
             return;
         }
-        let secs = |m: &Managed, id: &ManagerId| m.times.get(id).and_then(|t| unix_seconds(t)).unwrap_or(0);
+        let secs =
+            |m: &Managed, id: &ManagerId| m.times.get(id).and_then(|t| kuorum_api::time::unix_seconds(t)).unwrap_or(0);
         updaters.sort_by(|a, b| secs(self, a).cmp(&secs(self, b)).then_with(|| a.identifier().cmp(&b.identifier())));
         let mut first_of_version: BTreeMap<String, ManagerId> = BTreeMap::new();
         let mut length = updaters.len();
@@ -911,66 +912,9 @@ fn conflicts_list(conflicts: BTreeMap<ManagerId, (Set, String)>) -> Vec<Conflict
         .collect()
 }
 
-/// Seconds since the epoch of an RFC 3339 time (`2026-11-22T05:40:00Z`, fractions and offsets
-/// allowed), for sorting entries as kube does (`Time.Unix()`).
-fn unix_seconds(t: &str) -> Option<i64> {
-    let b = t.as_bytes();
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || !matches!(b[10], b'T' | b't' | b' ')
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let s = t.get(r)?;
-        s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok())?
-    };
-    let (y, mo, d, h, mi, s) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut rest = &t[19..];
-    if let Some(frac) = rest.strip_prefix('.') {
-        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
-        rest = &frac[digits..];
-    }
-    let offset = match rest.as_bytes() {
-        [b'Z' | b'z'] => 0,
-        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
-            let oh: i64 = rest.get(1..3)?.parse().ok()?;
-            let om: i64 = rest.get(4..6)?.parse().ok()?;
-            let o = oh * 3600 + om * 60;
-            if *sign == b'-' {
-                -o
-            } else {
-                o
-            }
-        }
-        _ => return None,
-    };
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + h * 3600 + mi * 60 + s - offset)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_seconds() {
-        assert_eq!(unix_seconds("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(unix_seconds("2026-11-22T05:40:00Z"), Some(1_795_326_000));
-        assert_eq!(unix_seconds("2026-11-22T06:40:00.5+01:00"), Some(1_795_326_000));
-        assert_eq!(unix_seconds("2000-02-29T00:00:00Z"), Some(951_782_400));
-        assert_eq!(unix_seconds("yesterday"), None);
-    }
 
     #[test]
     fn reset_lists() {

@@ -1,5 +1,6 @@
 //! Go's JSON forms of `metav1.Time` (RFC 3339, seconds), `metav1.MicroTime` (RFC 3339 with
-//! six fractional digits) and `metav1.Duration` (`time.Duration.String()`), and their parsing.
+//! six fractional digits) and `metav1.Duration` (`time.Duration.String()`), and reading
+//! durations back (times are read back by `kuorum_api::time`).
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
@@ -12,12 +13,6 @@ pub fn format_time(seconds: i64) -> Option<String> {
 pub fn format_micro_time(seconds: i64, nanos: u32) -> Option<String> {
     let nanos = nanos.min(999_999_999);
     Some(DateTime::<Utc>::from_timestamp(seconds, nanos)?.to_rfc3339_opts(SecondsFormat::Micros, true))
-}
-
-/// (Unix seconds, nanoseconds) of an RFC 3339 time with any offset and fraction.
-pub fn parse_rfc3339(s: &str) -> Option<(i64, u32)> {
-    let t = DateTime::parse_from_rfc3339(s).ok()?;
-    Some((t.timestamp(), t.timestamp_subsec_nanos()))
 }
 
 /// Go's `time.Duration.String()` of a count of nanoseconds: `1h2m3.5s`, `1.5ms`, `0s`.
@@ -135,9 +130,6 @@ mod tests {
         assert_eq!(format_time(1_795_326_000).unwrap(), "2026-11-22T05:40:00Z");
         assert_eq!(format_micro_time(1_795_326_000, 123_456_789).unwrap(), "2026-11-22T05:40:00.123456Z");
         assert_eq!(format_micro_time(1_795_326_000, 0).unwrap(), "2026-11-22T05:40:00.000000Z");
-        assert_eq!(parse_rfc3339("2026-11-22T05:40:00Z"), Some((1_795_326_000, 0)));
-        assert_eq!(parse_rfc3339("2026-11-22T07:40:00.5+02:00"), Some((1_795_326_000, 500_000_000)));
-        assert_eq!(parse_rfc3339("yesterday"), None);
         assert_eq!(format_time(i64::MAX), None);
     }
 

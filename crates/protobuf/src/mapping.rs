@@ -452,8 +452,8 @@ fn special_from_json(special: Special, desc: &MessageDescriptor, json: &Value) -
     match special {
         Special::Time | Special::MicroTime => {
             let s = json.as_str().ok_or_else(|| mismatch("an RFC 3339 time string"))?;
-            let (seconds, nanos) =
-                gotime::parse_rfc3339(s).ok_or_else(|| MapError::new(format!("{s:?} is not an RFC 3339 time")))?;
+            let kuorum_api::time::Instant { secs: seconds, nanos } =
+                kuorum_api::time::parse(s, false).map_err(MapError::new)?;
             set(&mut msg, "seconds", PValue::I64(seconds))?;
             if nanos != 0 {
                 let nanos = i32::try_from(nanos).map_err(|_| MapError::new("nanos out of range"))?;

@@ -167,7 +167,7 @@ fn encode_errors() {
     );
     assert_eq!(
         bad(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"creationTimestamp": "yesterday"}})),
-        "metadata.creationTimestamp: \"yesterday\" is not an RFC 3339 time"
+        "metadata.creationTimestamp: parsing time \"yesterday\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"yesterday\" as \"2006\""
     );
     assert_eq!(
         bad(json!({"apiVersion": "v1", "kind": "Service", "spec": {"ports": [{"port": 80, "targetPort": true}]}})),

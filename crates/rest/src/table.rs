@@ -19,6 +19,7 @@
 
 use std::collections::BTreeSet;
 
+use kuorum_api::time::unix_seconds;
 use kuorum_api::{ApiError, Reason, ResourceDef};
 use serde_json::{json, Map, Value};
 
@@ -414,8 +415,8 @@ pub(crate) fn row(def: &ResourceDef, obj: &Value, now: i64) -> Row {
         Printer::Deployment => plain(deployment_cells(obj, now)),
         Printer::Event => plain(event_cells(obj, now)),
         Printer::Default => {
-            let created = parse_time(str_at(obj, "/metadata/creationTimestamp")).unwrap_or(ZERO_TIME);
-            plain(vec![name(obj).into(), kuorum_api::seams::rfc3339(created).into()])
+            let created = unix_seconds(str_at(obj, "/metadata/creationTimestamp")).unwrap_or(ZERO_TIME);
+            plain(vec![name(obj).into(), kuorum_api::time::format(created).into()])
         }
     }
 }
@@ -539,7 +540,7 @@ fn pod_row(pod: &Value, now: i64) -> Row {
         let finished = c
             .pointer("/lastState/terminated")
             .filter(|t| t.is_object())
-            .and_then(|t| parse_time(str_at(t, "/finishedAt")));
+            .and_then(|t| unix_seconds(str_at(t, "/finishedAt")));
         match (cur, finished) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
@@ -881,7 +882,7 @@ fn cell(column_type: &str, v: Option<&Value>, now: i64) -> Value {
         }
         ("number", Value::Number(n)) => n.as_f64().map_or(Value::Null, Value::from),
         ("boolean", Value::Bool(_)) => v.clone(),
-        ("date", Value::String(ts)) => match parse_time(ts) {
+        ("date", Value::String(ts)) => match unix_seconds(ts) {
             Some(t) => Value::from(human_duration(now - t)),
             None => Value::from("<invalid>"),
         },
@@ -894,7 +895,7 @@ fn cell(column_type: &str, v: Option<&Value>, now: i64) -> Value {
 /// How long ago `timestamp` (RFC 3339) was at `now`, as [`human_duration`]; `<unknown>`
 /// for a missing (zero) time.
 fn since(timestamp: &str, now: i64) -> String {
-    match parse_time(timestamp) {
+    match unix_seconds(timestamp) {
         Some(t) => human_duration(now - t),
         None => "<unknown>".into(),
     }
@@ -941,60 +942,6 @@ pub(crate) fn human_duration(secs: i64) -> String {
         return if dy == 0 { format!("{}y", hours / 24 / 365) } else { format!("{}y{dy}d", hours / 24 / 365) };
     }
     format!("{}y", hours / 24 / 365)
-}
-
-/// Unix seconds of an RFC 3339 time (`2026-11-21T23:45:28Z`, with optional fraction and
-/// numeric offset); None for empty or malformed.
-pub(crate) fn parse_time(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let d = s.get(r)?;
-        d.bytes().all(|c| c.is_ascii_digit()).then(|| d.parse().ok())?
-    };
-    let (y, mo, d, h, mi, sec) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut rest = &s[19..];
-    if let Some(frac) = rest.strip_prefix('.') {
-        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        rest = &frac[digits..];
-    }
-    let offset = match rest {
-        "Z" | "z" => 0,
-        _ => {
-            let sign = match rest.as_bytes().first() {
-                Some(b'+') => 1,
-                Some(b'-') => -1,
-                _ => return None,
-            };
-            let o = &rest.as_bytes()[1..];
-            if o.len() != 5 || o[2] != b':' {
-                return None;
-            }
-            let oh = num_str(&rest[1..3])?;
-            let om = num_str(&rest[4..6])?;
-            sign * (oh * 3600 + om * 60)
-        }
-    };
-    // days_from_civil (Howard Hinnant).
-    let (yy, mm) = if mo <= 2 { (y - 1, mo + 9) } else { (y, mo - 3) };
-    let era = yy.div_euclid(400);
-    let yoe = yy - era * 400;
-    let doy = (153 * mm + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + h * 3600 + mi * 60 + sec - offset)
-}
-
-fn num_str(s: &str) -> Option<i64> {
-    s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok())?
 }
 
 // ---- Table options ---------------------------------------------------------------------
@@ -1226,7 +1173,7 @@ mod tests {
     }
 
     fn ago(secs: i64) -> String {
-        kuorum_api::seams::rfc3339(NOW - secs)
+        kuorum_api::time::format(NOW - secs)
     }
 
     #[test]
@@ -1262,20 +1209,9 @@ mod tests {
     }
 
     #[test]
-    fn rfc3339_times_parse() {
-        assert_eq!(parse_time("2026-11-21T23:45:28Z"), Some(NOW));
-        assert_eq!(parse_time("2026-11-21T23:45:28.123456Z"), Some(NOW));
-        assert_eq!(parse_time("2026-11-22T00:45:28+01:00"), Some(NOW));
-        assert_eq!(parse_time("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(parse_time("0001-01-01T00:00:00Z"), Some(ZERO_TIME));
-        for bad in
-            ["", "yesterday", "2026-11-21", "2026-13-01T00:00:00Z", "2026-11-21T23:45:28", "2026-11-21T23:45:28.Z"]
-        {
-            assert_eq!(parse_time(bad), None, "{bad}");
-        }
-        for secs in [0, 1, 59, 86_399, 951_782_400, NOW, 4_102_444_800] {
-            assert_eq!(parse_time(&kuorum_api::seams::rfc3339(secs)), Some(secs));
-        }
+    fn ages_read_times_as_go_does() {
+        // The zero time kube writes for "never" reads as such (kuorum_api::time has the rest).
+        assert_eq!(unix_seconds("0001-01-01T00:00:00Z"), Some(ZERO_TIME));
         assert_eq!(since("", NOW), "<unknown>");
         assert_eq!(since(&ago(3 * 60 + 2), NOW), "3m2s");
     }
