@@ -7,6 +7,9 @@ use kuorum_rest::query::Query;
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 
+/// The fields a pod can be selected by.
+const POD_FIELDS: &[&str] = &["spec.nodeName", "status.phase", "spec.hostNetwork"];
+
 fuzz_target!(|data: &[u8]| {
     let Ok(raw) = std::str::from_utf8(data) else { return };
     let _ = kuorum_rest::parse::query(raw);
@@ -18,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
         let labels = json!({"app": "web", "n": "5"});
         let _ = sel.matches(labels.as_object());
     }
-    if let Ok(sel) = FieldSelector::parse(q.get("fieldSelector").unwrap_or(""), "Pod") {
+    if let Ok(sel) = FieldSelector::parse(q.get("fieldSelector").unwrap_or(""), POD_FIELDS) {
         let _ = sel.matches(&json!({"metadata": {"name": "p"}, "status": {"phase": "Running"}}));
     }
 });

@@ -11,6 +11,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = sel.matches(labels.as_object());
     }
     for kind in ["Pod", "Secret", "ConfigMap"] {
-        let _ = FieldSelector::parse(s, kind);
+        let fields = kuorum_api::kinds::builtin("", kind).map_or(&[][..], |k| k.selectable_fields());
+        let _ = FieldSelector::parse(s, fields);
     }
 });

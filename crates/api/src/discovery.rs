@@ -328,7 +328,7 @@ mod tests {
             subresources: registry::custom_subresources(true, true),
             short_names: &[],
             categories: &[],
-            ..registry::RESOURCES[0]
+            ..*registry::resources()[0]
         });
         let mut served = registry::builtin();
         served.push(widget);

@@ -3,6 +3,8 @@
 //!
 //! - [`registry`]: the built-in resources (group, version, kind, names, scope, verbs), and
 //!   the interning that gives a custom resource's definition the same `'static` shape.
+//! - [`kinds`]: what is special about each built-in kind, one file per kind, behind one
+//!   [`kinds::Strategy`] (kube-apiserver's per-kind strategies and printers).
 //! - [`crd`]: CustomResourceDefinitions: what a stored one says, its defaults, status and
 //!   validation.
 //! - [`rbac`]: role-based access control: request attributes, rules, subjects, and the
@@ -19,6 +21,7 @@
 pub mod bootstrap_policy;
 pub mod crd;
 pub mod discovery;
+pub mod kinds;
 pub mod mutation;
 pub mod rbac;
 pub mod registry;

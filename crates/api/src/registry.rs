@@ -12,7 +12,7 @@
 //! the number of requests or of CRD updates that change nothing in them.
 //!
 //! The functions over a list of resources ([`groups_of`], [`resources_of`]) build
-//! discovery for any such set: the built-in [`RESOURCES`] followed by a node's custom
+//! discovery for any such set: the built-in [`resources`] followed by a node's custom
 //! resources.
 
 use std::collections::HashSet;
@@ -27,9 +27,6 @@ pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 /// The verbs kube-apiserver lists for a fully featured resource, in its (sorted) order.
 pub const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
-
-/// Namespaces cannot be deleted as a collection.
-const NAMESPACE_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
 
 /// The access reviews: answered at once, never stored.
 const CREATE_ONLY: &[&str] = &["create"];
@@ -64,8 +61,8 @@ pub struct SubresourceDef {
     pub verbs: &'static [&'static str],
 }
 
-const STATUS: SubresourceDef = SubresourceDef { name: "status", response: None, verbs: SUB_VERBS };
-const SCALE: SubresourceDef =
+pub(crate) const STATUS: SubresourceDef = SubresourceDef { name: "status", response: None, verbs: SUB_VERBS };
+pub(crate) const SCALE: SubresourceDef =
     SubresourceDef { name: "scale", response: Some(("autoscaling", "v1", "Scale")), verbs: SUB_VERBS };
 
 /// The subresources a custom resource may have, sorted by name as discovery lists them.
@@ -168,7 +165,7 @@ impl fmt::Display for GroupKind<'_> {
 }
 
 #[allow(clippy::too_many_arguments)]
-const fn core(
+pub(crate) const fn core(
     kind: &'static str,
     plural: &'static str,
     singular: &'static str,
@@ -196,7 +193,7 @@ const fn core(
 
 /// A resource of a named group served with every verb, without subresources.
 #[allow(clippy::too_many_arguments)]
-const fn grouped(
+pub(crate) const fn grouped(
     group: &'static str,
     kind: &'static str,
     plural: &'static str,
@@ -209,111 +206,39 @@ const fn grouped(
 
 /// An access review of the authentication or authorization group: created, answered,
 /// not stored.
-const fn review(group: &'static str, kind: &'static str, plural: &'static str, singular: &'static str) -> ResourceDef {
+pub(crate) const fn review(
+    group: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+) -> ResourceDef {
     ResourceDef { verbs: CREATE_ONLY, ..grouped(group, kind, plural, singular, Scope::Cluster, "") }
 }
 
-/// Every resource kuorum serves, grouped by group/version, sorted by plural within one.
-pub static RESOURCES: &[ResourceDef] = &[
-    core("ConfigMap", "configmaps", "configmap", Scope::Namespaced, &["cm"], &[], &[], "ConfigMapList"),
-    core("Event", "events", "event", Scope::Namespaced, &["ev"], &[], &[], "EventList"),
-    ResourceDef {
-        verbs: NAMESPACE_VERBS,
-        ..core("Namespace", "namespaces", "namespace", Scope::Cluster, &["ns"], &[], &[STATUS], "NamespaceList")
-    },
-    core("Node", "nodes", "node", Scope::Cluster, &["no"], &[], &[STATUS], "NodeList"),
-    ResourceDef {
-        tracks_generation: true,
-        ..core("Pod", "pods", "pod", Scope::Namespaced, &["po"], &["all"], &[STATUS], "PodList")
-    },
-    core("Secret", "secrets", "secret", Scope::Namespaced, &[], &[], &[], "SecretList"),
-    core(
-        "ServiceAccount",
-        "serviceaccounts",
-        "serviceaccount",
-        Scope::Namespaced,
-        &["sa"],
-        &[],
-        &[],
-        "ServiceAccountList",
-    ),
-    core("Service", "services", "service", Scope::Namespaced, &["svc"], &["all"], &[STATUS], "ServiceList"),
-    ResourceDef {
-        group: "apps",
-        version: "v1",
-        kind: "Deployment",
-        plural: "deployments",
-        singular: "deployment",
-        scope: Scope::Namespaced,
-        verbs: ALL_VERBS,
-        short_names: &["deploy"],
-        categories: &["all"],
-        subresources: &[SCALE, STATUS],
-        list_kind: "DeploymentList",
-        tracks_generation: true,
-    },
-    review(AUTHENTICATION_GROUP, "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview"),
-    review(AUTHORIZATION_GROUP, "SelfSubjectAccessReview", "selfsubjectaccessreviews", "selfsubjectaccessreview"),
-    review(AUTHORIZATION_GROUP, "SelfSubjectRulesReview", "selfsubjectrulesreviews", "selfsubjectrulesreview"),
-    ResourceDef {
-        group: "coordination.k8s.io",
-        version: "v1",
-        kind: "Lease",
-        plural: "leases",
-        singular: "lease",
-        scope: Scope::Namespaced,
-        verbs: ALL_VERBS,
-        short_names: &[],
-        categories: &[],
-        subresources: &[],
-        list_kind: "LeaseList",
-        tracks_generation: false,
-    },
-    grouped(
-        RBAC_GROUP,
-        "ClusterRoleBinding",
-        "clusterrolebindings",
-        "clusterrolebinding",
-        Scope::Cluster,
-        "ClusterRoleBindingList",
-    ),
-    grouped(RBAC_GROUP, "ClusterRole", "clusterroles", "clusterrole", Scope::Cluster, "ClusterRoleList"),
-    grouped(RBAC_GROUP, "RoleBinding", "rolebindings", "rolebinding", Scope::Namespaced, "RoleBindingList"),
-    grouped(RBAC_GROUP, "Role", "roles", "role", Scope::Namespaced, "RoleList"),
-    ResourceDef {
-        group: crate::crd::GROUP,
-        version: "v1",
-        kind: "CustomResourceDefinition",
-        plural: crate::crd::PLURAL,
-        singular: "customresourcedefinition",
-        scope: Scope::Cluster,
-        verbs: ALL_VERBS,
-        short_names: &["crd", "crds"],
-        categories: &["api-extensions"],
-        subresources: &[STATUS],
-        list_kind: "CustomResourceDefinitionList",
-        tracks_generation: true,
-    },
-];
+/// Every built-in resource, in discovery order: each kind's entry, from [`crate::kinds::ALL`].
+pub fn resources() -> &'static [&'static ResourceDef] {
+    static ALL: OnceLock<Vec<&'static ResourceDef>> = OnceLock::new();
+    ALL.get_or_init(|| crate::kinds::ALL.iter().map(|s| s.def()).collect())
+}
 
 /// The resource served at `(group, version, plural)`, if kuorum serves it.
 pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static ResourceDef> {
-    RESOURCES.iter().find(|r| r.group == group && r.version == version && r.plural == plural)
+    resources().iter().copied().find(|r| r.group == group && r.version == version && r.plural == plural)
 }
 
 /// The resource of objects with this `apiVersion` and `kind`.
 pub fn lookup_kind(api_version: &str, kind: &str) -> Option<&'static ResourceDef> {
-    RESOURCES.iter().find(|r| r.kind == kind && r.api_version() == api_version)
+    resources().iter().copied().find(|r| r.kind == kind && r.api_version() == api_version)
 }
 
 /// Every resource of one group/version, in registry order.
 pub fn resources_in<'a>(group: &'a str, version: &'a str) -> impl Iterator<Item = &'static ResourceDef> + 'a {
-    RESOURCES.iter().filter(move |r| r.group == group && r.version == version)
+    resources().iter().copied().filter(move |r| r.group == group && r.version == version)
 }
 
 /// Every built-in resource, as the list the functions over resource sets take.
 pub fn builtin() -> Vec<&'static ResourceDef> {
-    RESOURCES.iter().collect()
+    resources().to_vec()
 }
 
 /// The named API groups (not the core group) of the built-in resources, each with its
@@ -324,7 +249,7 @@ pub fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
 
 /// Whether kuorum serves this group/version built in (`""`/`v1` is the core group).
 pub fn serves_group_version(group: &str, version: &str) -> bool {
-    RESOURCES.iter().any(|r| r.group == group && r.version == version)
+    resources().iter().copied().any(|r| r.group == group && r.version == version)
 }
 
 /// The named API groups (not the core group) among `resources`, in order of first
@@ -448,7 +373,7 @@ mod tests {
 
     #[test]
     fn short_names_and_categories_match_upstream() {
-        let short = |p: &str| RESOURCES.iter().find(|r| r.plural == p).unwrap().short_names;
+        let short = |p: &str| resources().iter().find(|r| r.plural == p).unwrap().short_names;
         assert_eq!(short("namespaces"), ["ns"]);
         assert_eq!(short("nodes"), ["no"]);
         assert_eq!(short("services"), ["svc"]);
@@ -456,7 +381,8 @@ mod tests {
         assert_eq!(short("pods"), ["po"]);
         assert_eq!(short("events"), ["ev"]);
         assert_eq!(short("deployments"), ["deploy"]);
-        let all: Vec<_> = RESOURCES.iter().filter(|r| r.categories.contains(&"all")).map(|r| r.plural).collect();
+        let all: Vec<_> =
+            resources().iter().copied().filter(|r| r.categories.contains(&"all")).map(|r| r.plural).collect();
         assert_eq!(all, ["pods", "services", "deployments"]);
     }
 
@@ -497,7 +423,7 @@ mod tests {
         assert!(std::ptr::eq(a, b));
         let names = vec!["w".to_string(), "wd".to_string()];
         assert!(std::ptr::eq(intern_all(&names), intern_all(&names.clone())));
-        let def = ResourceDef { group: intern("example.com"), kind: intern("Widget"), ..RESOURCES[0] };
+        let def = ResourceDef { group: intern("example.com"), kind: intern("Widget"), ..*resources()[0] };
         let (x, y) = (intern_def(def), intern_def(def));
         assert!(std::ptr::eq(x, y));
         assert!(!std::ptr::eq(intern_def(ResourceDef { version: "v2", ..def }), x));

@@ -181,39 +181,6 @@ pub struct FieldRequirement {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FieldSelector(pub Vec<FieldRequirement>);
 
-/// The fields besides `metadata.name`/`metadata.namespace` a kind can be selected by.
-pub fn selectable_fields(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "Pod" => &[
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "spec.hostNetwork",
-            "status.phase",
-            "status.podIP",
-            "status.nominatedNodeName",
-        ],
-        "Event" => &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-        ],
-        "Secret" => &["type"],
-        "Namespace" => &["status.phase"],
-        "Node" => &["spec.unschedulable"],
-        _ => &[],
-    }
-}
-
 /// `s` split at each `sep` not escaped by a backslash (kube's `splitTerms`).
 fn split_unescaped(s: &str, sep: u8) -> Vec<&str> {
     let (mut out, mut start, mut escaped) = (Vec::new(), 0, false);
@@ -278,9 +245,10 @@ fn unescape_value(v: &str) -> Result<String, String> {
 }
 
 impl FieldSelector {
-    /// Parses `s` for objects of `kind`; an unsupported field is an error
-    /// (`field label not supported: spec.foo`).
-    pub fn parse(s: &str, kind: &str) -> Result<FieldSelector, String> {
+    /// Parses `s` for objects that can be selected by `fields` besides `metadata.name` and
+    /// `metadata.namespace` (their kind's [`crate::kinds::Strategy::selectable_fields`]);
+    /// any other field is an error (`field label not supported: spec.foo`).
+    pub fn parse(s: &str, fields: &[&str]) -> Result<FieldSelector, String> {
         let mut reqs = Vec::new();
         if s.trim().is_empty() {
             return Ok(FieldSelector(reqs));
@@ -293,7 +261,7 @@ impl FieldSelector {
             let equals = op != "!=";
             let value = unescape_value(value.trim())?;
             let field = field.trim();
-            if !matches!(field, "metadata.name" | "metadata.namespace") && !selectable_fields(kind).contains(&field) {
+            if !matches!(field, "metadata.name" | "metadata.namespace") && !fields.contains(&field) {
                 return Err(format!("field label not supported: {field}"));
             }
             reqs.push(FieldRequirement { field: field.into(), value, equals });
@@ -362,6 +330,7 @@ mod tests {
 
     #[test]
     fn field_selectors() {
+        const POD: &[&str] = &["spec.nodeName", "status.phase", "spec.hostNetwork", "spec.schedulerName"];
         let pod = json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n1", "hostNetwork": true},
                          "status": {"phase": "Running"}});
         for s in [
@@ -373,14 +342,14 @@ mod tests {
             "spec.hostNetwork=true",
             "spec.schedulerName=",
         ] {
-            assert!(FieldSelector::parse(s, "Pod").unwrap().matches(&pod), "{s}");
+            assert!(FieldSelector::parse(s, POD).unwrap().matches(&pod), "{s}");
         }
-        assert!(!FieldSelector::parse("metadata.name=q", "Pod").unwrap().matches(&pod));
+        assert!(!FieldSelector::parse("metadata.name=q", POD).unwrap().matches(&pod));
         assert_eq!(
-            FieldSelector::parse("spec.nodeName=n1", "ConfigMap").unwrap_err(),
+            FieldSelector::parse("spec.nodeName=n1", &[]).unwrap_err(),
             "field label not supported: spec.nodeName"
         );
-        assert!(FieldSelector::parse("metadata.name", "ConfigMap").is_err());
+        assert!(FieldSelector::parse("metadata.name", &[]).is_err());
     }
 
     /// kube-apiserver's escapes: `\\`, `\,` and `\=` stand for themselves in a value; any
@@ -388,16 +357,16 @@ mod tests {
     #[test]
     fn field_selector_values_unescape_as_kube_apiserver_does() {
         let odd = json!({"metadata": {"name": "a,b=c\\d"}});
-        let sel = FieldSelector::parse(r"metadata.name=a\,b\=c\\d", "ConfigMap").unwrap();
+        let sel = FieldSelector::parse(r"metadata.name=a\,b\=c\\d", &[]).unwrap();
         assert!(sel.matches(&odd));
-        let two = FieldSelector::parse(r"metadata.name!=a\,b,metadata.namespace=x", "ConfigMap").unwrap();
+        let two = FieldSelector::parse(r"metadata.name!=a\,b,metadata.namespace=x", &[]).unwrap();
         assert_eq!(two.0.len(), 2);
         assert_eq!(two.0[0].value, "a,b");
         for bad in [r"metadata.name=\x\x", r"metadata.name=a\", r"metadata.name=a=b", r"metadata.name=\n"] {
-            let e = FieldSelector::parse(bad, "ConfigMap").unwrap_err();
+            let e = FieldSelector::parse(bad, &[]).unwrap_err();
             assert!(e.starts_with("invalid field selector: "), "{bad}: {e}");
         }
         // An escaped operator is part of the field, not an operator.
-        assert!(FieldSelector::parse(r"metadata\=name", "ConfigMap").is_err());
+        assert!(FieldSelector::parse(r"metadata\=name", &[]).is_err());
     }
 }

@@ -128,16 +128,6 @@ pub enum NameRule {
 }
 
 impl NameRule {
-    /// The rule kube-apiserver applies to names of `kind`.
-    pub fn for_kind(kind: &str) -> NameRule {
-        match kind {
-            "Namespace" => NameRule::Dns1123Label,
-            "Service" => NameRule::Dns1035Label,
-            "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding" => NameRule::PathSegment,
-            _ => NameRule::Dns1123Subdomain,
-        }
-    }
-
     /// The error messages for `name`; with `prefix`, `name` is a `generateName` prefix,
     /// which may end in `-`.
     pub fn check(self, name: &str, prefix: bool) -> Vec<String> {
@@ -625,80 +615,8 @@ fn validate_owner_references(owners: &[serde_json::Value]) -> Vec<FieldError> {
 
 // ---- Numeric ranges --------------------------------------------------------------------
 
-const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
-const NON_NEGATIVE: &str = "must be greater than or equal to 0";
-
-/// The errors of the numeric fields of `obj` (a `kind` of the core or apps group) that
-/// decode but that kube-apiserver's validation of that kind refuses: a negative
-/// Deployment `replicas`, `minReadySeconds` or `revisionHistoryLimit`; a container's
-/// `containerPort` or `hostPort` (not 0), a Service's `port`, `targetPort` or `nodePort`
-/// (not 0) outside 1..65535. Only fields present are checked (a missing one is left to the kind's
-/// defaults); linear in the fields it reads.
-pub fn validate_ranges(kind: &str, obj: &serde_json::Map<String, serde_json::Value>) -> Vec<FieldError> {
-    use serde_json::Value;
-    let mut errs = Vec::new();
-    let Some(spec) = obj.get("spec").and_then(Value::as_object) else { return errs };
-    let int = |m: &serde_json::Map<String, Value>, k: &str| m.get(k).and_then(Value::as_i64);
-    match kind {
-        "Deployment" => {
-            for field in ["replicas", "minReadySeconds", "revisionHistoryLimit"] {
-                if let Some(n) = int(spec, field).filter(|n| *n < 0) {
-                    errs.push(FieldError::invalid_value(
-                        &format!("spec.{field}"),
-                        BadValue::Raw(n.to_string()),
-                        NON_NEGATIVE,
-                    ));
-                }
-            }
-            let pod = spec.get("template").and_then(|t| t.get("spec")).and_then(Value::as_object);
-            if let Some(pod) = pod {
-                container_ports(pod, "spec.template.spec", &mut errs);
-            }
-        }
-        "Pod" => container_ports(spec, "spec", &mut errs),
-        "Service" => {
-            for (i, port) in spec.get("ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
-                let Some(port) = port.as_object() else { continue };
-                for field in ["port", "targetPort", "nodePort"] {
-                    let Some(n) = int(port, field) else { continue };
-                    // A nodePort of 0 asks for one to be allocated; a targetPort of 0 defaults
-                    // to the port.
-                    if (field == "port" || n != 0) && !(1..=65535).contains(&n) {
-                        errs.push(FieldError::invalid_value(
-                            &format!("spec.ports[{i}].{field}"),
-                            BadValue::Raw(n.to_string()),
-                            PORT_RANGE,
-                        ));
-                    }
-                }
-            }
-        }
-        _ => {}
-    }
-    errs
-}
-
-/// The port errors of a pod spec's containers (at `path`): `containerPort`, and
-/// `hostPort` when not 0.
-fn container_ports(pod: &serde_json::Map<String, serde_json::Value>, path: &str, errs: &mut Vec<FieldError>) {
-    use serde_json::Value;
-    for list in ["initContainers", "containers"] {
-        for (i, c) in pod.get(list).and_then(Value::as_array).into_iter().flatten().enumerate() {
-            for (j, port) in c.get("ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
-                for field in ["containerPort", "hostPort"] {
-                    let Some(n) = port.get(field).and_then(Value::as_i64) else { continue };
-                    if (field != "hostPort" || n != 0) && !(1..=65535).contains(&n) {
-                        errs.push(FieldError::invalid_value(
-                            &format!("{path}.{list}[{i}].ports[{j}].{field}"),
-                            BadValue::Raw(n.to_string()),
-                            PORT_RANGE,
-                        ));
-                    }
-                }
-            }
-        }
-    }
-}
+pub const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
+pub const NON_NEGATIVE: &str = "must be greater than or equal to 0";
 
 #[cfg(test)]
 mod tests {
@@ -737,12 +655,7 @@ mod tests {
     }
 
     #[test]
-    fn rules_per_kind() {
-        assert_eq!(NameRule::for_kind("Namespace"), NameRule::Dns1123Label);
-        assert_eq!(NameRule::for_kind("Service"), NameRule::Dns1035Label);
-        for k in ["ConfigMap", "Secret", "Pod", "Node", "Deployment", "Lease", "Event", "ServiceAccount"] {
-            assert_eq!(NameRule::for_kind(k), NameRule::Dns1123Subdomain);
-        }
+    fn rules_check_names() {
         assert!(NameRule::Dns1123Label.check("a.b", false).len() == 1);
         assert!(NameRule::Dns1123Subdomain.check("a.b", false).is_empty());
     }
@@ -944,46 +857,5 @@ mod tests {
 
         let errs = validate_object_meta(&meta(json!({"generation": -1})));
         assert_eq!(errs[0].to_string(), "metadata.generation: Invalid value: -1: must be greater than or equal to 0");
-    }
-
-    #[test]
-    fn numeric_ranges_of_built_in_kinds() {
-        use serde_json::json;
-        let obj = |v: serde_json::Value| v.as_object().unwrap().clone();
-        let shown = |kind: &str, v| validate_ranges(kind, &obj(v)).iter().map(|e| e.to_string()).collect::<Vec<_>>();
-        assert!(shown(
-            "Deployment",
-            json!({"spec": {"replicas": 0, "template": {"spec": {"containers": [
-            {"name": "c", "ports": [{"containerPort": 1}, {"containerPort": 65535, "hostPort": 0}]}]}}}})
-        )
-        .is_empty());
-        assert_eq!(
-            shown("Deployment", json!({"spec": {"replicas": -1, "revisionHistoryLimit": -2, "template": {"spec": {
-                "initContainers": [{"ports": [{"containerPort": 0}]}],
-                "containers": [{"ports": [{"containerPort": 80, "hostPort": 70000}]}]}}}})),
-            [
-                "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
-                "spec.revisionHistoryLimit: Invalid value: -2: must be greater than or equal to 0",
-                "spec.template.spec.initContainers[0].ports[0].containerPort: Invalid value: 0: must be between 1 and 65535, inclusive",
-                "spec.template.spec.containers[0].ports[0].hostPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
-            ]
-        );
-        assert_eq!(
-            shown("Pod", json!({"spec": {"containers": [{"ports": [{"containerPort": 65536}]}]}})),
-            ["spec.containers[0].ports[0].containerPort: Invalid value: 65536: must be between 1 and 65535, inclusive"]
-        );
-        assert_eq!(
-            shown(
-                "Service",
-                json!({"spec": {"ports": [{"port": 80, "targetPort": "http", "nodePort": 0}, {"port": 81, "targetPort": 0},
-                {"port": 0, "targetPort": 70000, "nodePort": -1}]}})
-            ),
-            [
-                "spec.ports[2].port: Invalid value: 0: must be between 1 and 65535, inclusive",
-                "spec.ports[2].targetPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
-                "spec.ports[2].nodePort: Invalid value: -1: must be between 1 and 65535, inclusive",
-            ]
-        );
-        assert!(shown("ConfigMap", json!({"spec": {"replicas": -1}})).is_empty());
     }
 }

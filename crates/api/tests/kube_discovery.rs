@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use kuorum_api::registry::{group_version, ResourceDef, RESOURCES};
+use kuorum_api::registry::{group_version, resources, ResourceDef};
 use serde_json::Value;
 
 const GOLDEN: &str = include_str!("golden/kube-1.37-ga-discovery.json");
@@ -123,7 +123,7 @@ fn described(def: &ResourceDef) -> Vec<(&'static str, Value)> {
 fn every_served_builtin_is_described_as_kube_apiserver_describes_it() {
     let golden = golden();
     let mut wrong = Vec::new();
-    for def in RESOURCES {
+    for def in resources() {
         let gv = def.api_version();
         let Some(kube) = golden.iter().find(|g| g["groupVersion"] == gv.as_str() && g["resource"] == def.plural) else {
             wrong.push(format!(
@@ -165,7 +165,7 @@ fn every_served_builtin_is_described_as_kube_apiserver_describes_it() {
 
 #[test]
 fn what_kuorum_does_not_serve_yet_is_named() {
-    let served: BTreeSet<String> = RESOURCES
+    let served: BTreeSet<String> = resources()
         .iter()
         .flat_map(|d| {
             let gv = d.api_version();

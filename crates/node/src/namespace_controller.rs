@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kuorum_api::crd::{self, CustomResourceDefinition};
-use kuorum_api::registry::RESOURCES;
+use kuorum_api::registry::resources;
 use kuorum_api::seams::Clock;
 use kuorum_raft::Cluster;
 use kuorum_store::keys::collection_prefix;
@@ -45,7 +45,7 @@ pub async fn run(cluster: Cluster, clock: Arc<dyn Clock>) {
 /// the CustomResourceDefinitions this node has.
 fn namespaced_collections(cluster: &Cluster) -> Result<Vec<(String, String)>, String> {
     let mut out: Vec<(String, String)> =
-        RESOURCES.iter().filter(|d| d.namespaced()).map(|d| (d.group.to_string(), d.plural.to_string())).collect();
+        resources().iter().filter(|d| d.namespaced()).map(|d| (d.group.to_string(), d.plural.to_string())).collect();
     let crds =
         cluster.scan(&collection_prefix(crd::GROUP, crd::PLURAL, None), None, usize::MAX).map_err(|e| e.to_string())?;
     for (_, bytes) in crds {

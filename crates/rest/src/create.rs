@@ -8,17 +8,17 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 use kuorum_api::seams::{name_suffix, new_uid};
-use kuorum_api::validation::{generate_name, validate_name, NameRule};
+use kuorum_api::validation::{generate_name, validate_name};
 use kuorum_api::{ApiError, ResourceDef};
 use kuorum_store::{Command, WriteError};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::defaults;
 use crate::error::{cluster_error, write_error};
 use crate::fields::{self, FieldValidation};
 use crate::negotiate::{self, json_response};
 use crate::object::{self, BodyFormat, Object};
-use crate::route::Ctx;
+use crate::route::{Ctx, Target};
 use crate::strategy;
 use crate::RestState;
 
@@ -63,12 +63,12 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
             (None, None) => String::new(),
         };
         object::meta_mut(&mut obj).insert("name".into(), Value::from(name.as_str()));
-        if def.kind == "Namespace" && def.group.is_empty() {
-            default_namespace(&mut obj);
+        if let Some(s) = ctx.target.strategy() {
+            s.prepare_for_create(&mut obj, &now);
         }
 
         // Validate.
-        let errs = validate_name(NameRule::for_kind(def.kind), Some(&name), prefix.as_deref());
+        let errs = validate_name(ctx.target.name_rule(), Some(&name), prefix.as_deref());
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.group_kind(), &name, &errs));
         }
@@ -96,18 +96,14 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     Err(ApiError::internal("generateName attempts exhausted"))
 }
 
-/// Makes `obj` (named already) a new object of `def` in `namespace`: the namespace
-/// placement, system fields and kind defaults a create gives it. Used by create-on-apply.
-pub(crate) fn prepare_new_object(
-    st: &RestState,
-    obj: &mut Object,
-    def: &ResourceDef,
-    namespace: Option<&str>,
-) -> Result<(), ApiError> {
-    place_in_namespace(obj, def, namespace)?;
-    set_system_fields(st, obj, def);
-    if def.kind == "Namespace" && def.group.is_empty() {
-        default_namespace(obj);
+/// Makes `obj` (named already) a new object of `t` in its namespace: the namespace
+/// placement, system fields and what the kind sets on create. Used by create-on-apply.
+pub(crate) fn prepare_new_object(st: &RestState, obj: &mut Object, t: &Target) -> Result<(), ApiError> {
+    place_in_namespace(obj, t.def, t.namespace.as_deref())?;
+    set_system_fields(st, obj, t.def);
+    if let Some(s) = t.strategy() {
+        let now = object::meta_str(obj, "creationTimestamp").unwrap_or("").to_string();
+        s.prepare_for_create(obj, &now);
     }
     Ok(())
 }
@@ -146,35 +142,4 @@ fn set_system_fields(st: &RestState, obj: &mut Object, def: &ResourceDef) {
     } else {
         meta.remove("generation");
     }
-}
-
-/// A new Namespace is Active, carries the `kubernetes` finalizer and the
-/// `kubernetes.io/metadata.name` label.
-fn default_namespace(obj: &mut Object) {
-    if let Some(name) = object::meta_str(obj, "name").map(str::to_string) {
-        let meta = object::meta_mut(obj);
-        let labels = meta.entry("labels").or_insert_with(|| json!({}));
-        if !labels.is_object() {
-            *labels = json!({});
-        }
-        if let Value::Object(l) = labels {
-            l.insert("kubernetes.io/metadata.name".into(), Value::from(name));
-        }
-    }
-    let spec = obj.entry("spec").or_insert_with(|| json!({}));
-    if !spec.is_object() {
-        *spec = json!({});
-    }
-    if let Value::Object(spec) = spec {
-        let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
-        if !finalizers.is_array() {
-            *finalizers = json!([]);
-        }
-        if let Value::Array(f) = finalizers {
-            if !f.iter().any(|v| v == "kubernetes") {
-                f.push(Value::from("kubernetes"));
-            }
-        }
-    }
-    obj.insert("status".into(), json!({"phase": "Active"}));
 }

@@ -1,8 +1,6 @@
-//! Owns the defaults kube-apiserver fills in on create and update of built-in kinds
-//! (its `SetDefaults_*` functions), for the fields clients read back and kubectl
-//! prints: a Secret's type, a Service's type, ports and session affinity, a pod
-//! template's policies, a container's pull policy and termination message settings, a
-//! Deployment's strategy and limits.
+//! Owns when defaults are filled in: on every create, update and patch, a built-in
+//! kind's (its strategy's [`kuorum_api::kinds::Strategy::defaults`], kube-apiserver's
+//! `SetDefaults_*`), a custom resource's (the `default`s of its version's schema).
 //!
 //! ```text
 //! {"kind": "Secret", "data": {...}}                  -> + "type": "Opaque"
@@ -11,131 +9,24 @@
 //! ```
 //!
 //! A default is only ever added where the field is absent; nothing a client set changes.
-//! A CustomResourceDefinition gets kube-apiserver's defaults for its names and conversion,
-//! and a custom resource the `default`s of its version's schema.
 
 use kuorum_api::ResourceDef;
-use serde_json::{json, Map, Value};
 
 use crate::object::Object;
 use crate::route::Target;
-use crate::strategy;
 
 /// Fills in the defaults of an object written through `t`.
 pub(crate) fn apply(t: &Target, obj: &mut Object) {
     match &t.custom {
         Some(c) => crate::custom::apply_defaults(c, obj),
-        None if strategy::is_crd(t) => kuorum_api::crd::set_defaults(obj),
         None => builtin(t.def, obj),
     }
 }
 
 /// Fills in `obj`'s defaults for its built-in kind.
 pub(crate) fn builtin(def: &ResourceDef, obj: &mut Object) {
-    match (def.group, def.kind) {
-        ("", "Secret") => {
-            set(obj, "type", json!("Opaque"));
-        }
-        ("", "Service") => {
-            if let Some(spec) = child(obj, "spec") {
-                service_spec(spec);
-            }
-        }
-        ("", "Pod") => {
-            if let Some(spec) = child(obj, "spec") {
-                pod_spec(spec);
-            }
-        }
-        ("apps", "Deployment") => {
-            if let Some(spec) = child(obj, "spec") {
-                deployment_spec(spec);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Sets `key` to `value` when absent (or null).
-fn set(m: &mut Map<String, Value>, key: &str, value: Value) {
-    if m.get(key).is_none_or(Value::is_null) {
-        m.insert(key.into(), value);
-    }
-}
-
-/// The object at `key`, if it is one.
-fn child<'a>(m: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
-    m.get_mut(key).and_then(Value::as_object_mut)
-}
-
-fn each<'a>(m: &'a mut Map<String, Value>, key: &str) -> impl Iterator<Item = &'a mut Map<String, Value>> {
-    m.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten().filter_map(Value::as_object_mut)
-}
-
-fn service_spec(spec: &mut Map<String, Value>) {
-    set(spec, "type", json!("ClusterIP"));
-    set(spec, "sessionAffinity", json!("None"));
-    for port in each(spec, "ports") {
-        set(port, "protocol", json!("TCP"));
-        if let Some(p) = port.get("port").cloned() {
-            set(port, "targetPort", p);
-        }
-    }
-}
-
-fn deployment_spec(spec: &mut Map<String, Value>) {
-    set(spec, "replicas", json!(1));
-    set(spec, "revisionHistoryLimit", json!(10));
-    set(spec, "progressDeadlineSeconds", json!(600));
-    set(spec, "strategy", json!({}));
-    if let Some(strategy) = child(spec, "strategy") {
-        set(strategy, "type", json!("RollingUpdate"));
-        if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
-            set(strategy, "rollingUpdate", json!({}));
-            if let Some(ru) = child(strategy, "rollingUpdate") {
-                set(ru, "maxUnavailable", json!("25%"));
-                set(ru, "maxSurge", json!("25%"));
-            }
-        }
-    }
-    if let Some(pod) = child(spec, "template").and_then(|t| child(t, "spec")) {
-        pod_spec(pod);
-    }
-}
-
-fn pod_spec(spec: &mut Map<String, Value>) {
-    set(spec, "restartPolicy", json!("Always"));
-    set(spec, "terminationGracePeriodSeconds", json!(30));
-    set(spec, "dnsPolicy", json!("ClusterFirst"));
-    set(spec, "securityContext", json!({}));
-    set(spec, "schedulerName", json!("default-scheduler"));
-    for list in ["initContainers", "containers"] {
-        for c in each(spec, list) {
-            container(c);
-        }
-    }
-}
-
-fn container(c: &mut Map<String, Value>) {
-    set(c, "terminationMessagePath", json!("/dev/termination-log"));
-    set(c, "terminationMessagePolicy", json!("File"));
-    let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-    set(c, "imagePullPolicy", json!(pull_policy(image)));
-    set(c, "resources", json!({}));
-    for port in each(c, "ports") {
-        set(port, "protocol", json!("TCP"));
-    }
-}
-
-/// `Always` for `:latest` or an untagged image, else `IfNotPresent` (digests count as
-/// tags).
-fn pull_policy(image: &str) -> &'static str {
-    let name = image.rsplit('/').next().unwrap_or(image);
-    if image.contains('@') {
-        return "IfNotPresent";
-    }
-    match name.rsplit_once(':') {
-        Some((_, "latest")) | None => "Always",
-        Some(_) => "IfNotPresent",
+    if let Some(s) = kuorum_api::kinds::of(def) {
+        s.defaults(obj);
     }
 }
 
@@ -143,6 +34,7 @@ fn pull_policy(image: &str) -> &'static str {
 mod tests {
     use super::*;
     use kuorum_api::registry;
+    use serde_json::{json, Value};
 
     fn run(plural: &str, group: &str, v: Value) -> Value {
         let def = registry::lookup(group, "v1", plural).unwrap();
@@ -180,19 +72,5 @@ mod tests {
         assert_eq!(d["spec"]["template"]["spec"]["restartPolicy"], "Always");
         let recreate = run("deployments", "apps", json!({"spec": {"strategy": {"type": "Recreate"}}}));
         assert_eq!(recreate["spec"]["strategy"], json!({"type": "Recreate"}));
-    }
-
-    #[test]
-    fn pull_policies() {
-        for (image, want) in [
-            ("nginx", "Always"),
-            ("nginx:latest", "Always"),
-            ("nginx:1.27", "IfNotPresent"),
-            ("localhost:5000/nginx", "Always"),
-            ("localhost:5000/nginx:1", "IfNotPresent"),
-            ("nginx@sha256:abc", "IfNotPresent"),
-        ] {
-            assert_eq!(pull_policy(image), want, "{image}");
-        }
     }
 }

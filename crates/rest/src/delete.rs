@@ -30,9 +30,6 @@ use crate::RestState;
 /// How often adding the cleanup finalizer to a CRD is retried when the CRD moves on.
 const FINALIZER_ATTEMPTS: usize = 5;
 
-/// Namespaces kube-apiserver never lets go.
-const UNDELETABLE_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
-
 /// What kuorum honours of a DeleteOptions body.
 #[derive(Debug, Default)]
 struct DeleteOptions {
@@ -50,8 +47,8 @@ pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, Api
     let name = t.name().to_string();
 
     // Validate.
-    if def.kind == "Namespace" && def.group.is_empty() && UNDELETABLE_NAMESPACES.contains(&name.as_str()) {
-        return Err(ApiError::namespace_undeletable(&name));
+    if let Some(s) = t.strategy() {
+        s.check_delete(&name)?;
     }
     if opts.dry_run {
         crate::consistency::wait_fresh(st, crate::consistency::Freshness::MostRecent).await?;
@@ -116,10 +113,12 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
     let mut deleted = Vec::new();
     for item in matching.items {
         let obj = object::parse_stored(&item.bytes)?;
-        if def.kind == "Namespace"
-            && def.group.is_empty()
-            && object::meta_str(&obj, "name").is_some_and(|n| UNDELETABLE_NAMESPACES.contains(&n))
-        {
+        // What may not be deleted is left out of a collection's deletion.
+        let kept = ctx
+            .target
+            .strategy()
+            .is_some_and(|s| s.check_delete(object::meta_str(&obj, "name").unwrap_or("")).is_err());
+        if kept {
             continue;
         }
         if opts.dry_run {

@@ -15,7 +15,7 @@
 
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::Response;
-use kuorum_api::validation::{validate_object_meta, validate_ranges, FieldError};
+use kuorum_api::validation::{validate_object_meta, FieldError};
 use kuorum_api::{ApiError, GroupKind, ResourceDef};
 use kuorum_fieldmanager::Writer;
 use kuorum_schema::unknown::{duplicate_fields, Typing};
@@ -112,10 +112,7 @@ pub(crate) fn check_fields(
         return Err(cannot_decode(&format!("strict decoding error: {}", problems.join(", "))));
     }
     let meta = obj.get("metadata").and_then(Value::as_object);
-    let mut errs = meta.map(validate_object_meta).unwrap_or_default();
-    if t.custom.is_none() {
-        errs.extend(validate_ranges(def.kind, obj));
-    }
+    let errs = meta.map(validate_object_meta).unwrap_or_default();
     if !errs.is_empty() {
         let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
         return Err(ApiError::invalid(def.group_kind(), name, &errs));

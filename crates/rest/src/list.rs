@@ -45,8 +45,8 @@ pub(crate) const CONTINUE_EXPIRED: &str = "The provided continue parameter is to
 /// The collection a request names and the selectors it gives (400 on bad selectors).
 pub(crate) fn filter_of(q: &Query, t: &Target) -> Result<WatchFilter, ApiError> {
     let labels = LabelSelector::parse(q.get("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
-    let fields =
-        FieldSelector::parse(q.get("fieldSelector").unwrap_or(""), t.def.kind).map_err(ApiError::bad_request)?;
+    let fields = FieldSelector::parse(q.get("fieldSelector").unwrap_or(""), t.selectable_fields())
+        .map_err(ApiError::bad_request)?;
     let prefix = collection_prefix(t.def.group, t.def.plural, t.namespace.as_deref());
     Ok(WatchFilter { prefix, labels, fields })
 }

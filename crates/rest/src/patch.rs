@@ -23,7 +23,7 @@
 use axum::http::{header, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
-use kuorum_api::validation::{validate_name, FieldError, NameRule};
+use kuorum_api::validation::{validate_name, FieldError};
 use kuorum_api::{ApiError, ResourceDef};
 use kuorum_fieldmanager::{ApplyError, Writer};
 use kuorum_patch::{PatchError, PatchType};
@@ -248,8 +248,8 @@ async fn update_by_patch(
         },
         uid: new_uid.filter(|u| Some(u) != current_uid.as_ref()),
     };
-    if def.kind == "Namespace" && def.group.is_empty() {
-        crate::update::keep_namespace_active(&mut new);
+    if let Some(s) = t.strategy() {
+        s.prepare_for_update(&mut new);
     }
     strategy::before_write(st, req.user, t, Some(&current), &mut new, &now)?;
     if req.dry_run {
@@ -289,8 +289,8 @@ async fn create_by_apply(st: &RestState, req: &Request<'_>) -> Result<Attempt, A
     let mut obj = apply_config(t, None, config, &writer, req.force)?;
     defaults::apply(t, &mut obj);
     object::set_type_meta(&mut obj, def);
-    crate::create::prepare_new_object(st, &mut obj, def, t.namespace.as_deref())?;
-    let errs = validate_name(NameRule::for_kind(def.kind), Some(t.name()), None);
+    crate::create::prepare_new_object(st, &mut obj, t)?;
+    let errs = validate_name(t.name_rule(), Some(t.name()), None);
     if !errs.is_empty() {
         return Err(ApiError::invalid(def.group_kind(), t.name(), &errs));
     }

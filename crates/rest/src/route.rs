@@ -21,8 +21,9 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
+use kuorum_api::kinds::{self, Strategy};
 use kuorum_api::registry::{self, ResourceDef};
-use kuorum_api::validation::is_valid_path_segment_name;
+use kuorum_api::validation::{is_valid_path_segment_name, NameRule};
 use kuorum_api::{ApiError, GroupResource};
 use kuorum_schema::{Schema, Schemas};
 use std::sync::Arc;
@@ -67,6 +68,26 @@ impl Target {
             Some(c) => Some(c.schema()),
             None => Schemas::builtin().kind(self.def.group, self.def.version, self.def.kind),
         }
+    }
+
+    /// What is special about a built-in kind; `None` for a custom resource, whose CRD says
+    /// what is special about it.
+    pub fn strategy(&self) -> Option<&'static dyn Strategy> {
+        match self.custom {
+            Some(_) => None,
+            None => kinds::of(self.def),
+        }
+    }
+
+    /// The rule the object names must follow: the kind's, or a DNS subdomain for custom
+    /// resources.
+    pub fn name_rule(&self) -> NameRule {
+        self.strategy().map_or(NameRule::Dns1123Subdomain, |s| s.name_rule())
+    }
+
+    /// The fields besides the name and namespace a field selector may name.
+    pub fn selectable_fields(&self) -> &'static [&'static str] {
+        self.strategy().map_or(&[], |s| s.selectable_fields())
     }
 
     /// The version objects are stored at: the resource's own, or the CRD's storage version.

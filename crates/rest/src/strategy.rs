@@ -1,24 +1,23 @@
-//! Owns the rules of a write that belong to CustomResourceDefinitions and custom resources,
-//! as kube-apiserver's per-resource strategies hold them. They run last, after defaults and
-//! field tracking, just before an object is stored (or answered, for a dry run):
+//! Owns the last step of every write, just before an object is stored (or answered, for a
+//! dry run), after defaults and field tracking: the kind's own validation
+//! ([`kuorum_api::kinds::Strategy::validate`], 422 Invalid), and what needs more than the
+//! object:
 //!
 //! - a CustomResourceDefinition gets the status kuorum's instant naming and establishing
 //!   give it (names accepted, `Established`, the storage version in `storedVersions`; a
-//!   write to `/status` keeps the status it is given), then kube-apiserver's validation
-//!   (422 Invalid), its schemas' `pattern`s included;
+//!   write to `/status` keeps the status it is given), and its schemas' `pattern`s must
+//!   compile;
 //! - a custom resource is validated against its version's schema (422 Invalid), and is
 //!   not created while its CRD is being deleted (405, as kube-apiserver answers);
-//!
-//! - a Role, ClusterRole or binding is validated as kube-apiserver's RBAC strategy does
-//!   (rules name verbs and resources or URLs; a binding's roleRef cannot change), and
-//!   written only by a user who holds what it grants ([`crate::authz::check_escalation`]);
+//! - a Role, ClusterRole or binding is written only by a user who holds what it grants
+//!   ([`crate::authz::check_escalation`]);
 //!
 //! and [`stored`] gives the bytes to store (a custom resource at its CRD's storage
 //! version), refusing an object larger than [`MAX_OBJECT_BYTES`] or nested deeper than
 //! kuorum reads back: the one check of every object before it is proposed.
 
 use kuorum_api::registry::RBAC_GROUP;
-use kuorum_api::{crd, rbac, ApiError, GroupResource, Reason};
+use kuorum_api::{crd, ApiError, GroupResource, Reason};
 use serde_json::Value;
 
 use crate::auth::UserInfo;
@@ -49,35 +48,26 @@ pub(crate) fn before_write(
         }
         return crate::custom::validate(t.def, c, obj);
     }
-    if t.custom.is_none() && t.def.group == RBAC_GROUP {
-        let new = Value::Object(obj.clone());
-        let errs = match t.def.kind {
-            "Role" | "ClusterRole" => rbac::validate_role(&new, t.def.namespaced()),
-            _ => rbac::validate_binding(&new, old.map(|o| Value::Object(o.clone())).as_ref(), t.def.namespaced()),
-        };
-        if !errs.is_empty() {
-            let name = object::meta_str(obj, "name").unwrap_or("");
-            return Err(ApiError::invalid(t.def.group_kind(), name, &errs));
-        }
-        crate::authz::check_escalation(st, user, t, &new)?;
+    if is_crd(t) && t.subresource.as_deref() != Some("status") {
+        crd::set_status(obj, old.and_then(|o| o.get("status")), now);
     }
+    let Some(kind) = t.strategy() else { return Ok(()) };
+    let mut errs = kind.validate(obj, old);
     if is_crd(t) {
-        if t.subresource.as_deref() != Some("status") {
-            crd::set_status(obj, old.and_then(|o| o.get("status")), now);
-        }
-        let old = old.map(|o| Value::Object(o.clone()));
-        let new = Value::Object(obj.clone());
-        let mut errs = crd::validate(&new, old.as_ref());
-        for (i, v) in new.pointer("/spec/versions").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let versions = obj.get("spec").and_then(|s| s.get("versions")).and_then(Value::as_array);
+        for (i, v) in versions.into_iter().flatten().enumerate() {
             if let Some(schema) = v.pointer("/schema/openAPIV3Schema") {
                 let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
                 errs.extend(kuorum_schema::custom::invalid_patterns(schema, &path));
             }
         }
-        if !errs.is_empty() {
-            let name = object::meta_str(obj, "name").unwrap_or("");
-            return Err(ApiError::invalid(t.def.group_kind(), name, &errs));
-        }
+    }
+    if !errs.is_empty() {
+        let name = object::meta_str(obj, "name").unwrap_or("");
+        return Err(ApiError::invalid(t.def.group_kind(), name, &errs));
+    }
+    if t.def.group == RBAC_GROUP {
+        crate::authz::check_escalation(st, user, t, &Value::Object(obj.clone()))?;
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Owns what the `status` subresource means for writes, and the `scale` subresource: an
-//! `autoscaling/v1` Scale read from and written into a Deployment, or a custom resource
-//! whose CRD says where its replicas and selector are (`specReplicasPath`,
-//! `statusReplicasPath`, `labelSelectorPath`).
+//! `autoscaling/v1` Scale read from and written into a built-in kind whose strategy says
+//! where its replicas and selector are ([`kuorum_api::kinds::ScaleOf`]), or a custom
+//! resource whose CRD says (`specReplicasPath`, `statusReplicasPath`, `labelSelectorPath`).
 //!
 //! For a kind with a status subresource, a write to the object keeps the stored status
 //! and a write to `/status` changes only the status: spec and status have separate
@@ -15,6 +15,7 @@
 
 use axum::http::StatusCode;
 use axum::response::Response;
+use kuorum_api::kinds::printing::label_selector_string;
 use kuorum_api::validation::FieldError;
 use kuorum_api::{ApiError, GroupKind, ResourceDef};
 use kuorum_patch::{PatchError, PatchType};
@@ -96,14 +97,16 @@ fn set_path(obj: &mut Object, path: &str, value: Value) {
 
 /// Where an object of `t` keeps its desired replicas.
 fn spec_replicas_path(t: &Target) -> &str {
-    match t.custom.as_ref().and_then(|c| c.scale()) {
-        Some(s) => &s.spec_replicas_path,
-        None => ".spec.replicas",
+    match (t.custom.as_ref().and_then(|c| c.scale()), t.strategy().and_then(|s| s.scale())) {
+        (Some(s), _) => &s.spec_replicas_path,
+        (None, Some(s)) => s.spec_replicas,
+        (None, None) => ".spec.replicas",
     }
 }
 
-/// The Scale of an object of `t`: a Deployment, or a custom resource with a scale
-/// subresource (absent counts read as 0, as kube-apiserver reads them).
+/// The Scale of an object of `t`: a built-in kind with a scale subresource (its strategy
+/// says where), or a custom resource with one (its CRD says); absent counts read as the
+/// kind's default, or 0, as kube-apiserver reads them.
 fn scale_of(t: &Target, obj: &Object) -> Object {
     let meta = object::meta(obj).cloned().unwrap_or_default();
     let mut m = Map::new();
@@ -112,24 +115,30 @@ fn scale_of(t: &Target, obj: &Object) -> Object {
             m.insert(field.into(), v.clone());
         }
     }
-    let (replicas, status_replicas, selector) = match t.custom.as_ref().and_then(|c| c.scale()) {
-        Some(paths) => (
-            at_path(obj, &paths.spec_replicas_path).filter(|v| v.is_i64()).cloned().unwrap_or(json!(0)),
-            at_path(obj, &paths.status_replicas_path).filter(|v| v.is_i64()).cloned().unwrap_or(json!(0)),
-            paths
-                .label_selector_path
-                .as_deref()
-                .and_then(|p| at_path(obj, p))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-        ),
-        None => (
-            obj.get("spec").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(1)),
-            obj.get("status").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(0)),
-            obj.get("spec").and_then(|s| s.get("selector")).map(selector_string).unwrap_or_default(),
-        ),
-    };
+    let int_at = |path: &str, absent: i64| at_path(obj, path).filter(|v| v.is_i64()).cloned().unwrap_or(json!(absent));
+    let (replicas, status_replicas, selector) =
+        match (t.custom.as_ref().and_then(|c| c.scale()), t.strategy().and_then(|s| s.scale())) {
+            (Some(paths), _) => (
+                int_at(&paths.spec_replicas_path, 0),
+                int_at(&paths.status_replicas_path, 0),
+                paths
+                    .label_selector_path
+                    .as_deref()
+                    .and_then(|p| at_path(obj, p))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            ),
+            (None, Some(of)) => {
+                let selector = match at_path(obj, of.selector) {
+                    None => String::new(),
+                    Some(map) if of.selector_is_map => label_selector_string(Some(&json!({"matchLabels": map}))),
+                    Some(sel) => label_selector_string(Some(sel)),
+                };
+                (int_at(of.spec_replicas, of.default_replicas), int_at(of.status_replicas, 0), selector)
+            }
+            (None, None) => (json!(0), json!(0), String::new()),
+        };
     let v = json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -141,29 +150,6 @@ fn scale_of(t: &Target, obj: &Object) -> Object {
         Value::Object(o) => o,
         _ => unreachable!("json! of an object"),
     }
-}
-
-/// A LabelSelector as a selector string: `app=web,tier in (a,b)`.
-fn selector_string(sel: &Value) -> String {
-    let mut parts = Vec::new();
-    if let Some(labels) = sel.get("matchLabels").and_then(Value::as_object) {
-        let mut pairs: Vec<_> = labels.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
-        pairs.sort();
-        parts.extend(pairs);
-    }
-    for e in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
-        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-        let values: Vec<&str> =
-            e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-        match e.get("operator").and_then(Value::as_str).unwrap_or("") {
-            "In" => parts.push(format!("{key} in ({})", values.join(","))),
-            "NotIn" => parts.push(format!("{key} notin ({})", values.join(","))),
-            "Exists" => parts.push(key.to_string()),
-            "DoesNotExist" => parts.push(format!("!{key}")),
-            _ => {}
-        }
-    }
-    parts.join(",")
 }
 
 /// GET of `/scale`.
@@ -379,7 +365,7 @@ mod tests {
             Value::Object(scale_of(&t, &d)),
             json!({"kind": "Scale", "apiVersion": "autoscaling/v1",
                    "metadata": {"name": "web", "namespace": "ns", "uid": "u", "resourceVersion": "7"},
-                   "spec": {"replicas": 3}, "status": {"replicas": 2, "selector": "app=web,tier=fe,env in (a,b)"}})
+                   "spec": {"replicas": 3}, "status": {"replicas": 2, "selector": "app=web,env in (a,b),tier=fe"}})
         );
     }
 }

@@ -11,7 +11,6 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use kuorum_api::ApiError;
 use kuorum_store::{Command, Precondition, WriteError};
-use serde_json::{json, Value};
 
 use crate::consistency::read_for_write;
 use crate::defaults;
@@ -49,8 +48,8 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         uid: object::meta_str(&obj, "uid").map(str::to_string),
     };
     object::meta_mut(&mut obj).remove("resourceVersion");
-    if def.kind == "Namespace" && def.group.is_empty() {
-        keep_namespace_active(&mut obj);
+    if let Some(s) = t.strategy() {
+        s.prepare_for_update(&mut obj);
     }
 
     // Read, record the fields this update sets, store; without a client precondition,
@@ -93,16 +92,6 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         }
     }
     unreachable!("the loop returns")
-}
-
-/// A Namespace keeps its status and finalizers when a client leaves them out.
-pub(crate) fn keep_namespace_active(obj: &mut Object) {
-    if !obj.get("status").is_some_and(Value::is_object) {
-        obj.insert("status".into(), json!({"phase": "Active"}));
-    }
-    if !obj.get("spec").is_some_and(Value::is_object) {
-        obj.insert("spec".into(), json!({"finalizers": ["kubernetes"]}));
-    }
 }
 
 /// `dryRun=All`: check against the object read and answer what would be stored.

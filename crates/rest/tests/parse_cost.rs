@@ -431,7 +431,7 @@ fn label_selector(b: &[u8]) -> Answer {
 }
 
 fn field_selector(b: &[u8]) -> Answer {
-    match FieldSelector::parse(text(b), "Pod") {
+    match FieldSelector::parse(text(b), kuorum_api::kinds::builtin("", "Pod").unwrap().selectable_fields()) {
         Ok(sel) => {
             let pod = json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n1"}});
             std::hint::black_box(sel.matches(&pod));

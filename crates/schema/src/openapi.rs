@@ -290,7 +290,7 @@ pub fn server_relative_url(path: &str, hash: &str) -> String {
 pub fn builtin_documents() -> Vec<(String, Value)> {
     let defs = Definitions::builtin();
     let mut gvs: Vec<(&str, &str)> = Vec::new();
-    for r in registry::RESOURCES {
+    for r in registry::resources() {
         if !gvs.contains(&(r.group, r.version)) {
             gvs.push((r.group, r.version));
         }
@@ -1002,7 +1002,7 @@ mod tests {
     #[test]
     fn explain_finds_each_kind_through_its_operations() {
         let api = OpenApiV3::builtin();
-        for def in registry::RESOURCES {
+        for def in registry::resources() {
             let d = doc(&group_version_path(def.group, def.version));
             let prefix = if def.group.is_empty() {
                 "/api/v1".to_string()
@@ -1084,7 +1084,7 @@ mod tests {
             singular: "crontab",
             list_kind: "CronTabList",
             subresources: kuorum_api::registry::custom_subresources(true, true),
-            ..registry::RESOURCES[0]
+            ..*registry::resources()[0]
         });
         let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "description": "the spec",
             "properties": {"cronSpec": {"type": "string"}}}}});

@@ -1,0 +1,3 @@
+//! apiextensions.k8s.io
+
+pub mod crd;

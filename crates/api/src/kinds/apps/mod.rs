@@ -1,0 +1,3 @@
+//! apps
+
+pub mod deployment;

@@ -1,0 +1,3 @@
+//! coordination.k8s.io
+
+pub mod lease;
