@@ -24,3 +24,6 @@ impl Strategy for Review {
         self.0
     }
 }
+
+/// The group's kinds, by version, then plural.
+pub static KINDS: &[&dyn Strategy] = &[&SELF_SUBJECT_REVIEW, &SELF_SUBJECT_ACCESS_REVIEW, &SELF_SUBJECT_RULES_REVIEW];

@@ -54,3 +54,6 @@ impl Strategy for Rbac {
         }
     }
 }
+
+/// The group's kinds, by version, then plural.
+pub static KINDS: &[&dyn Strategy] = &[&CLUSTER_ROLE_BINDING, &CLUSTER_ROLE, &ROLE_BINDING, &ROLE];
