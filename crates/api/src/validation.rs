@@ -273,6 +273,8 @@ pub enum FieldErrorKind {
     TooLong,
     /// A list has too many items (the value is their number).
     TooMany(i64),
+    /// The value appears twice where it must be unique.
+    Duplicate(BadValue),
 }
 
 impl FieldErrorKind {
@@ -286,6 +288,7 @@ impl FieldErrorKind {
             FieldErrorKind::TypeInvalid(_) => "FieldValueTypeInvalid",
             FieldErrorKind::TooLong => "FieldValueTooLong",
             FieldErrorKind::TooMany(_) => "FieldValueTooMany",
+            FieldErrorKind::Duplicate(_) => "FieldValueDuplicate",
         }
     }
 }
@@ -307,6 +310,11 @@ impl FieldError {
     /// Invalid, with a value that need not be a string.
     pub fn invalid_value(field: &str, value: BadValue, detail: impl Into<String>) -> Self {
         FieldError { kind: FieldErrorKind::Invalid(value), field: field.into(), detail: detail.into() }
+    }
+
+    /// `Duplicate value: "x"` (upstream's `field.Duplicate`).
+    pub fn duplicate(field: &str, value: BadValue) -> Self {
+        FieldError { kind: FieldErrorKind::Duplicate(value), field: field.into(), detail: String::new() }
     }
 
     pub fn required(field: &str, detail: impl Into<String>) -> Self {
@@ -363,6 +371,7 @@ impl FieldError {
             FieldErrorKind::TooLong => "Too long".to_string(),
             FieldErrorKind::TooMany(n) if *n >= 0 => format!("Too many: {n}"),
             FieldErrorKind::TooMany(_) => "Too many".to_string(),
+            FieldErrorKind::Duplicate(v) => format!("Duplicate value: {v}"),
         };
         if !self.detail.is_empty() {
             s.push_str(": ");

@@ -23,6 +23,7 @@ use crate::registry::ResourceDef;
 use crate::validation::{FieldError, NameRule};
 use crate::ApiError;
 
+pub mod common;
 pub mod printing;
 
 mod admissionregistration;
