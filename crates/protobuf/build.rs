@@ -6,15 +6,30 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The files compiled; their imports come along (`--include_imports`).
+/// The files compiled (every group's GA version vendored); their imports come along
+/// (`--include_imports`).
 const FILES: &[&str] = &[
     "api/core/v1/generated.proto",
+    "api/admissionregistration/v1/generated.proto",
     "api/apps/v1/generated.proto",
-    "api/coordination/v1/generated.proto",
-    "api/autoscaling/v1/generated.proto",
-    "api/rbac/v1/generated.proto",
-    "api/authorization/v1/generated.proto",
     "api/authentication/v1/generated.proto",
+    "api/authorization/v1/generated.proto",
+    "api/autoscaling/v1/generated.proto",
+    "api/autoscaling/v2/generated.proto",
+    "api/batch/v1/generated.proto",
+    "api/certificates/v1/generated.proto",
+    "api/coordination/v1/generated.proto",
+    "api/discovery/v1/generated.proto",
+    "api/events/v1/generated.proto",
+    "api/flowcontrol/v1/generated.proto",
+    "api/networking/v1/generated.proto",
+    "api/node/v1/generated.proto",
+    "api/policy/v1/generated.proto",
+    "api/rbac/v1/generated.proto",
+    "api/resource/v1/generated.proto",
+    "api/scheduling/v1/generated.proto",
+    "api/storage/v1/generated.proto",
+    "kube_aggregator/pkg/apis/apiregistration/v1/generated.proto",
     "apimachinery/pkg/apis/meta/v1/generated.proto",
 ];
 

@@ -21,6 +21,7 @@ mod mapping;
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, Value as PValue};
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// The protobuf media type (content negotiation, `Content-Type`).
@@ -71,51 +72,46 @@ pub enum EncodeError {
     Invalid { kind: String, path: String, message: String },
 }
 
-/// The kinds with a protobuf form: (apiVersion, kind, message full name in `proto/`).
-const KINDS: &[(&str, &str, &str)] = &[
-    ("v1", "ConfigMap", "api.core.v1.ConfigMap"),
-    ("v1", "ConfigMapList", "api.core.v1.ConfigMapList"),
-    ("v1", "Event", "api.core.v1.Event"),
-    ("v1", "EventList", "api.core.v1.EventList"),
-    ("v1", "Namespace", "api.core.v1.Namespace"),
-    ("v1", "NamespaceList", "api.core.v1.NamespaceList"),
-    ("v1", "Node", "api.core.v1.Node"),
-    ("v1", "NodeList", "api.core.v1.NodeList"),
-    ("v1", "Pod", "api.core.v1.Pod"),
-    ("v1", "PodList", "api.core.v1.PodList"),
-    ("v1", "Secret", "api.core.v1.Secret"),
-    ("v1", "SecretList", "api.core.v1.SecretList"),
-    ("v1", "ServiceAccount", "api.core.v1.ServiceAccount"),
-    ("v1", "ServiceAccountList", "api.core.v1.ServiceAccountList"),
-    ("v1", "Service", "api.core.v1.Service"),
-    ("v1", "ServiceList", "api.core.v1.ServiceList"),
-    ("apps/v1", "Deployment", "api.apps.v1.Deployment"),
-    ("apps/v1", "DeploymentList", "api.apps.v1.DeploymentList"),
-    ("coordination.k8s.io/v1", "Lease", "api.coordination.v1.Lease"),
-    ("coordination.k8s.io/v1", "LeaseList", "api.coordination.v1.LeaseList"),
-    ("autoscaling/v1", "Scale", "api.autoscaling.v1.Scale"),
-    ("rbac.authorization.k8s.io/v1", "Role", "api.rbac.v1.Role"),
-    ("rbac.authorization.k8s.io/v1", "RoleList", "api.rbac.v1.RoleList"),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding", "api.rbac.v1.RoleBinding"),
-    ("rbac.authorization.k8s.io/v1", "RoleBindingList", "api.rbac.v1.RoleBindingList"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRole", "api.rbac.v1.ClusterRole"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleList", "api.rbac.v1.ClusterRoleList"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "api.rbac.v1.ClusterRoleBinding"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBindingList", "api.rbac.v1.ClusterRoleBindingList"),
-    ("authorization.k8s.io/v1", "SelfSubjectAccessReview", "api.authorization.v1.SelfSubjectAccessReview"),
-    ("authorization.k8s.io/v1", "SelfSubjectRulesReview", "api.authorization.v1.SelfSubjectRulesReview"),
-    ("authentication.k8s.io/v1", "SelfSubjectReview", "api.authentication.v1.SelfSubjectReview"),
-    // Status is unversioned ("v1" in every group); meta.k8s.io/v1 is accepted too.
-    ("v1", "Status", META_STATUS),
-    ("meta.k8s.io/v1", "Status", META_STATUS),
-    // DeleteOptions is registered in every group version (client-go sends its client's).
-    ("v1", "DeleteOptions", META_DELETE_OPTIONS),
-    ("apps/v1", "DeleteOptions", META_DELETE_OPTIONS),
-    ("coordination.k8s.io/v1", "DeleteOptions", META_DELETE_OPTIONS),
-    ("autoscaling/v1", "DeleteOptions", META_DELETE_OPTIONS),
-    ("rbac.authorization.k8s.io/v1", "DeleteOptions", META_DELETE_OPTIONS),
-    ("meta.k8s.io/v1", "DeleteOptions", META_DELETE_OPTIONS),
-];
+/// The protobuf package of a group's messages in `proto/`: `api.<first label>` (`apps`,
+/// `rbac.authorization.k8s.io` -> `api.rbac`), but for the groups of the aggregator and
+/// the apiextensions server, which live elsewhere.
+fn package_of(group: &str) -> String {
+    match group {
+        "" => "api.core".into(),
+        "apiregistration.k8s.io" => "kube_aggregator.pkg.apis.apiregistration".into(),
+        "apiextensions.k8s.io" => "apiextensions_apiserver.pkg.apis.apiextensions".into(),
+        g => format!("api.{}", g.split('.').next().unwrap_or(g)),
+    }
+}
+
+/// The kinds with a protobuf form: (apiVersion, kind) -> message full name in `proto/`.
+/// Every built-in kind of the registry and its list whose message the vendored protos
+/// have (kinds newer than them are served as JSON only), `autoscaling/v1` Scale, Status,
+/// and DeleteOptions under every served group version (client-go sends its own).
+pub(crate) fn kinds() -> &'static HashMap<(String, String), String> {
+    static KINDS: OnceLock<HashMap<(String, String), String>> = OnceLock::new();
+    KINDS.get_or_init(|| {
+        let mut out = HashMap::new();
+        let mut add = |api_version: String, kind: &str, full_name: String| {
+            if message(&full_name).is_some() {
+                out.insert((api_version, kind.to_string()), full_name);
+            }
+        };
+        for def in kuorum_api::registry::resources() {
+            let package = format!("{}.{}", package_of(def.group), def.version);
+            add(def.api_version(), def.kind, format!("{package}.{}", def.kind));
+            add(def.api_version(), def.list_kind, format!("{package}.{}", def.list_kind));
+            add(def.api_version(), "DeleteOptions", META_DELETE_OPTIONS.into());
+        }
+        add("autoscaling/v1".into(), "Scale", "api.autoscaling.v1.Scale".into());
+        add("autoscaling/v1".into(), "DeleteOptions", META_DELETE_OPTIONS.into());
+        // Status is unversioned ("v1" in every group); meta.k8s.io/v1 is accepted too.
+        add("v1".into(), "Status", META_STATUS.into());
+        add("meta.k8s.io/v1".into(), "Status", META_STATUS.into());
+        add("meta.k8s.io/v1".into(), "DeleteOptions", META_DELETE_OPTIONS.into());
+        out
+    })
+}
 
 const META_STATUS: &str = "apimachinery.pkg.apis.meta.v1.Status";
 const META_DELETE_OPTIONS: &str = "apimachinery.pkg.apis.meta.v1.DeleteOptions";
@@ -136,7 +132,7 @@ fn message(full_name: &str) -> Option<MessageDescriptor> {
 }
 
 fn message_for(api_version: &str, kind: &str) -> Option<MessageDescriptor> {
-    KINDS.iter().find(|(v, k, _)| *v == api_version && *k == kind).and_then(|(_, _, m)| message(m))
+    kinds().get(&(api_version.to_string(), kind.to_string())).and_then(|m| message(m))
 }
 
 /// Whether objects of this apiVersion and kind have a protobuf form here.

@@ -3,17 +3,28 @@
 //! serves (`crates/schema/k8s/definitions.json`, Kubernetes 1.37).
 
 use crate::mapping::{is_inline, Special, INLINE};
-use crate::{message, pool, KINDS};
+use crate::{kinds, message, pool};
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
 
+/// Built-in kinds without a message here: served as JSON only. CustomResourceDefinition's
+/// proto is not vendored (its schemas' JSON-valued fields need mappings of their own);
+/// the others are newer than the vendored 1.35 protos.
+const WITHOUT_PROTOS: &[&str] = &["apiextensions.k8s.io/v1/CustomResourceDefinition"];
+
 #[test]
 fn every_kind_has_its_message() {
-    for (api_version, kind, name) in KINDS {
+    for ((api_version, kind), name) in kinds() {
         assert!(message(name).is_some(), "{api_version} {kind}: no message {name}");
         assert!(crate::supports(api_version, kind));
     }
+    let missing: Vec<String> = kuorum_api::registry::resources()
+        .iter()
+        .filter(|d| !crate::supports(&d.api_version(), d.kind))
+        .map(|d| format!("{}/{}", d.api_version(), d.kind))
+        .collect();
+    assert_eq!(missing, WITHOUT_PROTOS, "built-in kinds without a protobuf form");
     assert!(!crate::supports("v1", "Binding"));
     assert!(!crate::supports("apps/v1", "Pod"));
 }
@@ -227,7 +238,9 @@ fn schema_agreement() {
     let schemas = defs["schemas"].as_object().unwrap();
     let mut walk =
         Walk { schemas, seen: HashSet::new(), problems: Vec::new(), gaps: BTreeSet::new(), checked_fields: 0 };
-    for (_, _, name) in KINDS {
+    let mut names: Vec<&String> = kinds().values().collect();
+    names.sort();
+    for name in names {
         walk.message(&message(name).unwrap());
     }
     assert!(walk.problems.is_empty(), "{} problems:\n{}", walk.problems.len(), walk.problems.join("\n"));
