@@ -223,14 +223,15 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
             Method::PATCH => patch::patch(st, ctx).await,
             _ => Err(ApiError::method_not_allowed()),
         },
-        // A subresource: the status subresource reads as the whole object.
+        // A subresource: the status subresource (and a CSR's approval) reads as the whole
+        // object.
         (Some(_), Some(sub)) => {
             let sub_gr = format!("{}/{sub}", gr.resource);
             let sub_gr = GroupResource { group: gr.group, resource: &sub_gr };
             match (method, sub.as_str()) {
-                (Method::GET, "status") => get::get(st, ctx).await,
-                (Method::PUT, "status") => update::update(st, ctx).await,
-                (Method::PATCH, "status") => patch::patch(st, ctx).await,
+                (Method::GET, "status" | "approval") => get::get(st, ctx).await,
+                (Method::PUT, "status" | "approval") => update::update(st, ctx).await,
+                (Method::PATCH, "status" | "approval") => patch::patch(st, ctx).await,
                 (Method::GET, "scale") => subresource::get_scale(st, ctx).await,
                 (Method::PUT, "scale") => subresource::write_scale(st, ctx, false).await,
                 (Method::PATCH, "scale") => subresource::write_scale(st, ctx, true).await,

@@ -4,7 +4,8 @@
 //! resource whose CRD says (`specReplicasPath`, `statusReplicasPath`, `labelSelectorPath`).
 //!
 //! For a kind with a status subresource, a write to the object keeps the stored status
-//! and a write to `/status` changes only the status: spec and status have separate
+//! and a write to `/status` changes only the status (and one to a
+//! CertificateSigningRequest's `/approval` only its conditions): spec and status have separate
 //! writers (controllers own status), as in kube-apiserver's status strategies.
 //!
 //! ```text
@@ -53,6 +54,22 @@ pub(crate) fn shape_write(def: &ResourceDef, subresource: Option<&str>, old: &Ob
                 None => out.remove("status"),
             };
             // The writer's managedFields bookkeeping travels with the status.
+            if let Some(m) = object::meta(&new).and_then(|m| m.get("managedFields")) {
+                object::meta_mut(&mut out).insert("managedFields".into(), m.clone());
+            }
+            out
+        }
+        // A CertificateSigningRequest's approval changes its conditions only.
+        Some("approval") => {
+            let mut out = old.clone();
+            let conditions = new.get("status").and_then(|s| s.get("conditions")).cloned();
+            let status = out.entry("status").or_insert_with(|| json!({}));
+            if let Some(status) = status.as_object_mut() {
+                match conditions {
+                    Some(c) => status.insert("conditions".into(), c),
+                    None => status.remove("conditions"),
+                };
+            }
             if let Some(m) = object::meta(&new).and_then(|m| m.get("managedFields")) {
                 object::meta_mut(&mut out).insert("managedFields".into(), m.clone());
             }
@@ -339,6 +356,18 @@ mod tests {
         );
         let cm = registry::lookup("", "v1", "configmaps").unwrap();
         assert_eq!(shape_write(cm, None, &old, new.clone()), new, "kinds without /status keep what is written");
+    }
+
+    #[test]
+    fn an_approval_writes_conditions_only() {
+        let deploy = registry::lookup("apps", "v1", "deployments").unwrap();
+        let old = obj(json!({"spec": {"request": "x"}, "status": {"certificate": "c"}}));
+        let new = obj(json!({"spec": {"request": "y"},
+                             "status": {"certificate": "d", "conditions": [{"type": "Approved", "status": "True"}]}}));
+        assert_eq!(
+            Value::Object(shape_write(deploy, Some("approval"), &old, new)),
+            json!({"spec": {"request": "x"}, "status": {"certificate": "c", "conditions": [{"type": "Approved", "status": "True"}]}})
+        );
     }
 
     #[test]
