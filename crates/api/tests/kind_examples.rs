@@ -99,9 +99,12 @@ fn every_example_agrees_with_its_strategy() {
         let mut errs = s.validate(&invalid, None);
         if e.invalid_field == "metadata.name" {
             let name = invalid["metadata"]["name"].as_str().unwrap_or_default();
-            errs.extend(s.name_rule().check(name, false).into_iter().map(|m| {
-                kuorum_api::validation::FieldError::invalid("metadata.name", name, m)
-            }));
+            errs.extend(
+                s.name_rule()
+                    .check(name, false)
+                    .into_iter()
+                    .map(|m| kuorum_api::validation::FieldError::invalid("metadata.name", name, m)),
+            );
         }
         assert!(
             errs.iter().any(|err| err.field == e.invalid_field),
