@@ -277,7 +277,7 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
                         Value::String(deletion_timestamp.clone().unwrap_or_else(|| "1970-01-01T00:00:00Z".into())),
                     );
                     meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
-                    if obj.get("kind").and_then(Value::as_str) == Some("Namespace") {
+                    if is_namespace(&obj) {
                         let status = obj.entry("status").or_insert_with(|| Value::Object(Map::new()));
                         if let Some(st) = status.as_object_mut() {
                             st.insert("phase".into(), Value::String("Terminating".into()));
@@ -361,8 +361,13 @@ fn is_marked_for_deletion(obj: &Map<String, Value>) -> bool {
 fn has_finalizers(obj: &Map<String, Value>) -> bool {
     let nonempty = |v: Option<&Value>| v.and_then(Value::as_array).is_some_and(|a| !a.is_empty());
     nonempty(metadata(obj).and_then(|m| m.get("finalizers")))
-        || (obj.get("kind").and_then(Value::as_str) == Some("Namespace")
-            && nonempty(obj.get("spec").and_then(|s| s.get("finalizers"))))
+        || (is_namespace(obj) && nonempty(obj.get("spec").and_then(|s| s.get("finalizers"))))
+}
+
+/// Whether `obj` is a core/v1 Namespace (not a custom resource that names its kind so).
+fn is_namespace(obj: &Map<String, Value>) -> bool {
+    obj.get("kind").and_then(Value::as_str) == Some("Namespace")
+        && obj.get("apiVersion").and_then(Value::as_str) == Some("v1")
 }
 
 /// Checked for every create in a namespace, on every node: read from the text when it can be.
