@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::signer::{base64_decode, pem_block_types, validate_signer_name};
 use crate::kinds::common::{at, required, str_at as field_str};
 use crate::kinds::printing::*;
-use crate::kinds::{child, each, set_default, Object, Strategy};
+use crate::kinds::{child, each, Object, Strategy};
 use crate::registry::{ResourceDef, Scope, SubresourceDef, ALL_VERBS, STATUS};
 use crate::validation::{BadValue, FieldError, NameRule};
 
@@ -68,7 +68,8 @@ const TRUE_ONLY: &[&str] = &["Approved", "Denied", "Failed"];
 const SIGNER_NAME_DOC: &str = "signerName indicates the requested signer, and is a qualified name.\n\nList/watch requests for CertificateSigningRequests can filter on this field using a \"spec.signerName=NAME\" fieldSelector.\n\nWell-known Kubernetes signers are:\n 1. \"kubernetes.io/kube-apiserver-client\": issues client certificates that can be used to authenticate to kube-apiserver.\n  Requests for this signer are never auto-approved by kube-controller-manager, can be issued by the \"csrsigning\" controller in kube-controller-manager.\n 2. \"kubernetes.io/kube-apiserver-client-kubelet\": issues client certificates that kubelets use to authenticate to kube-apiserver.\n  Requests for this signer can be auto-approved by the \"csrapproving\" controller in kube-controller-manager, and can be issued by the \"csrsigning\" controller in kube-controller-manager.\n 3. \"kubernetes.io/kubelet-serving\" issues serving certificates that kubelets use to serve TLS endpoints, which kube-apiserver can connect to securely.\n  Requests for this signer are never auto-approved by kube-controller-manager, and can be issued by the \"csrsigning\" controller in kube-controller-manager.\n\nMore details are available at https://k8s.io/docs/reference/access-authn-authz/certificate-signing-requests/#kubernetes-signers\n\nCustom signerNames can also be specified. The signer defines:\n 1. Trust distribution: how trust (CA bundles) are distributed.\n 2. Permitted subjects: and behavior when a disallowed subject is requested.\n 3. Required, permitted, or forbidden x509 extensions in the request (including whether subjectAltNames are allowed, which types, restrictions on allowed values) and behavior when a disallowed extension is requested.\n 4. Required, permitted, or forbidden key usages / extended key usages.\n 5. Expiration/certificate lifetime: whether it is fixed by the signer, configurable by the admin.\n 6. Whether or not requests for CA certificates are allowed.";
 const REQUEST_DOC: &str = "request contains an x509 certificate signing request encoded in a \"CERTIFICATE REQUEST\" PEM block. When serialized as JSON or YAML, the data is additionally base64-encoded.";
 const EXPIRATION_DOC: &str = "expirationSeconds is the requested duration of validity of the issued certificate. The certificate signer may issue a certificate with a different validity duration so a client must check the delta between the notBefore and and notAfter fields in the issued certificate to determine the actual duration.\n\nThe v1.22+ in-tree implementations of the well-known Kubernetes signers will honor this field as long as the requested duration is not greater than the maximum duration they will honor per the --cluster-signing-duration CLI flag to the Kubernetes controller manager.\n\nCertificate signers may not honor this field for various reasons:\n\n  1. Old signer that is unaware of the field (such as the in-tree\n     implementations prior to v1.22)\n  2. Signer whose configured maximum is shorter than the requested duration\n  3. Signer whose configured minimum is longer than the requested duration\n\nThe minimum valid value for expirationSeconds is 600, i.e. 10 minutes.";
-const CONDITIONS_DOC: &str = "conditions applied to the request. Known conditions are \"Approved\", \"Denied\", and \"Failed\".";
+const CONDITIONS_DOC: &str =
+    "conditions applied to the request. Known conditions are \"Approved\", \"Denied\", and \"Failed\".";
 
 const CSR_COLUMNS: &[Column] = &[
     NAME,
@@ -274,7 +275,8 @@ mod tests {
     }
 
     /// `-----BEGIN CERTIFICATE REQUEST-----\n...` in base64.
-    const REQUEST: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlJQgotLS0tLUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K";
+    const REQUEST: &str =
+        "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlJQgotLS0tLUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K";
 
     fn shown(v: Value) -> Vec<String> {
         CertificateSigningRequest.validate(&obj(v), None).iter().map(ToString::to_string).collect()
@@ -299,7 +301,10 @@ mod tests {
             shown(json!({"spec": {"request": "aGk=", "signerName": "example.com/s", "usages": ["any"]}})),
             ["spec.request: Invalid value: []byte{0x68, 0x69}: PEM block type must be CERTIFICATE REQUEST"]
         );
-        assert_eq!(shown(json!({"spec": {"usages": ["any"]}})), ["spec.request: Required value", "spec.signerName: Required value"]);
+        assert_eq!(
+            shown(json!({"spec": {"usages": ["any"]}})),
+            ["spec.request: Required value", "spec.signerName: Required value"]
+        );
     }
 
     #[test]

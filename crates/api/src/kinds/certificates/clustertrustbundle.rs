@@ -160,9 +160,7 @@ mod tests {
 
     #[test]
     fn names_carry_the_signer_prefix() {
-        let bundle = |name: &str, signer: &str| {
-            json!({"metadata": {"name": name}, "spec": {"signerName": signer, "trustBundle": CERT}})
-        };
+        let bundle = |name: &str, signer: &str| json!({"metadata": {"name": name}, "spec": {"signerName": signer, "trustBundle": CERT}});
         assert!(shown(bundle("example.com:foo:abc", "example.com/foo"), None).is_empty());
         assert_eq!(
             shown(bundle("abc", "example.com/foo"), None),

@@ -71,9 +71,7 @@ pub(crate) fn base64_decode(text: &str) -> Option<Vec<u8>> {
 
 /// The types of the PEM blocks in `text`, in order (`-----BEGIN <type>-----`).
 pub(crate) fn pem_block_types(text: &str) -> Vec<&str> {
-    text.lines()
-        .filter_map(|l| l.trim().strip_prefix("-----BEGIN ").and_then(|r| r.strip_suffix("-----")))
-        .collect()
+    text.lines().filter_map(|l| l.trim().strip_prefix("-----BEGIN ").and_then(|r| r.strip_suffix("-----"))).collect()
 }
 
 /// A value too large to echo, as kube shows it.
