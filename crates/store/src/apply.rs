@@ -416,12 +416,19 @@ fn same_apart_from_rv(old: &Map<String, Value>, new: &Map<String, Value>) -> boo
     strip(old) == strip(new)
 }
 
-/// metadata.generation counts changes of the desired state (`spec`).
+/// metadata.generation counts changes of the desired state: everything but `metadata`
+/// and `status` (a Deployment's `spec`, a PodTemplate's `template`, a webhook
+/// configuration's `webhooks`), as kube's strategies compare them.
 fn bump_generation(old: &Map<String, Value>, new: &mut Map<String, Value>) {
     let Some(old_gen) = metadata(old).and_then(|m| m.get("generation")).and_then(Value::as_i64) else {
         return;
     };
-    if old.get("spec") != new.get("spec") {
+    let desired = |o: &Map<String, Value>, k: &str| {
+        !matches!(k, "metadata" | "status" | "apiVersion" | "kind") && o.contains_key(k)
+    };
+    let changed =
+        old.keys().chain(new.keys()).any(|k| (desired(old, k) || desired(new, k)) && old.get(k) != new.get(k));
+    if changed {
         metadata_mut(new).insert("generation".into(), Value::from(old_gen + 1));
     }
 }
