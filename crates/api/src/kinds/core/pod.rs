@@ -72,6 +72,13 @@ impl Strategy for Pod {
         }
     }
 
+    /// A new pod is Pending, with the QoS class its containers' resources give it; what a
+    /// client sent as status is dropped (kubelets and the scheduler write it).
+    fn prepare_for_create(&self, obj: &mut Object, _now: &str) {
+        let qos = obj.get("spec").map_or("BestEffort", qos_class);
+        obj.insert("status".into(), json!({"phase": "Pending", "qosClass": qos}));
+    }
+
     fn validate(&self, obj: &Object, _old: Option<&Object>) -> Vec<FieldError> {
         let mut errs = Vec::new();
         if let Some(spec) = obj.get("spec").and_then(Value::as_object) {
@@ -99,6 +106,47 @@ impl Strategy for Pod {
 
     fn row(&self, obj: &Value, now: i64) -> Row {
         pod_row(obj, now)
+    }
+}
+
+/// kube's `GetPodQOS`: `Guaranteed` when every container (init containers too) limits
+/// CPU and memory and requests equal the limits (requests default to them), `BestEffort`
+/// when none requests or limits anything, else `Burstable`. Pod-level resources, when
+/// set, decide instead.
+fn qos_class(spec: &Value) -> &'static str {
+    let resources = |c: &Value, which: &str| -> Vec<(String, String)> {
+        let m = c.pointer(&format!("/resources/{which}")).and_then(Value::as_object);
+        let mut out: Vec<(String, String)> = m
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| matches!(k.as_str(), "cpu" | "memory"))
+            .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_string)))
+            .collect();
+        out.sort();
+        out
+    };
+    let containers: Vec<&Value> = ["initContainers", "containers"]
+        .iter()
+        .flat_map(|l| spec.get(*l).and_then(Value::as_array).into_iter().flatten())
+        .collect();
+    let pod_level = spec.get("resources").filter(|r| r.is_object());
+    let subjects: Vec<&Value> = match pod_level {
+        Some(_) => vec![spec],
+        None => containers,
+    };
+    let none = subjects.iter().all(|c| resources(c, "requests").is_empty() && resources(c, "limits").is_empty());
+    if none {
+        return "BestEffort";
+    }
+    let guaranteed = subjects.iter().all(|c| {
+        let limits = resources(c, "limits");
+        let requests = resources(c, "requests");
+        limits.len() == 2 && (requests.is_empty() || requests == limits)
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
     }
 }
 
@@ -321,6 +369,25 @@ fn pod_row(pod: &Value, now: i64) -> Row {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn new_pods_are_pending_with_their_qos_class() {
+        let create = |spec: Value| {
+            let mut pod = json!({"spec": spec, "status": {"phase": "Running"}}).as_object().unwrap().clone();
+            Pod.prepare_for_create(&mut pod, "2026-11-27T08:00:00Z");
+            pod["status"].clone()
+        };
+        let c = |r: Value| json!({"containers": [{"name": "c", "image": "x", "resources": r}]});
+        assert_eq!(create(c(json!({}))), json!({"phase": "Pending", "qosClass": "BestEffort"}));
+        let both = json!({"cpu": "1", "memory": "1Gi"});
+        assert_eq!(create(c(json!({"limits": both})))["qosClass"], "Guaranteed");
+        assert_eq!(create(c(json!({"limits": both, "requests": both})))["qosClass"], "Guaranteed");
+        assert_eq!(
+            create(c(json!({"limits": both, "requests": {"cpu": "500m", "memory": "1Gi"}})))["qosClass"],
+            "Burstable"
+        );
+        assert_eq!(create(c(json!({"requests": {"cpu": "1"}})))["qosClass"], "Burstable");
+    }
 
     #[test]
     fn pull_policies() {

@@ -80,6 +80,12 @@ impl Strategy for Service {
         NameRule::Dns1035Label
     }
 
+    /// A new service's status is empty (`loadBalancer: {}`): load balancer controllers
+    /// write it.
+    fn prepare_for_create(&self, obj: &mut Object, _now: &str) {
+        obj.insert("status".into(), json!({"loadBalancer": {}}));
+    }
+
     fn defaults(&self, obj: &mut Object) {
         let Some(spec) = child(obj, "spec") else { return };
         set_default(spec, "type", json!("ClusterIP"));
