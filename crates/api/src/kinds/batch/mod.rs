@@ -2,5 +2,8 @@
 
 use crate::kinds::Strategy;
 
+pub mod cronjob;
+pub mod job;
+
 /// The group's kinds, by version, then plural.
-pub static KINDS: &[&dyn Strategy] = &[];
+pub static KINDS: &[&dyn Strategy] = &[&cronjob::CronJob, &job::Job];
