@@ -61,7 +61,7 @@ pub struct SubresourceDef {
     pub verbs: &'static [&'static str],
 }
 
-pub(crate) const STATUS: SubresourceDef = SubresourceDef { name: "status", response: None, verbs: SUB_VERBS };
+pub const STATUS: SubresourceDef = SubresourceDef { name: "status", response: None, verbs: SUB_VERBS };
 pub(crate) const SCALE: SubresourceDef =
     SubresourceDef { name: "scale", response: Some(("autoscaling", "v1", "Scale")), verbs: SUB_VERBS };
 
@@ -73,6 +73,23 @@ pub fn custom_subresources(status: bool, scale: bool) -> &'static [SubresourceDe
         (false, true) => &[SCALE],
         (true, true) => &[SCALE, STATUS],
     }
+}
+
+/// The subresources a kubelet answers (through the node's or a service's proxy for
+/// `proxy`): kuorum lists them as kube-apiserver does and answers each with a Status
+/// saying it has no connection to the node.
+pub const KUBELET_SUBRESOURCES: &[&str] = &["attach", "exec", "log", "portforward", "proxy"];
+
+/// The verbs of the proxy subresources.
+pub(crate) const PROXY_VERBS: &[&str] = &["create", "delete", "get", "patch", "update"];
+
+/// A subresource answered as an object of the core group's `kind` (`PodExecOptions`).
+pub(crate) const fn core_subresource(
+    name: &'static str,
+    kind: &'static str,
+    verbs: &'static [&'static str],
+) -> SubresourceDef {
+    SubresourceDef { name, response: Some(("", "v1", kind)), verbs }
 }
 
 /// One resource: built in, or a served version of a custom resource.

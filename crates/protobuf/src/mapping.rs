@@ -46,7 +46,42 @@ pub const INLINE: &[(&str, &str)] = &[
     ("api.core.v1.SecretEnvSource", "localObjectReference"),
     ("api.core.v1.SecretKeySelector", "localObjectReference"),
     ("api.core.v1.SecretProjection", "localObjectReference"),
+    ("api.admissionregistration.v1.NamedRuleWithOperations", "ruleWithOperations"),
+    ("api.admissionregistration.v1.RuleWithOperations", "rule"),
+    ("api.networking.v1.IngressRule", "ingressRuleValue"),
+    ("api.resource.v1.DeviceClassConfiguration", "deviceConfiguration"),
+    ("api.resource.v1.DeviceClaimConfiguration", "deviceConfiguration"),
+    ("api.resource.v1.DeviceAllocationConfiguration", "deviceConfiguration"),
 ];
+
+/// Proto fields go-to-protobuf named after the Go field rather than its JSON tag:
+/// (message, proto name, JSON name).
+const RENAMED: &[(&str, &str, &str)] = &[
+    ("api.admissionregistration.v1.MutatingWebhookConfiguration", "Webhooks", "webhooks"),
+    ("api.admissionregistration.v1.ValidatingWebhookConfiguration", "Webhooks", "webhooks"),
+    ("api.admissionregistration.v1.Validation", "Expression", "expression"),
+    ("api.admissionregistration.v1.Variable", "Name", "name"),
+    ("api.admissionregistration.v1.Variable", "Expression", "expression"),
+    ("api.networking.v1.IngressClassParametersReference", "aPIGroup", "apiGroup"),
+];
+
+/// A field's JSON name: its proto name (go-to-protobuf names fields after the JSON tags),
+/// but for the few in [`RENAMED`].
+pub(crate) fn json_name(field: &FieldDescriptor) -> &str {
+    let name = field.name();
+    if name.starts_with(|c: char| c.is_ascii_uppercase()) || name == "aPIGroup" {
+        let parent = field.parent_message().full_name();
+        if let Some((_, _, json)) = RENAMED.iter().find(|(m, f, _)| *m == parent && *f == name) {
+            return json;
+        }
+    }
+    name
+}
+
+/// The field of `desc` whose JSON name is `key`.
+fn field_named(desc: &MessageDescriptor, key: &str) -> Option<FieldDescriptor> {
+    desc.get_field_by_name(key).or_else(|| desc.fields().find(|f| json_name(f) == key))
+}
 
 /// Messages with a JSON form of their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +106,8 @@ impl Special {
             // A string list in a message of its own, as JSON shows it: a plain array.
             "apimachinery.pkg.apis.meta.v1.Verbs"
             | "api.authentication.v1.ExtraValue"
-            | "api.authorization.v1.ExtraValue" => Special::Verbs,
+            | "api.authorization.v1.ExtraValue"
+            | "api.certificates.v1.ExtraValue" => Special::Verbs,
             "apimachinery.pkg.util.intstr.IntOrString" => Special::IntOrString,
             "apimachinery.pkg.api.resource.Quantity" => Special::Quantity,
             "apimachinery.pkg.runtime.RawExtension" => Special::RawExtension,
@@ -154,7 +190,7 @@ fn fill_object(msg: &DynamicMessage, obj: &mut Map<String, Value>, ctx: &DecodeC
             continue;
         }
         if let Some(json) = field_to_json(&field, value, ctx).map_err(|e| e.at(field.name()))? {
-            obj.insert(field.name().to_string(), json);
+            obj.insert(json_name(&field).to_string(), json);
         }
     }
     Ok(())
@@ -334,7 +370,7 @@ pub(crate) fn json_to_message(desc: &MessageDescriptor, json: &Value) -> Result<
 fn fill_message(msg: &mut DynamicMessage, obj: &Map<String, Value>) -> Result<()> {
     let desc = msg.descriptor();
     for (key, value) in obj {
-        let Some(field) = desc.get_field_by_name(key) else { continue };
+        let Some(field) = field_named(&desc, key) else { continue };
         if is_inline(&field) || value.is_null() {
             continue;
         }

@@ -2,7 +2,7 @@
 //! kinds reach agrees, in name and JSON shape, with the Kubernetes OpenAPI schemas kuorum
 //! serves (`crates/schema/k8s/definitions.json`, Kubernetes 1.37).
 
-use crate::mapping::{is_inline, Special, INLINE};
+use crate::mapping::{is_inline, json_name, Special, INLINE};
 use crate::{kinds, message, pool};
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::Value;
@@ -11,7 +11,21 @@ use std::collections::{BTreeSet, HashSet};
 /// Built-in kinds without a message here: served as JSON only. CustomResourceDefinition's
 /// proto is not vendored (its schemas' JSON-valued fields need mappings of their own);
 /// the others are newer than the vendored 1.35 protos.
-const WITHOUT_PROTOS: &[&str] = &["apiextensions.k8s.io/v1/CustomResourceDefinition"];
+const WITHOUT_PROTOS: &[&str] = &[
+    "certificates.k8s.io/v1/ClusterTrustBundle",
+    "certificates.k8s.io/v1/PodCertificateRequest",
+    "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy",
+    "admissionregistration.k8s.io/v1/MutatingAdmissionPolicyBinding",
+    "apiextensions.k8s.io/v1/CustomResourceDefinition",
+    "resource.k8s.io/v1/DeviceTaintRule",
+    "storagemigration.k8s.io/v1/StorageVersionMigration",
+];
+
+/// The OpenAPI definition name of a message (`io.k8s.api.core.v1.Pod`; the aggregator's
+/// package is `kube-aggregator` there).
+fn openapi_name(full_name: &str) -> String {
+    format!("io.k8s.{}", full_name.replacen("kube_aggregator.", "kube-aggregator.", 1))
+}
 
 #[test]
 fn every_kind_has_its_message() {
@@ -60,6 +74,7 @@ fn specials_resolve() {
 /// Fields of Kubernetes 1.36/1.37 that the vendored 1.35 protos lack (dropped on encode).
 /// A new entry here means the schema moved on: consider newer protos.
 const NEWER_THAN_PROTOS: &[&str] = &[
+    "api.batch.v1.JobSpec.scheduling",
     "api.core.v1.ClusterTrustBundleProjection.user",
     "api.core.v1.ConfigMapVolumeSource.defaultUser",
     "api.core.v1.DownwardAPIVolumeFile.user",
@@ -70,6 +85,7 @@ const NEWER_THAN_PROTOS: &[&str] = &[
     "api.core.v1.KeyToPath.user",
     "api.core.v1.NodeSpec.podPreemptionPolicy",
     "api.core.v1.NodeSystemInfo.runningInUserNamespace",
+    "api.core.v1.PersistentVolumeClaimStatus.healthStatus",
     "api.core.v1.PodCertificateProjection.user",
     "api.core.v1.PodSpec.evictionResponders",
     "api.core.v1.PodSpec.schedulingGroup",
@@ -81,6 +97,19 @@ const NEWER_THAN_PROTOS: &[&str] = &[
     "api.core.v1.ServiceAccountTokenProjection.user",
     "api.core.v1.VolumeMount.bindMountOptions",
     "api.core.v1.VolumeMountStatus.volumeStatus",
+    "api.resource.v1.Device.nodeAllocatableResources",
+    "api.resource.v1.DeviceAttribute.bools",
+    "api.resource.v1.DeviceAttribute.ints",
+    "api.resource.v1.DeviceAttribute.strings",
+    "api.resource.v1.DeviceAttribute.versions",
+    "api.resource.v1.DeviceCounterConsumption.compatibilityGroups",
+    "api.resource.v1.DeviceRequestAllocationResult.skipNodeOperations",
+    "api.resource.v1.DeviceSubRequest.derivedAttributes",
+    "api.resource.v1.ExactDeviceRequest.derivedAttributes",
+    "api.resource.v1.ResourceSliceSpec.partitionTypeAttribute",
+    "api.resource.v1.ResourceSliceSpec.skipNodeOperations",
+    "api.storage.v1.CSIDriverSpec.preventPodSchedulingIfMissing",
+    "api.storage.v1.CSINode.status",
     "apimachinery.pkg.apis.meta.v1.ListMeta.shardInfo",
 ];
 
@@ -99,7 +128,7 @@ struct Walk<'a> {
 
 impl<'a> Walk<'a> {
     fn schema(&self, name: &str) -> Option<&'a Value> {
-        self.schemas.get(&format!("io.k8s.{name}"))
+        self.schemas.get(&openapi_name(name))
     }
 
     /// The definition a property refers to (`$ref` directly or as the single `allOf`).
@@ -129,15 +158,15 @@ impl<'a> Walk<'a> {
         for field in fields {
             let qualified = format!("{}.{}", field.parent_message().full_name(), field.name());
             let owner = desc.full_name();
-            names.insert(field.name().to_string());
-            let Some(prop) = props.get(field.name()) else {
+            names.insert(json_name(&field).to_string());
+            let Some(prop) = props.get(json_name(&field)) else {
                 if !OLDER_THAN_SCHEMA.contains(&qualified.as_str()) {
                     self.problems.push(format!("{owner}: field {qualified} is not in the OpenAPI schema"));
                 }
                 continue;
             };
             self.checked_fields += 1;
-            self.field(&format!("{owner}.{}", field.name()), &field, prop);
+            self.field(&format!("{owner}.{}", json_name(&field)), &field, prop);
         }
         for name in props.keys() {
             if name != "apiVersion" && name != "kind" && !names.contains(name) {
@@ -183,7 +212,7 @@ impl<'a> Walk<'a> {
                     self.problems.push(format!("{at}: message {}, but the schema has no $ref", m.full_name()));
                     return;
                 };
-                if name != format!("io.k8s.{}", m.full_name()) {
+                if name != openapi_name(m.full_name()) {
                     self.problems.push(format!("{at}: message {}, but the schema refers to {name}", m.full_name()));
                     return;
                 }

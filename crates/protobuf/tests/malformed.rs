@@ -45,7 +45,8 @@ fn unknown_kinds() {
     assert_eq!(err.to_string(), "protobuf bodies of v1, Kind=Widget are not supported");
     assert!(matches!(decode(&envelope("apps/v1", "ConfigMap", b"", "", "")), Err(DecodeError::UnsupportedKind { .. })));
     assert!(matches!(decode(&envelope("v2", "Pod", b"", "", "")), Err(DecodeError::UnsupportedKind { .. })));
-    assert!(!supports("v1", "Widget") && !supports("", "Pod") && !supports("batch/v1", "Job"));
+    assert!(!supports("v1", "Widget") && !supports("", "Pod") && !supports("batch/v2", "Job"));
+    assert!(supports("batch/v1", "Job") && !supports("storagemigration.k8s.io/v1", "StorageVersionMigration"));
     // An empty raw is a valid empty object.
     let (_, _, object) = decode(&envelope("v1", "ConfigMap", b"", "", "")).unwrap();
     assert_eq!(object, json!({"kind": "ConfigMap", "apiVersion": "v1"}));
@@ -142,8 +143,8 @@ fn encode_errors() {
     assert_eq!(encode(&json!({"kind": "ConfigMap"})), Err(EncodeError::MissingTypeMeta("apiVersion")));
     assert_eq!(encode(&json!({"apiVersion": "v1"})), Err(EncodeError::MissingTypeMeta("kind")));
     assert_eq!(
-        encode(&json!({"apiVersion": "batch/v1", "kind": "Job"})),
-        Err(EncodeError::UnsupportedKind { api_version: "batch/v1".into(), kind: "Job".into() })
+        encode(&json!({"apiVersion": "batch/v2", "kind": "Job"})),
+        Err(EncodeError::UnsupportedKind { api_version: "batch/v2".into(), kind: "Job".into() })
     );
     let bad = |object: serde_json::Value| match encode(&object) {
         Err(EncodeError::Invalid { path, message, .. }) => format!("{path}: {message}"),

@@ -22,9 +22,9 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use kuorum_api::kinds::{self, Strategy};
-use kuorum_api::registry::{self, ResourceDef};
+use kuorum_api::registry::{self, ResourceDef, KUBELET_SUBRESOURCES};
 use kuorum_api::validation::{is_valid_path_segment_name, NameRule};
-use kuorum_api::{ApiError, GroupResource};
+use kuorum_api::{ApiError, GroupResource, Reason};
 use kuorum_schema::{Schema, Schemas};
 use std::sync::Arc;
 
@@ -199,7 +199,6 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
     }
 
     match (&ctx.target.name, &ctx.target.subresource) {
-        // A collection.
         // A collection. Across all namespaces, a namespaced resource is only read, as in
         // kube-apiserver: a create or deletecollection there is 405.
         (None, _) => match verb {
@@ -223,21 +222,29 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
             Method::PATCH => patch::patch(st, ctx).await,
             _ => Err(ApiError::method_not_allowed()),
         },
-        // A subresource: the status subresource (and a CSR's approval) reads as the whole
-        // object.
+        // A subresource: `scale` has its own handlers; the ones a kubelet answers are
+        // refused saying why; any other (`status`, a namespace's `finalize`, ...) reads as
+        // the whole object and is written through the generic verbs, which store the part
+        // the kind says it writes, for the verbs discovery lists for it.
         (Some(_), Some(sub)) => {
             let sub_gr = format!("{}/{sub}", gr.resource);
             let sub_gr = GroupResource { group: gr.group, resource: &sub_gr };
+            let verbs = ctx.target.def.subresource(sub).map_or(&[][..], |s| s.verbs);
             match (method, sub.as_str()) {
-                (Method::GET, "status" | "approval") => get::get(st, ctx).await,
-                (Method::PUT, "status" | "approval") => update::update(st, ctx).await,
-                (Method::PATCH, "status" | "approval") => patch::patch(st, ctx).await,
+                (_, s) if KUBELET_SUBRESOURCES.contains(&s) => Err(ApiError::new(
+                    Reason::ServiceUnavailable,
+                    format!("{sub_gr} is answered by the node's kubelet, and kuorum has no connection to kubelets: no route to the node"),
+                )),
                 (Method::GET, "scale") => subresource::get_scale(st, ctx).await,
                 (Method::PUT, "scale") => subresource::write_scale(st, ctx, false).await,
                 (Method::PATCH, "scale") => subresource::write_scale(st, ctx, true).await,
+                (Method::GET, _) if verbs.contains(&"get") => get::get(st, ctx).await,
+                (Method::PUT, _) if verbs.contains(&"update") => update::update(st, ctx).await,
+                (Method::PATCH, _) if verbs.contains(&"patch") => patch::patch(st, ctx).await,
                 (Method::GET, _) => Err(ApiError::method_not_supported(sub_gr, "get")),
                 (Method::PUT, _) => Err(ApiError::method_not_supported(sub_gr, "update")),
                 (Method::PATCH, _) => Err(ApiError::method_not_supported(sub_gr, "patch")),
+                (Method::POST, _) => Err(ApiError::method_not_supported(sub_gr, "create")),
                 _ => Err(ApiError::method_not_allowed()),
             }
         }

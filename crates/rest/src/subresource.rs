@@ -4,8 +4,9 @@
 //! resource whose CRD says (`specReplicasPath`, `statusReplicasPath`, `labelSelectorPath`).
 //!
 //! For a kind with a status subresource, a write to the object keeps the stored status
-//! and a write to `/status` changes only the status (and one to a
-//! CertificateSigningRequest's `/approval` only its conditions): spec and status have separate
+//! and a write to `/status` changes only the status; another subresource (a namespace's
+//! `/finalize`, a CertificateSigningRequest's `/approval`) writes the part its kind's
+//! strategy says: spec and status have separate
 //! writers (controllers own status), as in kube-apiserver's status strategies.
 //!
 //! ```text
@@ -59,17 +60,12 @@ pub(crate) fn shape_write(def: &ResourceDef, subresource: Option<&str>, old: &Ob
             }
             out
         }
-        // A CertificateSigningRequest's approval changes its conditions only.
-        Some("approval") => {
-            let mut out = old.clone();
-            let conditions = new.get("status").and_then(|s| s.get("conditions")).cloned();
-            let status = out.entry("status").or_insert_with(|| json!({}));
-            if let Some(status) = status.as_object_mut() {
-                match conditions {
-                    Some(c) => status.insert("conditions".into(), c),
-                    None => status.remove("conditions"),
-                };
-            }
+        // Another subresource writes the part of the object its kind says.
+        Some(other) => {
+            let Some(mut out) = kuorum_api::kinds::of(def).and_then(|k| k.write_subresource(other, old, &new)) else {
+                return new;
+            };
+            // The writer's managedFields bookkeeping travels with the part it wrote.
             if let Some(m) = object::meta(&new).and_then(|m| m.get("managedFields")) {
                 object::meta_mut(&mut out).insert("managedFields".into(), m.clone());
             }
@@ -360,12 +356,12 @@ mod tests {
 
     #[test]
     fn an_approval_writes_conditions_only() {
-        let deploy = registry::lookup("apps", "v1", "deployments").unwrap();
+        let csr = registry::lookup("certificates.k8s.io", "v1", "certificatesigningrequests").unwrap();
         let old = obj(json!({"spec": {"request": "x"}, "status": {"certificate": "c"}}));
         let new = obj(json!({"spec": {"request": "y"},
                              "status": {"certificate": "d", "conditions": [{"type": "Approved", "status": "True"}]}}));
         assert_eq!(
-            Value::Object(shape_write(deploy, Some("approval"), &old, new)),
+            Value::Object(shape_write(csr, Some("approval"), &old, new)),
             json!({"spec": {"request": "x"}, "status": {"certificate": "c", "conditions": [{"type": "Approved", "status": "True"}]}})
         );
     }

@@ -105,9 +105,8 @@ async fn lines(body: &mut Body, n: usize, wait: Duration) -> Vec<Value> {
 async fn get_and_list_as_tables() {
     let (app, clock) = app().await;
     let cms = "/api/v1/namespaces/default/configmaps";
-    let a =
-        create(&app, cms, json!({"metadata": {"name": "a", "labels": {"app": "x"}}, "data": {"k": "v", "l": "w"}}))
-            .await;
+    let a = create(&app, cms, json!({"metadata": {"name": "a", "labels": {"app": "x"}}, "data": {"k": "v", "l": "w"}}))
+        .await;
     create(&app, cms, json!({"metadata": {"name": "b"}})).await;
     clock.0.fetch_add(65, std::sync::atomic::Ordering::SeqCst);
 
@@ -170,11 +169,7 @@ async fn get_and_list_as_tables() {
     for uri in [deploys.to_string(), format!("{deploys}/web/status")] {
         let (status, _, t) = get(&app, &uri, KUBECTL_GET).await;
         assert_eq!(status, StatusCode::OK, "{t}");
-        assert_eq!(
-            t["rows"][0]["cells"],
-            json!(["web", "0/3", 0, 0, "0s", "nginx", "nginx:1.27", "app=web"]),
-            "{uri}"
-        );
+        assert_eq!(t["rows"][0]["cells"], json!(["web", "0/3", 0, 0, "0s", "nginx", "nginx:1.27", "app=web"]), "{uri}");
     }
 
     // Cluster-scoped kinds and other printers.
@@ -204,14 +199,8 @@ async fn partial_object_metadata_and_refusals() {
     assert!(l["metadata"]["resourceVersion"].is_string());
 
     let (status, ct, p) = get(&app, &format!("{cms}/a"), METADATA).await;
-    assert_eq!(
-        (status, ct.as_str()),
-        (StatusCode::OK, "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io")
-    );
-    assert_eq!(
-        p,
-        json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": a["metadata"]})
-    );
+    assert_eq!((status, ct.as_str()), (StatusCode::OK, "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"));
+    assert_eq!(p, json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": a["metadata"]}));
 
     let only = |k: &str| format!("application/json;as={k};g=meta.k8s.io;v=v1");
     let (status, _, s) = get(&app, cms, &only("PartialObjectMetadata")).await;
@@ -278,9 +267,7 @@ async fn watch_events_are_one_row_tables() {
     let names: Vec<&str> = events.iter().map(|e| e["object"]["rows"][0]["cells"][0].as_str().unwrap()).collect();
     assert_eq!(names, ["before", "w2"]);
     assert_eq!(events[0]["object"]["rows"][0]["object"]["kind"], "ConfigMap");
-    assert!(
-        events[0]["object"]["columnDefinitions"].is_array() && events[1]["object"]["columnDefinitions"].is_null()
-    );
+    assert!(events[0]["object"]["columnDefinitions"].is_array() && events[1]["object"]["columnDefinitions"].is_null());
     drop(body);
 
     // PartialObjectMetadata watches; a bad includeObject is refused before streaming.

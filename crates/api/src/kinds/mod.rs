@@ -118,6 +118,14 @@ pub trait Strategy: Sync + 'static {
         None
     }
 
+    /// A write to the subresource `name` (other than `status` and `scale`) of an object
+    /// stored as `old`: the object to store, which takes from `new` only the part the
+    /// subresource writes (a namespace's finalizers, a pod's ephemeral containers, a CSR's
+    /// conditions). `None` when the kind has no such subresource.
+    fn write_subresource(&self, _name: &str, _old: &Object, _new: &Object) -> Option<Object> {
+        None
+    }
+
     /// Refuses deleting the object named `name` (the namespaces a cluster cannot lose).
     fn check_delete(&self, _name: &str) -> Result<(), ApiError> {
         Ok(())
@@ -178,6 +186,31 @@ pub(crate) fn set_default(m: &mut Object, key: &str, value: Value) {
 /// The object at `key`, if it is one.
 pub(crate) fn child<'a>(m: &'a mut Object, key: &str) -> Option<&'a mut Object> {
     m.get_mut(key).and_then(Value::as_object_mut)
+}
+
+/// `old` with the value at `path` (an object's keys, outermost first) taken from `new`
+/// (removed when `new` has none): what a subresource that writes one part stores.
+pub(crate) fn with_part_of(old: &Object, new: &Object, path: &[&str]) -> Object {
+    let mut out = old.clone();
+    let Some((last, parents)) = path.split_last() else { return out };
+    let mut from = Some(new);
+    for p in parents {
+        from = from.and_then(|m| m.get(*p)).and_then(Value::as_object);
+    }
+    let value = from.and_then(|m| m.get(*last)).cloned();
+    let mut to = &mut out;
+    for p in parents {
+        let entry = to.entry(p.to_string()).or_insert_with(|| Value::Object(Map::new()));
+        if !entry.is_object() {
+            *entry = Value::Object(Map::new());
+        }
+        to = entry.as_object_mut().expect("made an object above");
+    }
+    match value {
+        Some(v) => to.insert(last.to_string(), v),
+        None => to.remove(*last),
+    };
+    out
 }
 
 /// The objects of the array at `key`.

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::signer::{base64_decode, pem_block_types, validate_signer_name};
 use crate::kinds::common::{at, required, str_at as field_str};
 use crate::kinds::printing::*;
-use crate::kinds::{child, each, Object, Strategy};
+use crate::kinds::{child, each, with_part_of, Object, Strategy};
 use crate::registry::{ResourceDef, Scope, SubresourceDef, ALL_VERBS, STATUS};
 use crate::validation::{BadValue, FieldError, NameRule};
 
@@ -163,6 +163,11 @@ impl Strategy for CertificateSigningRequest {
         }
         validate_conditions(obj, &mut errs);
         errs
+    }
+
+    /// `approval` writes the conditions only (approvers add Approved or Denied).
+    fn write_subresource(&self, name: &str, old: &Object, new: &Object) -> Option<Object> {
+        (name == "approval").then(|| with_part_of(old, new, &["status", "conditions"]))
     }
 
     fn selectable_fields(&self) -> &'static [&'static str] {

@@ -6,8 +6,8 @@
 use serde_json::{json, Value};
 
 use crate::kinds::printing::*;
-use crate::kinds::{Object, Strategy};
-use crate::registry::{core, ResourceDef, Scope, STATUS};
+use crate::kinds::{with_part_of, Object, Strategy};
+use crate::registry::{core, ResourceDef, Scope, SubresourceDef, STATUS};
 use crate::validation::NameRule;
 use crate::ApiError;
 
@@ -16,8 +16,11 @@ const VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "
 
 pub static DEF: ResourceDef = ResourceDef {
     verbs: VERBS,
-    ..core("Namespace", "namespaces", "namespace", Scope::Cluster, &["ns"], &[], &[STATUS], "NamespaceList")
+    ..core("Namespace", "namespaces", "namespace", Scope::Cluster, &["ns"], &[], &[FINALIZE, STATUS], "NamespaceList")
 };
+
+/// `PUT namespaces/<name>/finalize`: the namespace lifecycle's write of `spec.finalizers`.
+const FINALIZE: SubresourceDef = SubresourceDef { name: "finalize", response: None, verbs: &["update"] };
 
 /// Namespaces kube-apiserver never lets go.
 pub const UNDELETABLE: &[&str] = &["default", "kube-system", "kube-public"];
@@ -86,6 +89,10 @@ impl Strategy for Namespace {
 
     fn row(&self, obj: &Value, now: i64) -> Row {
         Row::plain(vec![name(obj).into(), str_at(obj, "/status/phase").into(), age(obj, now).into()])
+    }
+
+    fn write_subresource(&self, name: &str, old: &Object, new: &Object) -> Option<Object> {
+        (name == "finalize").then(|| with_part_of(old, new, &["spec", "finalizers"]))
     }
 
     fn check_delete(&self, name: &str) -> Result<(), ApiError> {

@@ -7,9 +7,18 @@ use serde_json::Value;
 
 use crate::kinds::printing::*;
 use crate::kinds::Strategy;
-use crate::registry::{core, ResourceDef, Scope, STATUS};
+use crate::registry::{core, core_subresource, ResourceDef, Scope, PROXY_VERBS, STATUS};
 
-pub static DEF: ResourceDef = core("Node", "nodes", "node", Scope::Cluster, &["no"], &[], &[STATUS], "NodeList");
+pub static DEF: ResourceDef = core(
+    "Node",
+    "nodes",
+    "node",
+    Scope::Cluster,
+    &["no"],
+    &[],
+    &[core_subresource("proxy", "NodeProxyOptions", PROXY_VERBS), STATUS],
+    "NodeList",
+);
 
 const NODE_ADDRESSES_DOC: &str = "List of addresses reachable to the node. Queried from cloud provider, if \
      available. More info: https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is \

@@ -5,14 +5,27 @@
 use serde_json::{json, Value};
 
 use crate::kinds::printing::*;
-use crate::kinds::{child, each, set_default, Object, Strategy};
-use crate::registry::{core, ResourceDef, Scope, STATUS};
+use crate::kinds::{child, each, set_default, with_part_of, Object, Strategy};
+use crate::registry::{core, core_subresource, ResourceDef, Scope, SubresourceDef, PROXY_VERBS, STATUS};
 use crate::time::unix_seconds;
 use crate::validation::{BadValue, FieldError, PORT_RANGE};
 
+/// The subresources of a pod, by name: the kubelet's (attach, exec, log, portforward,
+/// proxy: listed, answered with a Status), and the writes of one part of a pod.
+const SUBRESOURCES: &[SubresourceDef] = &[
+    core_subresource("attach", "PodAttachOptions", &["create", "get"]),
+    SubresourceDef { name: "ephemeralcontainers", response: None, verbs: &["get", "patch", "update"] },
+    core_subresource("exec", "PodExecOptions", &["create", "get"]),
+    SubresourceDef { name: "log", response: None, verbs: &["get"] },
+    core_subresource("portforward", "PodPortForwardOptions", &["create", "get"]),
+    core_subresource("proxy", "PodProxyOptions", PROXY_VERBS),
+    SubresourceDef { name: "resize", response: None, verbs: &["get", "patch", "update"] },
+    STATUS,
+];
+
 pub static DEF: ResourceDef = ResourceDef {
     tracks_generation: true,
-    ..core("Pod", "pods", "pod", Scope::Namespaced, &["po"], &["all"], &[STATUS], "PodList")
+    ..core("Pod", "pods", "pod", Scope::Namespaced, &["po"], &["all"], SUBRESOURCES, "PodList")
 };
 
 const POD_COLUMNS: &[Column] = &[
@@ -85,6 +98,35 @@ impl Strategy for Pod {
             container_ports(spec, "spec", &mut errs);
         }
         errs
+    }
+
+    /// `ephemeralcontainers` writes `spec.ephemeralContainers`; `resize` the containers'
+    /// `resources` and `resizePolicy` (matched by name).
+    fn write_subresource(&self, name: &str, old: &Object, new: &Object) -> Option<Object> {
+        match name {
+            "ephemeralcontainers" => Some(with_part_of(old, new, &["spec", "ephemeralContainers"])),
+            "resize" => {
+                let mut out = old.clone();
+                for list in ["initContainers", "containers"] {
+                    let wanted = new.get("spec").and_then(|s| s.get(list)).and_then(Value::as_array);
+                    let Some(spec) = child(&mut out, "spec") else { break };
+                    for c in each(spec, list) {
+                        let name = c.get("name").cloned();
+                        let Some(w) = wanted.into_iter().flatten().find(|w| w.get("name") == name.as_ref()) else {
+                            continue;
+                        };
+                        for field in ["resources", "resizePolicy"] {
+                            match w.get(field) {
+                                Some(v) => c.insert(field.into(), v.clone()),
+                                None => c.remove(field),
+                            };
+                        }
+                    }
+                }
+                Some(out)
+            }
+            _ => None,
+        }
     }
 
     fn selectable_fields(&self) -> &'static [&'static str] {

@@ -7,11 +7,13 @@ use serde_json::{json, Value};
 
 use crate::kinds::printing::*;
 use crate::kinds::{child, each, set_default, Object, Strategy};
-use crate::registry::{core, ResourceDef, Scope, STATUS};
+use crate::registry::{core, core_subresource, ResourceDef, Scope, SubresourceDef, PROXY_VERBS, STATUS};
 use crate::validation::{BadValue, FieldError, NameRule, PORT_RANGE};
 
 pub static DEF: ResourceDef =
-    core("Service", "services", "service", Scope::Namespaced, &["svc"], &["all"], &[STATUS], "ServiceList");
+    core("Service", "services", "service", Scope::Namespaced, &["svc"], &["all"], SUBRESOURCES, "ServiceList");
+
+const SUBRESOURCES: &[SubresourceDef] = &[core_subresource("proxy", "ServiceProxyOptions", PROXY_VERBS), STATUS];
 
 const SERVICE_COLUMNS: &[Column] = &[
     NAME,
