@@ -31,6 +31,7 @@ mod apiextensions;
 mod apiregistration;
 mod apps;
 mod authn;
+mod autoscaling;
 mod batch;
 mod certificates;
 mod coordination;
@@ -139,6 +140,7 @@ static GROUPS: &[&[&dyn Strategy]] = &[
     apiregistration::KINDS,
     apps::KINDS,
     authn::KINDS,
+    autoscaling::KINDS,
     batch::KINDS,
     certificates::KINDS,
     networking::KINDS,
