@@ -23,11 +23,7 @@ const NOT_YET_SERVED: &[&str] = &[
     "v1 pods/binding",
     "v1 pods/eviction",
     "v1 serviceaccounts/token",
-    "authentication.k8s.io/v1 tokenreviews",
-    "authorization.k8s.io/v1 localsubjectaccessreviews",
-    "authorization.k8s.io/v1 subjectaccessreviews",
     "autoscaling/v1 horizontalpodautoscalers",
-    "autoscaling/v2 horizontalpodautoscalers",
     "events.k8s.io/v1 events",
 ];
 

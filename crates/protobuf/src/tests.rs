@@ -74,6 +74,7 @@ fn specials_resolve() {
 /// Fields of Kubernetes 1.36/1.37 that the vendored 1.35 protos lack (dropped on encode).
 /// A new entry here means the schema moved on: consider newer protos.
 const NEWER_THAN_PROTOS: &[&str] = &[
+    "api.autoscaling.v2.HorizontalPodAutoscalerCondition.observedGeneration",
     "api.batch.v1.JobSpec.scheduling",
     "api.core.v1.ClusterTrustBundleProjection.user",
     "api.core.v1.ConfigMapVolumeSource.defaultUser",

@@ -183,6 +183,15 @@ impl Authenticator {
         Ok(user)
     }
 
+    /// The user a bearer token authenticates (with `system:authenticated`), if any.
+    pub(crate) fn user_of_token(&self, token: &str) -> Option<UserInfo> {
+        let mut u = self.tokens.get(token).cloned()?;
+        if !u.groups.iter().any(|g| g == "system:authenticated") {
+            u.groups.push("system:authenticated".into());
+        }
+        Some(u)
+    }
+
     fn authenticate(&self, req: &Request) -> Result<Option<UserInfo>, ApiError> {
         if matches!(req.uri().path(), "/livez" | "/readyz" | "/healthz") {
             return Ok(None);

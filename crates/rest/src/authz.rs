@@ -118,8 +118,10 @@ pub(crate) fn is_review(def: &kuorum_api::ResourceDef) -> bool {
     def.group == AUTHORIZATION_GROUP || def.group == AUTHENTICATION_GROUP
 }
 
-/// POST of a SelfSubjectAccessReview, SelfSubjectRulesReview or SelfSubjectReview: the
-/// review as sent, with the answer in its `status` (201 Created, nothing stored).
+/// POST of a review: the review as sent, with the answer in its `status` (201 Created,
+/// nothing stored). The self reviews answer for the requester; a TokenReview says whom a
+/// bearer token authenticates; a (Local)SubjectAccessReview answers for the user and
+/// groups its spec names, as a kubelet's or webhook's authorizer asks.
 pub(crate) async fn review(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {
     let def = ctx.target.def;
     let format = BodyFormat::of(&ctx.headers)?;
@@ -132,6 +134,11 @@ pub(crate) async fn review(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         "SelfSubjectReview" => json!({"userInfo": {"username": user.name, "uid": user.uid, "groups": user.groups}}),
         "SelfSubjectAccessReview" => access_review(st, &user, &spec)?,
         "SelfSubjectRulesReview" => rules_review(st, &user, &spec),
+        "SubjectAccessReview" | "LocalSubjectAccessReview" => {
+            let namespace = ctx.target.namespace.as_deref();
+            subject_access_review(st, def, namespace, &spec)?
+        }
+        "TokenReview" => token_review(st, &spec)?,
         _ => return Err(ApiError::method_not_allowed()),
     };
     obj.insert("status".into(), status);
@@ -168,6 +175,44 @@ fn access_review(st: &RestState, user: &UserInfo, spec: &Value) -> Result<Value,
     };
     let allowed = st.authorization == Authorization::AlwaysAllow || allowed(&st.cache, user, &attrs);
     Ok(if allowed { json!({"allowed": true, "reason": allow_reason(st, user)}) } else { json!({"allowed": false}) })
+}
+
+/// A SubjectAccessReview (or, with the URL's `namespace`, a LocalSubjectAccessReview):
+/// the access review of the user, uid and groups its spec names.
+fn subject_access_review(
+    st: &RestState,
+    def: &kuorum_api::ResourceDef,
+    namespace: Option<&str>,
+    spec: &Value,
+) -> Result<Value, ApiError> {
+    let user = spec.get("user").and_then(Value::as_str).unwrap_or("");
+    let groups: Vec<&str> =
+        spec.get("groups").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let invalid = |field: &str, detail: &str| {
+        let e = kuorum_api::validation::FieldError::invalid(field, "", detail);
+        ApiError::invalid(def.group_kind(), "", &[e])
+    };
+    if user.is_empty() && groups.is_empty() {
+        return Err(invalid("spec.user", "at least one of user or group must be specified"));
+    }
+    if let Some(ns) = namespace {
+        let asked = spec.pointer("/resourceAttributes/namespace").and_then(Value::as_str).unwrap_or("");
+        if spec.get("resourceAttributes").is_none() || asked != ns {
+            return Err(invalid("spec.resourceAttributes.namespace", "must match metadata.namespace"));
+        }
+    }
+    let mut subject = UserInfo::new(user, &groups);
+    subject.uid = spec.get("uid").and_then(Value::as_str).unwrap_or("").to_string();
+    access_review(st, &subject, spec)
+}
+
+/// A TokenReview: whom `spec.token` authenticates, as a bearer token to this server would.
+fn token_review(st: &RestState, spec: &Value) -> Result<Value, ApiError> {
+    let token = spec.get("token").and_then(Value::as_str).unwrap_or("");
+    Ok(match st.auth.user_of_token(token) {
+        Some(u) => json!({"authenticated": true, "user": {"username": u.name, "uid": u.uid, "groups": u.groups}}),
+        None => json!({"authenticated": false, "error": "invalid bearer token"}),
+    })
 }
 
 fn allow_reason(st: &RestState, user: &UserInfo) -> &'static str {

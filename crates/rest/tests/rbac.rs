@@ -459,3 +459,57 @@ async fn deleting_a_collection_across_all_namespaces_is_not_allowed() {
         left["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"a") && names.contains(&"b"), "{names:?}");
 }
+
+/// A kubelet's or webhook's authorizer asks about someone else (SubjectAccessReview, or
+/// LocalSubjectAccessReview in one namespace), and its authenticator about a token
+/// (TokenReview); the asker needs the right to create the review.
+#[tokio::test]
+async fn subject_access_and_token_reviews_answer_for_whom_they_name() {
+    let app = app().await;
+    let view_in_dev =
+        binding("RoleBinding", "alice-view", "ClusterRole", "view", json!([{"kind": "User", "name": "alice"}]));
+    admin(&app, &format!("{RBAC}/namespaces/dev/rolebindings"), view_in_dev).await;
+    let sar = |user: &str, ns: &str| {
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+               "spec": {"user": user, "groups": ["system:authenticated"],
+                        "resourceAttributes": {"verb": "list", "resource": "configmaps", "namespace": ns}}})
+    };
+    let ask = |body: Value, uri: &'static str| {
+        let app = &app;
+        async move { as_user(app, "root-token", Method::POST, uri, Some(body)).await }
+    };
+    const SAR: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+    let r = ask(sar("alice", "dev"), SAR).await;
+    assert_eq!((r.status.as_u16(), &r.json()["status"]["allowed"]), (201, &json!(true)), "{}", r.json());
+    let r = ask(sar("alice", "prod"), SAR).await;
+    assert_eq!(r.json()["status"]["allowed"], false, "{}", r.json());
+    let r = ask(sar("bob", "dev"), SAR).await;
+    assert_eq!(r.json()["status"]["allowed"], false, "{}", r.json());
+    let nobody = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                        "spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}}});
+    assert_eq!(ask(nobody, SAR).await.status.as_u16(), 422);
+
+    // Local: the namespace in the spec must be the URL's.
+    let mut local = sar("alice", "dev");
+    local["kind"] = json!("LocalSubjectAccessReview");
+    let r = ask(local.clone(), "/apis/authorization.k8s.io/v1/namespaces/dev/localsubjectaccessreviews").await;
+    assert_eq!((r.status.as_u16(), &r.json()["status"]["allowed"]), (201, &json!(true)), "{}", r.json());
+    let r = ask(local, "/apis/authorization.k8s.io/v1/namespaces/prod/localsubjectaccessreviews").await;
+    assert_eq!(r.status.as_u16(), 422, "{}", r.json());
+
+    // A user without the right to create reviews of others cannot ask.
+    let r = as_user(&app, "alice-token", Method::POST, SAR, Some(sar("alice", "dev"))).await;
+    assert_eq!(r.status.as_u16(), 403, "{}", r.json());
+
+    // Whom a token authenticates.
+    let review = |token: &str| json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}});
+    const TR: &str = "/apis/authentication.k8s.io/v1/tokenreviews";
+    let r = ask(review("alice-token"), TR).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    assert_eq!(
+        r.json()["status"],
+        json!({"authenticated": true, "user": {"username": "alice", "uid": "u-1", "groups": ["dev", "system:authenticated"]}})
+    );
+    let r = ask(review("forged"), TR).await;
+    assert_eq!(r.json()["status"]["authenticated"], false, "{}", r.json());
+}
