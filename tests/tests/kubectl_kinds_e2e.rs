@@ -1,7 +1,8 @@
 //! kubectl v1.37 flows over the built-in kinds beyond the first eighteen, against a 3-node
 //! cluster: the generators `create job|cronjob|pdb|ingress|priorityclass|quota` (protobuf
 //! bodies), `get all` (the `all` category: replicasets and the other workloads), `rollout
-//! history` (which reads a deployment's replicasets), and `certificate approve` (the
+//! history` (which reads a deployment's replicasets), `autoscale` (an autoscaling/v2
+//! HorizontalPodAutoscaler), `scale` of a replicaset, and `certificate approve` (the
 //! approval subresource). Each object is read back from another node.
 
 use kuorum_e2e::Cluster;
@@ -15,9 +16,10 @@ fn kubectl_flows_over_every_kind() {
     c.kubectl(a, &["create", "namespace", "flows"]).unwrap().ok("create namespace");
     let ns = ["-n", "flows"];
 
+    // The namespace goes first: a job's command follows `--`.
     let create = |args: &[&str], what: &str| {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend_from_slice(&ns);
+        let mut all: Vec<&str> = ns.to_vec();
+        all.extend_from_slice(args);
         c.kubectl(a, &all).unwrap().ok(what)
     };
     create(&["create", "job", "once", "--image=busybox:1.36", "--", "echo", "hi"], "create job");
@@ -29,7 +31,10 @@ fn kubectl_flows_over_every_kind() {
 
     create(&["create", "cronjob", "nightly", "--image=busybox:1.36", "--schedule=0 3 * * *"], "create cronjob");
     let cj = c.get_json(b, &["cronjob", "nightly", "-n", "flows"]);
-    assert_eq!((cj["spec"]["schedule"].as_str(), cj["spec"]["concurrencyPolicy"].as_str()), (Some("0 3 * * *"), Some("Allow")));
+    assert_eq!(
+        (cj["spec"]["schedule"].as_str(), cj["spec"]["concurrencyPolicy"].as_str()),
+        (Some("0 3 * * *"), Some("Allow"))
+    );
     let bad = c.kubectl(a, &["create", "cronjob", "bad", "-n", "flows", "--image=x", "--schedule=61 * * * *"]).unwrap();
     assert!(!bad.success() && bad.stderr.contains("spec.schedule"), "an invalid schedule is refused: {bad:?}");
 
@@ -48,7 +53,10 @@ fn kubectl_flows_over_every_kind() {
     assert_eq!((pc["value"].as_i64(), pc["preemptionPolicy"].as_str()), (Some(1000), Some("PreemptLowerPriority")));
 
     create(&["create", "quota", "small", "--hard=pods=10,requests.cpu=2"], "create quota");
-    assert_eq!(c.get_json(b, &["quota", "small", "-n", "flows"])["spec"]["hard"], json!({"pods": "10", "requests.cpu": "2"}));
+    assert_eq!(
+        c.get_json(b, &["quota", "small", "-n", "flows"])["spec"]["hard"],
+        json!({"pods": "10", "requests.cpu": "2"})
+    );
 
     // A deployment's replicaset, created as its controller would (kuorum runs no
     // controllers): `get all` lists it, `rollout history` reads it.
@@ -72,7 +80,19 @@ fn kubectl_flows_over_every_kind() {
         assert!(all.stdout.contains(want), "get all lists {want}:\n{}", all.stdout);
     }
     let history = c.kubectl(b, &["rollout", "history", "deployment/web", "-n", "flows"]).unwrap().ok("rollout history");
-    assert!(history.stdout.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["1", "first"]), "{}", history.stdout);
+    assert!(
+        history.stdout.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["1", "first"]),
+        "{}",
+        history.stdout
+    );
+    // autoscale: an autoscaling/v2 HorizontalPodAutoscaler with kube's default CPU target.
+    c.kubectl(a, &["autoscale", "deployment", "web", "--min=1", "--max=3", "-n", "flows"]).unwrap().ok("autoscale");
+    let hpa = c.get_json(b, &["hpa", "web", "-n", "flows"]);
+    assert_eq!((hpa["spec"]["minReplicas"].as_i64(), hpa["spec"]["maxReplicas"].as_i64()), (Some(1), Some(3)), "{hpa}");
+    assert_eq!(hpa["spec"]["scaleTargetRef"]["name"], "web", "{hpa}");
+    let shown = c.kubectl(b, &["get", "hpa", "web", "-n", "flows"]).unwrap().ok("get hpa");
+    assert!(shown.stdout.contains("Deployment/web"), "{}", shown.stdout);
+
     let scaled = c.kubectl(a, &["scale", "rs/web-5d4f8c", "--replicas=3", "-n", "flows"]).unwrap().ok("scale rs");
     assert!(scaled.stdout.contains("scaled"), "{}", scaled.stdout);
     assert_eq!(c.get_json(b, &["rs", "web-5d4f8c", "-n", "flows"])["spec"]["replicas"], 3);

@@ -531,8 +531,8 @@ mod tests {
             ("GET", "/api/v1/namespaces/a/pods/p", ("GET", "pods", "", "resource")),
             ("PUT", "/api/v1/namespaces/a/pods/p/status", ("PUT", "pods", "status", "resource")),
             ("GET", "/api/v1/namespaces/kube-system", ("GET", "namespaces", "", "resource")),
-            // finalize is not a subresource kuorum serves: no label of its own.
-            ("PUT", "/api/v1/namespaces/x/finalize", ("PUT", "namespaces", "", "resource")),
+            // finalize is a subresource kuorum serves: a label of its own.
+            ("PUT", "/api/v1/namespaces/x/finalize", ("PUT", "namespaces", "finalize", "resource")),
             ("GET", "/api/v1/nodes", ("LIST", "nodes", "", "cluster")),
             ("DELETE", "/apis/apps/v1/namespaces/a/deployments", ("DELETECOLLECTION", "deployments", "", "namespace")),
             ("GET", "/healthz", ("GET", "", "", "")),

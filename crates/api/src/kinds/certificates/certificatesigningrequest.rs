@@ -133,7 +133,11 @@ impl Strategy for CertificateSigningRequest {
                 }
             }
         }
-        let duplicated = |u: &[Value]| u.iter().enumerate().any(|(i, v)| u[..i].contains(v));
+        // Linear, whatever the number of usages a stored request carries.
+        let duplicated = |u: &[Value]| {
+            let mut seen = HashSet::new();
+            u.iter().any(|v| !seen.insert(v.to_string()))
+        };
         if !old_has(&duplicated) {
             let mut seen = HashSet::new();
             for (i, u) in usages.iter().enumerate() {
