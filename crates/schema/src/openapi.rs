@@ -812,18 +812,16 @@ mod tests {
         let index: Value = serde_json::from_slice(&api.index().json).unwrap();
         let paths = index["paths"].as_object().unwrap();
         let keys: Vec<&str> = paths.keys().map(String::as_str).collect();
-        assert_eq!(
-            keys,
-            [
-                "api/v1",
-                "apis/apiextensions.k8s.io/v1",
-                "apis/apps/v1",
-                "apis/authentication.k8s.io/v1",
-                "apis/authorization.k8s.io/v1",
-                "apis/coordination.k8s.io/v1",
-                "apis/rbac.authorization.k8s.io/v1"
-            ]
-        );
+        // Every group-version of the registry, sorted: the core group's first.
+        let mut want: Vec<String> = vec!["api/v1".to_string()];
+        for (group, versions) in registry::groups() {
+            want.extend(versions.iter().map(|v| format!("apis/{group}/{v}")));
+        }
+        want.sort();
+        assert_eq!(keys, want);
+        for gv in ["api/v1", "apis/apps/v1", "apis/batch/v1", "apis/apiextensions.k8s.io/v1"] {
+            assert!(keys.contains(&gv), "{gv}");
+        }
         for (path, entry) in paths {
             let url = entry["serverRelativeURL"].as_str().unwrap();
             let d = api.document(path).unwrap();
@@ -834,7 +832,7 @@ mod tests {
             assert_eq!(api.url_of(path).as_deref(), Some(url));
         }
         assert!(api.document("apis/apps/v2").is_none());
-        assert_eq!(api.paths().count(), 7);
+        assert_eq!(api.paths().count(), want.len());
     }
 
     #[test]
@@ -990,11 +988,14 @@ mod tests {
                 }
             }
         }
-        // configmaps, events, namespaces(+status), nodes(+status), pods(+status), secrets,
-        // serviceaccounts, services(+status), deployments(+status, scale), leases,
-        // customresourcedefinitions(+status), clusterroles, clusterrolebindings, roles,
-        // rolebindings.
-        assert_eq!(patches, 22);
+        // One PATCH per resource and per subresource that lists the verb (the proxies and
+        // the other kubelet subresources included).
+        let want: usize = registry::resources()
+            .iter()
+            .filter(|d| d.verbs.contains(&"patch"))
+            .map(|d| 1 + d.subresources.iter().filter(|s| s.verbs.contains(&"patch")).count())
+            .sum();
+        assert_eq!(patches, want);
     }
 
     /// `kubectl explain` finds the kind through an operation's GVK, then the component
@@ -1010,7 +1011,9 @@ mod tests {
                 format!("/apis/{}/{}", def.group, def.version)
             };
             // A review is only created: its operation is the collection's POST.
-            let (path, method) = if def.verbs == ["create"] {
+            let (path, method) = if def.verbs == ["create"] && def.namespaced() {
+                (format!("{prefix}/namespaces/{{namespace}}/{}", def.plural), "post")
+            } else if def.verbs == ["create"] {
                 (format!("{prefix}/{}", def.plural), "post")
             } else if def.namespaced() {
                 (format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", def.plural), "get")
@@ -1148,7 +1151,7 @@ mod tests {
         let served = OpenApiV3::new(
             builtin_documents().into_iter().chain([(group_version_path("stable.example.com", "v1"), d)]),
         );
-        assert_eq!(served.paths().count(), 8);
+        assert_eq!(served.paths().count(), builtin_documents().len() + 1);
         assert!(served
             .url_of("apis/stable.example.com/v1")
             .unwrap()
