@@ -269,21 +269,39 @@ impl FieldSelector {
         Ok(FieldSelector(reqs))
     }
 
-    /// Whether `obj` is selected; a missing field reads as `""`.
+    /// The selector reading each field where `path_of` says the objects keep it
+    /// ([`crate::kinds::Strategy::field_path`]): a field label a kind converts, such as
+    /// events.k8s.io's `regarding.kind`, read from the stored `involvedObject.kind`.
+    pub fn reading(mut self, path_of: impl Fn(&str) -> Option<&'static str>) -> FieldSelector {
+        for r in &mut self.0 {
+            if let Some(path) = path_of(&r.field) {
+                r.field = path.to_string();
+            }
+        }
+        self
+    }
+
+    /// Whether `obj` is selected; a missing field reads as `""`. A field read as `a|b` is
+    /// the first of `a` and `b` that is not empty.
     pub fn matches(&self, obj: &Value) -> bool {
         self.0.iter().all(|r| {
-            let mut v = obj;
-            for seg in r.field.split('.') {
-                v = v.get(seg).unwrap_or(&Value::Null);
-            }
-            let actual = match v {
-                Value::String(s) => s.clone(),
-                Value::Bool(b) => b.to_string(),
-                Value::Number(n) => n.to_string(),
-                _ => String::new(),
-            };
-            (actual == r.value) == r.equals
+            let actual = r.field.split('|').map(|path| field_text(obj, path)).find(|v| !v.is_empty());
+            (actual.unwrap_or_default() == r.value) == r.equals
         })
+    }
+}
+
+/// The value at the dotted `path` of `obj` as a field selector compares it.
+fn field_text(obj: &Value, path: &str) -> String {
+    let mut v = obj;
+    for seg in path.split('.') {
+        v = v.get(seg).unwrap_or(&Value::Null);
+    }
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
     }
 }
 

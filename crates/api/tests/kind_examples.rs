@@ -1,5 +1,5 @@
 //! Every stored built-in kind has an example beside its strategy
-//! (`tests/kinds/<group folder>/<plural>.json`: a minimal valid object, an invalid one and
+//! (`tests/kinds/<group folder>/<plural>[.<version>].json`: a minimal valid object, an invalid one and
 //! the field kube's validation names for it), and its strategy agrees with it: the valid
 //! object passes validation after defaults and create's preparation, also as an update of
 //! itself; defaults change nothing a second time; the invalid one is refused at exactly
@@ -48,7 +48,9 @@ fn strategy_of(e: &Example, obj: &Object) -> &'static dyn Strategy {
     let s = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_default();
     let def = kuorum_api::registry::lookup_kind(s("apiVersion"), s("kind"))
         .unwrap_or_else(|| panic!("{}: {} {} is not served", e.file.display(), s("apiVersion"), s("kind")));
-    let plural = e.file.file_stem().unwrap().to_str().unwrap();
+    // `<plural>.json`, or `<plural>.<version>.json` for a kind served at several versions.
+    let stem = e.file.file_stem().unwrap().to_str().unwrap();
+    let plural = stem.split('.').next().unwrap();
     assert_eq!(def.plural, plural, "{}: the file is named after the plural", e.file.display());
     kinds::of(def).unwrap()
 }

@@ -79,7 +79,7 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
 
         // Store.
         let cmd = Command::Create {
-            key: object::key(def, namespace.as_deref(), &name),
+            key: object::key(ctx.target.storage_def(), namespace.as_deref(), &name),
             namespace: namespace.clone(),
             object: strategy::stored(&ctx.target, &obj)?.into(),
         };

@@ -122,6 +122,8 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
             continue;
         }
         if opts.dry_run {
+            let mut obj = obj;
+            object::to_served(&mut obj, def);
             deleted.push(Value::Object(obj));
             continue;
         }
@@ -137,11 +139,7 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
             deletion_timestamp: Some(st.clock.now_rfc3339()),
         };
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
-            Ok(stored) => {
-                let mut obj = object::parse_stored(&stored)?;
-                object::set_type_meta(&mut obj, def);
-                deleted.push(Value::Object(obj));
-            }
+            Ok(stored) => deleted.push(Value::Object(object::parse_served(&stored, def)?)),
             // Gone or replaced meanwhile: not ours to delete.
             Err(WriteError::NotFound | WriteError::UidMismatch { .. }) => {}
             Err(e) => return Err(write_error(e, def, object::meta_str(&obj, "name").unwrap_or(""))),

@@ -46,8 +46,10 @@ pub(crate) const CONTINUE_EXPIRED: &str = "The provided continue parameter is to
 pub(crate) fn filter_of(q: &Query, t: &Target) -> Result<WatchFilter, ApiError> {
     let labels = LabelSelector::parse(q.get("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
     let fields = FieldSelector::parse(q.get("fieldSelector").unwrap_or(""), t.selectable_fields())
-        .map_err(ApiError::bad_request)?;
-    let prefix = collection_prefix(t.def.group, t.def.plural, t.namespace.as_deref());
+        .map_err(ApiError::bad_request)?
+        .reading(|label| t.strategy().and_then(|s| s.field_path(label)));
+    let storage = t.storage_def();
+    let prefix = collection_prefix(storage.group, storage.plural, t.namespace.as_deref());
     Ok(WatchFilter { prefix, labels, fields })
 }
 

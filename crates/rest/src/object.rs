@@ -4,6 +4,7 @@
 
 use axum::http::{header, HeaderMap};
 use bytes::Bytes;
+use kuorum_api::kinds;
 use kuorum_api::{ApiError, ResourceDef};
 use kuorum_store::keys::ObjectKey;
 use serde_json::{Map, Value};
@@ -214,14 +215,33 @@ pub(crate) fn set_type_meta(obj: &mut Object, def: &ResourceDef) {
 }
 
 /// An object's bytes as served: as stored, or (for bytes stored without `def`'s type meta)
-/// with kind and apiVersion put first.
+/// read as `def` serves them ([`to_served`]).
 pub(crate) fn served_bytes(bytes: &Bytes, def: &ResourceDef) -> Result<Bytes, ApiError> {
     if has_type_meta(bytes, def) {
         return Ok(bytes.clone());
     }
+    Ok(Bytes::from(to_vec(&parse_served(bytes, def)?)))
+}
+
+/// Stored bytes parsed and read as `def` serves them ([`to_served`]).
+pub(crate) fn parse_served(bytes: &[u8], def: &ResourceDef) -> Result<Object, ApiError> {
     let mut obj = parse_stored(bytes)?;
-    set_type_meta(&mut obj, def);
-    Ok(Bytes::from(to_vec(&obj)))
+    to_served(&mut obj, def);
+    Ok(obj)
+}
+
+/// A stored object as `def` serves it: converted from the kind it is stored as when
+/// `def`'s version is a converted one ([`kinds::Strategy::stored_as`]), and with `def`'s type
+/// meta (a custom resource stored at another version of its CRD only changes apiVersion).
+pub(crate) fn to_served(obj: &mut Object, def: &ResourceDef) {
+    if let Some(s) = kinds::of(def) {
+        if let Some(stored) = s.stored_as() {
+            if obj.get("apiVersion").and_then(Value::as_str) == Some(stored.def().api_version().as_str()) {
+                s.from_stored(obj);
+            }
+        }
+    }
+    set_type_meta(obj, def);
 }
 
 /// Whether stored bytes already start with `def`'s type meta, in kube-apiserver's order

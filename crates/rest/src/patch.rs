@@ -114,7 +114,7 @@ pub(crate) async fn patch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
     // Read, patch, store; again if the object moved on.
     for attempt in 1..=MAX_ATTEMPTS {
         let current = match read_for_write(st, &t.key(), attempt).await? {
-            Some(bytes) => Some(object::parse_stored(&bytes)?),
+            Some(bytes) => Some(object::parse_served(&bytes, t.def)?),
             None => None,
         };
         let mut attempt_warnings = warnings.clone();

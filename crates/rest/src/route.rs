@@ -56,9 +56,9 @@ impl Target {
         self.name.as_deref().unwrap_or("")
     }
 
-    /// The storage key of the named object.
+    /// The storage key of the named object (under its stored kind's resource).
     pub fn key(&self) -> String {
-        crate::object::key(self.def, self.namespace.as_deref(), self.name())
+        crate::object::key(self.storage_def(), self.namespace.as_deref(), self.name())
     }
 
     /// The schema of the resource's objects: the built-in kind's, or the custom resource
@@ -90,9 +90,13 @@ impl Target {
         self.strategy().map_or(&[], |s| s.selectable_fields())
     }
 
-    /// The version objects are stored at: the resource's own, or the CRD's storage version.
+    /// The version objects are stored at: the resource's own, the kind's stored version
+    /// ([`Strategy::stored_as`]), or the CRD's storage version.
     pub fn storage_def(&self) -> &'static ResourceDef {
-        self.custom.as_ref().and_then(CustomRef::storage_def).unwrap_or(self.def)
+        match &self.custom {
+            Some(c) => c.storage_def().unwrap_or(self.def),
+            None => kinds::storage_def(self.def),
+        }
     }
 }
 

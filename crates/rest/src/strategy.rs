@@ -78,7 +78,8 @@ pub(crate) fn before_write(
 /// limit at twice that to allow for JSON being larger than the protobuf it stores.)
 pub(crate) const MAX_OBJECT_BYTES: usize = crate::negotiate::MAX_BODY_BYTES;
 
-/// The bytes of `obj` as stored: at the storage version of a custom resource's CRD.
+/// The bytes of `obj` as stored: at the storage version of a custom resource's CRD, or
+/// converted to the kind a built-in version is stored as ([`Target::storage_def`]).
 /// Every write makes its bytes here, so this is where an object is refused before it is
 /// proposed: 413 when it is larger than [`MAX_OBJECT_BYTES`], 422 when it nests deeper
 /// than kuorum reads back ([`kuorum_patch::limits::MAX_DEPTH`]; field tracking can add
@@ -101,6 +102,9 @@ pub(crate) fn stored(t: &Target, obj: &Object) -> Result<Vec<u8>, ApiError> {
         object::to_vec(obj)
     } else {
         let mut obj = obj.clone();
+        if let Some(s) = t.strategy() {
+            s.to_stored(&mut obj);
+        }
         object::set_type_meta(&mut obj, storage);
         object::to_vec(&obj)
     };

@@ -207,8 +207,7 @@ pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result
         let Some(stored) = read_for_write(st, &t.key(), attempt).await? else {
             return Err(ApiError::not_found(t.def.group_resource(), t.name()));
         };
-        let mut old = object::parse_stored(&stored)?;
-        object::set_type_meta(&mut old, t.def);
+        let old = object::parse_served(&stored, t.def)?;
         let scale = scale_of(t, &old);
         let new_scale = match patch_type {
             Some(pt) => patch_scale(pt, &scale, &body)?,

@@ -24,7 +24,7 @@ use serde_json::{json, Map, Value};
 
 use crate::custom::CustomRef;
 use crate::negotiate::MetaVersion;
-use crate::object::{parse_stored, set_type_meta};
+use crate::object::{parse_stored, to_served};
 use crate::query::Query;
 use crate::route::Target;
 
@@ -228,7 +228,7 @@ impl TableView {
                     IncludeObject::Object => match obj {
                         Value::Object(o) => {
                             let mut o = o.clone();
-                            set_type_meta(&mut o, self.def);
+                            to_served(&mut o, self.def);
                             Value::Object(o)
                         }
                         other => (*other).clone(),

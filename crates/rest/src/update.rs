@@ -59,9 +59,8 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         let Some(old) = read_for_write(st, &t.key(), attempt).await? else {
             return Err(ApiError::not_found(def.group_resource(), &name));
         };
-        let mut old = object::parse_stored(&old)?;
-        // A custom resource stored at another version reads as this one.
-        object::set_type_meta(&mut old, def);
+        // An object stored at another version reads as this one.
+        let old = object::parse_served(&old, def)?;
         let sub = t.subresource.as_deref();
         let now = st.clock.now_rfc3339();
         let new = subresource::shape_write(def, sub, &old, obj.clone());

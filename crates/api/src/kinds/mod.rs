@@ -24,6 +24,7 @@ use crate::validation::{FieldError, NameRule};
 use crate::ApiError;
 
 pub mod common;
+pub mod converted;
 pub mod printing;
 
 mod admissionregistration;
@@ -37,6 +38,7 @@ mod certificates;
 mod coordination;
 mod core;
 mod discovery;
+mod events;
 mod flowcontrol;
 mod networking;
 mod node;
@@ -131,6 +133,29 @@ pub trait Strategy: Sync + 'static {
     fn check_delete(&self, _name: &str) -> Result<(), ApiError> {
         Ok(())
     }
+
+    /// The kind objects of this version are stored as, when it is another one: kube stores
+    /// a resource once, at one version, and serves every other version by converting
+    /// (autoscaling/v1 HorizontalPodAutoscalers are stored as autoscaling/v2 ones,
+    /// events.k8s.io Events as core Events). Such a version validates, prints and selects
+    /// through the stored kind, on the stored form, as kube does on its internal one.
+    fn stored_as(&self) -> Option<&'static dyn Strategy> {
+        None
+    }
+
+    /// Converts an object of this version to the stored kind's form (type meta aside).
+    /// Whatever the stored form has no field for is kept where [`Strategy::from_stored`]
+    /// finds it again, so that a write through this version loses nothing.
+    fn to_stored(&self, _obj: &mut Object) {}
+
+    /// Converts a stored object to this version (type meta aside).
+    fn from_stored(&self, _obj: &mut Object) {}
+
+    /// Where, in the stored object, the selectable field `label` is read: `None` for its
+    /// own dotted path. A path may name alternatives, `a.b|c`: the first that is not empty.
+    fn field_path(&self, _label: &str) -> Option<&'static str> {
+        None
+    }
 }
 
 /// Every group's kinds, groups in kube-apiserver's discovery order. Each group's folder
@@ -139,6 +164,7 @@ static GROUPS: &[&[&dyn Strategy]] = &[
     core::KINDS,
     apiregistration::KINDS,
     apps::KINDS,
+    events::KINDS,
     authn::KINDS,
     autoscaling::KINDS,
     batch::KINDS,
@@ -164,9 +190,17 @@ pub fn all() -> &'static [&'static dyn Strategy] {
     ALL.get_or_init(|| GROUPS.iter().flat_map(|g| g.iter().copied()).collect())
 }
 
-/// The strategy of the built-in kind `kind` of `group`, if there is one.
+/// The strategy of the built-in kind `kind` of `group`, if there is one: of the kind it
+/// is stored as, when it is converted.
 pub fn builtin(group: &str, kind: &str) -> Option<&'static dyn Strategy> {
-    all().iter().copied().find(|s| s.def().group == group && s.def().kind == kind)
+    let s = all().iter().copied().find(|s| s.def().group == group && s.def().kind == kind)?;
+    Some(s.stored_as().unwrap_or(s))
+}
+
+/// The registry entry objects served as `def` are stored under: the stored kind's when
+/// `def`'s version is converted ([`Strategy::stored_as`]), else `def` itself.
+pub fn storage_def(def: &'static ResourceDef) -> &'static ResourceDef {
+    of(def).and_then(|s| s.stored_as()).map_or(def, |s| s.def())
 }
 
 /// The strategy of objects served as `def`: a built-in resource's, or none for a custom
@@ -228,8 +262,11 @@ mod tests {
     fn each_kind_is_found_by_group_and_kind_only() {
         for s in all() {
             let d = s.def();
-            assert!(std::ptr::eq(builtin(d.group, d.kind).unwrap().def(), d), "{}", d.kind);
-            assert!(of(d).is_some());
+            // A converted version is found as the kind it is stored as.
+            let stored = s.stored_as().map_or(d, |s| s.def());
+            assert!(std::ptr::eq(builtin(d.group, d.kind).unwrap().def(), stored), "{}", d.kind);
+            assert!(std::ptr::eq(of(d).unwrap().def(), d));
+            assert!(std::ptr::eq(storage_def(d), stored));
         }
         // A custom kind named like a built-in one gets nothing from it.
         assert!(builtin("example.com", "Pod").is_none());

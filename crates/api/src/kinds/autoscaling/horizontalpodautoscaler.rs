@@ -1,5 +1,5 @@
 //! HorizontalPodAutoscaler (autoscaling/v2, kube's preferred and storage version; v1 is
-//! not served until kuorum converts between versions): tracks generation; status
+//! converted to it, `horizontalpodautoscaler_v1.rs`): tracks generation; status
 //! subresource; defaults for minReplicas, the 80% CPU metric and scaling behavior; each
 //! metric needs its one source and a valid target; printed with its reference and targets.
 

@@ -1,11 +1,15 @@
-//! Event (core/v1): selectable by its involved object, reason, source and type; printed
-//! as `kubectl get events` shows it.
+//! Event (core/v1, also the stored form of events.k8s.io/v1 Events): kube's legacy
+//! event rules (namespaces agree; an event with an `eventTime` names its reporter, action
+//! and reason); selectable by its involved object, reason, source and type; printed as
+//! `kubectl get events` shows it.
 
 use serde_json::Value;
 
+use crate::kinds::common::{at, str_at as str_of};
 use crate::kinds::printing::*;
-use crate::kinds::Strategy;
+use crate::kinds::{Object, Strategy};
 use crate::registry::{core, ResourceDef, Scope};
+use crate::validation::{is_dns1123_subdomain, is_qualified_name, FieldError};
 
 pub static DEF: ResourceDef = core("Event", "events", "event", Scope::Namespaced, &["ev"], &[], &[], "EventList");
 
@@ -63,6 +67,14 @@ impl Strategy for Event {
         ]
     }
 
+    fn field_path(&self, label: &str) -> Option<&'static str> {
+        (label == "source").then_some(SOURCE_PATH)
+    }
+
+    fn validate(&self, obj: &Object, _old: Option<&Object>) -> Vec<FieldError> {
+        legacy_errors(obj)
+    }
+
     fn columns(&self) -> &'static [Column] {
         EVENT_COLUMNS
     }
@@ -70,6 +82,63 @@ impl Strategy for Event {
     fn row(&self, obj: &Value, now: i64) -> Row {
         Row::plain(event_cells(obj, now))
     }
+}
+
+/// The `source` field label: the source's component, else the reporting controller.
+pub(crate) const SOURCE_PATH: &str = "source.component|reportingComponent";
+
+/// `ReportingInstanceLengthLimit`, `ActionLengthLimit`, `ReasonLengthLimit`.
+const SHORT_FIELD_LIMIT: usize = 128;
+/// `NoteLengthLimit`.
+const NOTE_LIMIT: usize = 1024;
+
+/// kube's `legacyValidateEvent`, which every event passes whatever version it is written
+/// through. Fields are named as kube's internal Event names them (`reportingController`
+/// is the stored `reportingComponent`).
+pub(crate) fn legacy_errors(e: &Object) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let namespace = str_of(e, "metadata.namespace");
+    let involved_namespace = str_of(e, "involvedObject.namespace");
+    let mismatch =
+        || FieldError::invalid("involvedObject.namespace", involved_namespace, "does not match event.namespace");
+    if at(e, "eventTime").is_none() {
+        let agrees = if involved_namespace.is_empty() {
+            namespace.is_empty() || namespace == "default"
+        } else {
+            namespace == involved_namespace
+        };
+        if !agrees {
+            errs.push(mismatch());
+        }
+    } else {
+        if involved_namespace.is_empty() && namespace != "default" && namespace != "kube-system" {
+            errs.push(mismatch());
+        }
+        let controller = str_of(e, "reportingComponent");
+        if controller.is_empty() {
+            errs.push(FieldError::required("reportingController", ""));
+        }
+        for m in is_qualified_name(controller) {
+            errs.push(FieldError::invalid("reportingController", controller, m));
+        }
+        for (field, stored) in [("reportingInstance", "reportingInstance"), ("action", "action"), ("reason", "reason")]
+        {
+            let v = str_of(e, stored);
+            if v.is_empty() {
+                errs.push(FieldError::required(field, ""));
+            }
+            if v.len() > SHORT_FIELD_LIMIT {
+                errs.push(FieldError::invalid(field, "", format!("can have at most {SHORT_FIELD_LIMIT} characters")));
+            }
+        }
+        if str_of(e, "message").len() > NOTE_LIMIT {
+            errs.push(FieldError::invalid("message", "", format!("can have at most {NOTE_LIMIT} characters")));
+        }
+    }
+    for m in is_dns1123_subdomain(namespace) {
+        errs.push(FieldError::invalid("namespace", namespace, m));
+    }
+    errs
 }
 
 fn event_cells(e: &Value, now: i64) -> Vec<Value> {
