@@ -12,7 +12,7 @@ use kuorum_api::registry::resources;
 use kuorum_api::seams::Clock;
 use kuorum_raft::Cluster;
 use kuorum_store::keys::collection_prefix;
-use kuorum_store::{Command, Precondition};
+use kuorum_store::{Command, Finalizing, Precondition};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -60,6 +60,16 @@ fn namespaced_collections(cluster: &Cluster) -> Result<Vec<(String, String)>, St
     Ok(out)
 }
 
+/// What holds back the deletion of `obj`, as its kind's strategy says (the store applies
+/// it without knowing kinds).
+fn finalizing_of(obj: &Value) -> Finalizing {
+    let text = |k: &str| obj[k].as_str().unwrap_or_default();
+    kuorum_api::registry::lookup_kind(text("apiVersion"), text("kind"))
+        .and_then(kuorum_api::kinds::of)
+        .map(|s| s.finalizing())
+        .unwrap_or_default()
+}
+
 /// One pass over a terminating namespace: delete what is in it; once it is empty, drop
 /// its `kubernetes` finalizer.
 async fn finalize(cluster: &Cluster, clock: &dyn Clock, key: &str, name: &str, mut ns: Value) -> Result<(), String> {
@@ -69,10 +79,8 @@ async fn finalize(cluster: &Cluster, clock: &dyn Clock, key: &str, name: &str, m
         let objects = cluster.scan(&prefix, None, usize::MAX).map_err(|e| e.to_string())?;
         for (okey, obj) in objects {
             remaining += 1;
-            let marked = serde_json::from_slice::<Value>(&obj)
-                .map(|o| o["metadata"].get("deletionTimestamp").is_some())
-                .unwrap_or(false);
-            if marked {
+            let obj = serde_json::from_slice::<Value>(&obj).unwrap_or(Value::Null);
+            if obj["metadata"].get("deletionTimestamp").is_some() {
                 // Held by its own finalizers; whoever owns them will release it.
                 continue;
             }
@@ -80,6 +88,7 @@ async fn finalize(cluster: &Cluster, clock: &dyn Clock, key: &str, name: &str, m
                 key: okey,
                 precondition: Precondition::default(),
                 deletion_timestamp: Some(clock.now_rfc3339()),
+                finalizing: finalizing_of(&obj),
             };
             cluster.write(cmd, WRITE_DEADLINE).await.map_err(|e| e.to_string())?.ok();
         }
@@ -97,6 +106,7 @@ async fn finalize(cluster: &Cluster, clock: &dyn Clock, key: &str, name: &str, m
         key: key.to_string(),
         object: Bytes::from(serde_json::to_vec(&ns).map_err(|e| e.to_string())?),
         precondition: Precondition { resource_version: rv, uid: None },
+        finalizing: finalizing_of(&ns),
     };
     cluster.write(cmd, WRITE_DEADLINE).await.map_err(|e| e.to_string())?.ok();
     Ok(())

@@ -41,6 +41,7 @@ async fn writes_apply_in_log_order_with_preconditions() {
         key: key.clone(),
         object: cm("2"),
         precondition: Precondition { resource_version: Some(rv), uid: None },
+        finalizing: Default::default(),
     };
     assert_eq!(cluster.write(stale, t).await.unwrap(), Err(WriteError::Conflict));
 

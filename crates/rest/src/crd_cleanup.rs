@@ -55,6 +55,8 @@ async fn update(cluster: &Cluster, deadline: Duration, key: &str, obj: &Value) -
         key: key.to_string(),
         object: Bytes::from(serde_json::to_vec(obj).map_err(|e| e.to_string())?),
         precondition: Precondition { resource_version: rv_of(obj), uid: None },
+        // CRDs and custom resources are held by their metadata finalizers only.
+        finalizing: Default::default(),
     };
     cluster.write(cmd, deadline).await.map_err(|e| e.to_string())
 }
@@ -103,8 +105,12 @@ async fn finalize(
             // Held by its own finalizers; whoever owns them releases it.
             continue;
         }
-        let cmd =
-            Command::Delete { key: okey, precondition: Precondition::default(), deletion_timestamp: Some(now.clone()) };
+        let cmd = Command::Delete {
+            key: okey,
+            precondition: Precondition::default(),
+            deletion_timestamp: Some(now.clone()),
+            finalizing: Default::default(),
+        };
         cluster.write(cmd, deadline).await.map_err(|e| e.to_string())?.ok();
     }
     if remaining > 0 {

@@ -67,6 +67,7 @@ pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, Api
         key: t.key(),
         precondition: opts.precondition,
         deletion_timestamp: Some(st.clock.now_rfc3339()),
+        finalizing: t.finalizing(),
     };
     match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
         // Encode.
@@ -137,6 +138,7 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
                 uid: object::meta_str(&obj, "uid").map(str::to_string),
             },
             deletion_timestamp: Some(st.clock.now_rfc3339()),
+            finalizing: ctx.target.finalizing(),
         };
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
             Ok(stored) => deleted.push(Value::Object(object::parse_served(&stored, def)?)),
@@ -181,6 +183,8 @@ async fn hold_for_cleanup(st: &RestState, key: &str) -> Result<(), ApiError> {
             key: key.to_string(),
             object: object::to_vec(&obj).into(),
             precondition: Precondition { resource_version: rv, uid: None },
+            // A CRD's deletion is held by its metadata finalizers only.
+            finalizing: Default::default(),
         };
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
             Err(WriteError::Conflict) => continue,

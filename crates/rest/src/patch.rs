@@ -262,7 +262,12 @@ async fn update_by_patch(
     object::meta_mut(&mut new).remove("resourceVersion");
 
     // Store.
-    let cmd = Command::Update { key: t.key(), object: strategy::stored(t, &new)?.into(), precondition };
+    let cmd = Command::Update {
+        key: t.key(),
+        object: strategy::stored(t, &new)?.into(),
+        precondition,
+        finalizing: t.finalizing(),
+    };
     match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
         // Encode.
         Ok(stored) => Ok(Attempt::Done(object::served_bytes(&stored, def)?)),

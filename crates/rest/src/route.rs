@@ -90,6 +90,12 @@ impl Target {
         self.strategy().map_or(&[], |s| s.selectable_fields())
     }
 
+    /// What holds a deletion of the objects back and what marking one sets
+    /// ([`Strategy::finalizing`]); nothing special for a custom resource.
+    pub fn finalizing(&self) -> kinds::Finalizing {
+        self.strategy().map(|s| s.finalizing()).unwrap_or_default()
+    }
+
     /// The version objects are stored at: the resource's own, the kind's stored version
     /// ([`Strategy::stored_as`]), or the CRD's storage version.
     pub fn storage_def(&self) -> &'static ResourceDef {

@@ -245,7 +245,12 @@ pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result
         };
 
         // Store.
-        let cmd = Command::Update { key: t.key(), object: strategy::stored(t, &new)?.into(), precondition };
+        let cmd = Command::Update {
+            key: t.key(),
+            object: strategy::stored(t, &new)?.into(),
+            precondition,
+            finalizing: t.finalizing(),
+        };
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
             // Encode.
             Ok(stored) => {

@@ -75,7 +75,12 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
             Precondition { resource_version: precondition.resource_version.or(read_rv), uid: precondition.uid.clone() };
 
         // Store.
-        let cmd = Command::Update { key: t.key(), object: strategy::stored(t, &new)?.into(), precondition: p };
+        let cmd = Command::Update {
+            key: t.key(),
+            object: strategy::stored(t, &new)?.into(),
+            precondition: p,
+            finalizing: t.finalizing(),
+        };
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
             // Encode.
             Ok(stored) => {

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
-use crate::command::{Command, Precondition, WriteError, WriteResult};
+use crate::command::{Command, Finalizing, Precondition, WriteError, WriteResult};
 use crate::engine::{ObjectBatch, ObjectEngine, ObjectWrite, StoreResult};
 use crate::keys;
 use crate::splice;
@@ -238,7 +238,7 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
                 let mut obj = refuse_on_err!(parse_object(object));
                 Ok(Ok(self.commit(key, index, ChangeKind::Added, &mut obj, None, change)))
             }
-            Command::Update { key, object, precondition } => {
+            Command::Update { key, object, precondition, finalizing } => {
                 let Some(old_bytes) = self.get(key)? else {
                     return Ok(Err(WriteError::NotFound));
                 };
@@ -253,20 +253,20 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
                 }
                 bump_generation(&old, &mut obj);
                 // Dropping the last finalizer of an object marked for deletion removes it.
-                let kind = if is_marked_for_deletion(&obj) && !has_finalizers(&obj) {
+                let kind = if is_marked_for_deletion(&obj) && !has_finalizers(&obj, finalizing) {
                     ChangeKind::Deleted
                 } else {
                     ChangeKind::Modified
                 };
                 Ok(Ok(self.commit(key, index, kind, &mut obj, Some(old_bytes), change)))
             }
-            Command::Delete { key, precondition, deletion_timestamp } => {
+            Command::Delete { key, precondition, deletion_timestamp, finalizing } => {
                 let Some(old_bytes) = self.get(key)? else {
                     return Ok(Err(WriteError::NotFound));
                 };
                 let mut obj = refuse_on_err!(parse_object(&old_bytes));
                 refuse_on_err!(check_precondition(&obj, precondition));
-                if has_finalizers(&obj) {
+                if has_finalizers(&obj, finalizing) {
                     if is_marked_for_deletion(&obj) {
                         // Already being deleted: nothing changes.
                         return Ok(Ok(old_bytes));
@@ -277,11 +277,8 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
                         Value::String(deletion_timestamp.clone().unwrap_or_else(|| "1970-01-01T00:00:00Z".into())),
                     );
                     meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
-                    if is_namespace(&obj) {
-                        let status = obj.entry("status").or_insert_with(|| Value::Object(Map::new()));
-                        if let Some(st) = status.as_object_mut() {
-                            st.insert("phase".into(), Value::String("Terminating".into()));
-                        }
+                    for (pointer, text) in &finalizing.on_mark {
+                        set_pointer(&mut obj, pointer, Value::String(text.clone()));
                     }
                     return Ok(Ok(self.commit(key, index, ChangeKind::Modified, &mut obj, Some(old_bytes), change)));
                 }
@@ -356,18 +353,45 @@ fn is_marked_for_deletion(obj: &Map<String, Value>) -> bool {
     metadata(obj).is_some_and(|m| m.contains_key("deletionTimestamp"))
 }
 
-/// `metadata.finalizers`, or for a namespace also `spec.finalizers` (the namespace
-/// lifecycle's own finalizer, `kubernetes`).
-fn has_finalizers(obj: &Map<String, Value>) -> bool {
+/// `metadata.finalizers`, or a list `finalizing` names (a namespace's `spec.finalizers`,
+/// the namespace lifecycle's own finalizer `kubernetes`), is not empty.
+fn has_finalizers(obj: &Map<String, Value>, finalizing: &Finalizing) -> bool {
     let nonempty = |v: Option<&Value>| v.and_then(Value::as_array).is_some_and(|a| !a.is_empty());
     nonempty(metadata(obj).and_then(|m| m.get("finalizers")))
-        || (is_namespace(obj) && nonempty(obj.get("spec").and_then(|s| s.get("finalizers"))))
+        || finalizing.held_by.iter().any(|p| nonempty(at_pointer(obj, p)))
 }
 
-/// Whether `obj` is a core/v1 Namespace (not a custom resource that names its kind so).
-fn is_namespace(obj: &Map<String, Value>) -> bool {
-    obj.get("kind").and_then(Value::as_str) == Some("Namespace")
-        && obj.get("apiVersion").and_then(Value::as_str) == Some("v1")
+/// The parts of a JSON pointer (`/spec/finalizers`), unescaped.
+fn pointer_parts(pointer: &str) -> impl Iterator<Item = String> + '_ {
+    pointer.split('/').skip(1).map(|p| p.replace("~1", "/").replace("~0", "~"))
+}
+
+/// The value at the JSON `pointer` of `obj`.
+fn at_pointer<'a>(obj: &'a Map<String, Value>, pointer: &str) -> Option<&'a Value> {
+    let mut parts = pointer_parts(pointer);
+    let mut v = obj.get(&parts.next()?)?;
+    for p in parts {
+        v = v.get(&p)?;
+    }
+    Some(v)
+}
+
+/// Sets the value at the JSON `pointer` of `obj`, making the objects on the way (a value
+/// that is not an object on the way is replaced by one).
+fn set_pointer(obj: &mut Map<String, Value>, pointer: &str, value: Value) {
+    let mut parts = pointer_parts(pointer).peekable();
+    let mut at = obj;
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            at.insert(part, value);
+            return;
+        }
+        let next = at.entry(part).or_insert_with(|| Value::Object(Map::new()));
+        if !next.is_object() {
+            *next = Value::Object(Map::new());
+        }
+        at = next.as_object_mut().expect("an object");
+    }
 }
 
 /// Checked for every create in a namespace, on every node: read from the text when it can be.

@@ -5,6 +5,7 @@
 //! follows from the log itself, the resourceVersion (the entry's index).
 
 use bytes::Bytes;
+pub use kuorum_api::kinds::Finalizing;
 use serde::{Deserialize, Serialize};
 
 /// Checks made at apply time, against the stored object.
@@ -22,17 +23,28 @@ pub enum Command {
     /// Store a new object. Fails if the key exists, or if `namespace` is given and that
     /// namespace does not exist or is terminating.
     Create { key: String, namespace: Option<String>, object: Bytes },
-    /// Replace an existing object, keeping its uid and creationTimestamp.
-    Update { key: String, object: Bytes, precondition: Precondition },
-    /// Delete an object. One with finalizers (`metadata.finalizers`, or a namespace's
-    /// `spec.finalizers`) is only marked: `deletionTimestamp` is set to
-    /// `deletion_timestamp` (decided by the proposer) and it stays until an update removes
-    /// its last finalizer. Otherwise it is removed.
+    /// Replace an existing object, keeping its uid and creationTimestamp. An update that
+    /// leaves an object marked for deletion without finalizers (`finalizing` says which
+    /// lists count beside `metadata.finalizers`) removes it.
+    Update {
+        key: String,
+        object: Bytes,
+        precondition: Precondition,
+        #[serde(default)]
+        finalizing: Finalizing,
+    },
+    /// Delete an object. One with finalizers (`metadata.finalizers`, or a list
+    /// `finalizing` names, as a namespace's `spec.finalizers`) is only marked:
+    /// `deletionTimestamp` is set to `deletion_timestamp` (decided by the proposer), with
+    /// what `finalizing` sets on marking, and it stays until an update removes its last
+    /// finalizer. Otherwise it is removed.
     Delete {
         key: String,
         precondition: Precondition,
         #[serde(default)]
         deletion_timestamp: Option<String>,
+        #[serde(default)]
+        finalizing: Finalizing,
     },
     /// Forget history older than `rv` (proposed by the leader on a timer, so every node
     /// compacts at the same point of the log).

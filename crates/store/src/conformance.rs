@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use crate::apply::ChangeKind;
 use crate::apply::{apply_command, BatchApplier};
-use crate::command::{Command, Precondition, WriteError};
+use crate::command::{Command, Finalizing, Precondition, WriteError};
 use crate::engine::{LogEngine, ObjectBatch, ObjectDump, ObjectEngine, ObjectWrite};
 use crate::keys;
 
@@ -356,12 +356,14 @@ async fn apply_preconditions<E: ObjectEngine>(e: &E) {
         key: key.clone(),
         object: cm("a", "other-uid", "2"),
         precondition: Precondition { resource_version: Some(2), uid: None },
+        finalizing: Default::default(),
     };
     assert_eq!(apply_command(e, 5, &stale).await.unwrap().result, Err(WriteError::Conflict));
     let fresh = Command::Update {
         key: key.clone(),
         object: cm("a", "other-uid", "2"),
         precondition: Precondition { resource_version: Some(3), uid: None },
+        finalizing: Default::default(),
     };
     let updated = apply_command(e, 6, &fresh).await.unwrap().result.unwrap();
     assert_eq!(rv_of(&updated), "6");
@@ -370,7 +372,12 @@ async fn apply_preconditions<E: ObjectEngine>(e: &E) {
     assert_eq!(v["data"]["k"], "2");
 
     // An update that changes nothing writes nothing and keeps the resourceVersion.
-    let same = Command::Update { key: key.clone(), object: cm("a", "u1", "2"), precondition: Precondition::default() };
+    let same = Command::Update {
+        key: key.clone(),
+        object: cm("a", "u1", "2"),
+        precondition: Precondition::default(),
+        finalizing: Default::default(),
+    };
     let out = apply_command(e, 7, &same).await.unwrap();
     assert_eq!(rv_of(&out.result.unwrap()), "6");
     assert!(out.change.is_none(), "a no-op update is no change");
@@ -379,18 +386,25 @@ async fn apply_preconditions<E: ObjectEngine>(e: &E) {
         key: key.clone(),
         precondition: Precondition { resource_version: None, uid: Some("zz".into()) },
         deletion_timestamp: None,
+        finalizing: Default::default(),
     };
     assert!(matches!(apply_command(e, 8, &wrong_uid).await.unwrap().result, Err(WriteError::UidMismatch { .. })));
     let del = Command::Delete {
         key: key.clone(),
         precondition: Precondition { resource_version: Some(6), uid: Some("u1".into()) },
         deletion_timestamp: None,
+        finalizing: Default::default(),
     };
     let deleted = apply_command(e, 9, &del).await.unwrap().result.unwrap();
     assert_eq!(rv_of(&deleted), "9", "a deleted object answers with the deleting resourceVersion");
     assert_eq!(e.get(&key).unwrap(), None);
     assert_eq!(apply_command(e, 10, &del).await.unwrap().result, Err(WriteError::NotFound));
-    let missing = Command::Update { key, object: cm("a", "u1", "3"), precondition: Precondition::default() };
+    let missing = Command::Update {
+        key,
+        object: cm("a", "u1", "3"),
+        precondition: Precondition::default(),
+        finalizing: Default::default(),
+    };
     assert_eq!(apply_command(e, 11, &missing).await.unwrap().result, Err(WriteError::NotFound));
 }
 
@@ -409,6 +423,7 @@ async fn apply_batch_sees_its_own_writes<E: ObjectEngine>(e: &E) {
             r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"n1","labels":{{"v":"{v}"}}}}}}"#
         )),
         precondition: Precondition { resource_version: Some(1), uid: None },
+        finalizing: Default::default(),
     };
     assert!(applier.apply(2, &racer("a")).unwrap().result.is_ok(), "first racer wins");
     assert_eq!(applier.apply(3, &racer("b")).unwrap().result, Err(WriteError::Conflict), "second racer sees the first");
@@ -444,6 +459,7 @@ async fn apply_batch_sees_its_own_namespace_changes<E: ObjectEngine>(e: &E) {
         key: keys::namespace_key("ns"),
         precondition: Precondition::default(),
         deletion_timestamp: Some("2026-01-01T00:00:00Z".into()),
+        finalizing: namespace_finalizing(),
     };
     apply(6, &mark).unwrap();
     assert_eq!(apply(7, &create("d")), Err(WriteError::NamespaceTerminating("ns".into())));
@@ -477,12 +493,13 @@ async fn apply_finalizers_hold_deletion<E: ObjectEngine>(e: &E) {
         .result
         .unwrap();
 
-    let del = |k: &str| Command::Delete {
+    let del = |k: &str, finalizing: Finalizing| Command::Delete {
         key: k.to_string(),
         precondition: Precondition::default(),
         deletion_timestamp: Some("2026-01-01T00:00:00Z".into()),
+        finalizing,
     };
-    let out = apply_command(e, 3, &del(&key)).await.unwrap();
+    let out = apply_command(e, 3, &del(&key, Finalizing::default())).await.unwrap();
     let marked: serde_json::Value = serde_json::from_slice(&out.result.unwrap()).unwrap();
     assert_eq!(marked["metadata"]["deletionTimestamp"], "2026-01-01T00:00:00Z", "a finalizer holds the object, marked");
     assert_eq!(out.change.unwrap().kind, ChangeKind::Modified);
@@ -495,18 +512,50 @@ async fn apply_finalizers_hold_deletion<E: ObjectEngine>(e: &E) {
         key: key.clone(),
         object: Bytes::from(cleared.to_string()),
         precondition: Precondition::default(),
+        finalizing: Default::default(),
     };
     let out = apply_command(e, 4, &upd).await.unwrap();
     assert!(out.result.is_ok());
     assert_eq!(out.change.unwrap().kind, ChangeKind::Deleted);
     assert_eq!(e.get(&key).unwrap(), None);
 
-    // A namespace with its `kubernetes` finalizer is marked Terminating; creates in it fail.
-    let out = apply_command(e, 5, &del(&keys::namespace_key("ns"))).await.unwrap();
+    // A namespace with its `kubernetes` finalizer is marked Terminating, as the proposer
+    // says; creates in it fail.
+    let out = apply_command(e, 5, &del(&keys::namespace_key("ns"), namespace_finalizing())).await.unwrap();
     let nsv: serde_json::Value = serde_json::from_slice(&out.result.unwrap()).unwrap();
     assert_eq!(nsv["status"]["phase"], "Terminating");
     let create = Command::Create { key: key.clone(), namespace: Some("ns".into()), object: cm("f", "u", "x") };
     assert_eq!(apply_command(e, 6, &create).await.unwrap().result, Err(WriteError::NamespaceTerminating("ns".into())));
+
+    // Dropping the namespace's own finalizer, with nothing else holding it, removes it.
+    let mut emptied = nsv.clone();
+    emptied["spec"]["finalizers"] = serde_json::json!([]);
+    let upd = Command::Update {
+        key: keys::namespace_key("ns"),
+        object: Bytes::from(emptied.to_string()),
+        precondition: Precondition::default(),
+        finalizing: namespace_finalizing(),
+    };
+    assert_eq!(apply_command(e, 7, &upd).await.unwrap().change.unwrap().kind, ChangeKind::Deleted);
+
+    // The store knows no kinds: an object that only looks like a namespace (a custom
+    // resource) is held by nothing but its metadata finalizers.
+    let lookalike_key = "/registry/example.com/namespaces/ns2".to_string();
+    let lookalike = Bytes::from(
+        r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns2"},"spec":{"finalizers":["kubernetes"]}}"#,
+    );
+    apply_command(e, 8, &Command::Create { key: lookalike_key.clone(), namespace: None, object: lookalike })
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    let out = apply_command(e, 9, &del(&lookalike_key, Finalizing::default())).await.unwrap();
+    assert_eq!(out.change.unwrap().kind, ChangeKind::Deleted);
+}
+
+/// What the namespace's strategy gives the commands on a namespace.
+fn namespace_finalizing() -> Finalizing {
+    kuorum_api::kinds::builtin("", "Namespace").expect("namespaces are built in").finalizing()
 }
 
 async fn history_rebuilds_the_changes<E: ObjectEngine>(e: &E) {
@@ -517,8 +566,18 @@ async fn history_rebuilds_the_changes<E: ObjectEngine>(e: &E) {
     let mut applied = Vec::new();
     for (i, cmd) in [
         Command::Create { key: key.clone(), namespace: None, object: node("1") },
-        Command::Update { key: key.clone(), object: node("2"), precondition: Precondition::default() },
-        Command::Delete { key: key.clone(), precondition: Precondition::default(), deletion_timestamp: None },
+        Command::Update {
+            key: key.clone(),
+            object: node("2"),
+            precondition: Precondition::default(),
+            finalizing: Default::default(),
+        },
+        Command::Delete {
+            key: key.clone(),
+            precondition: Precondition::default(),
+            deletion_timestamp: None,
+            finalizing: Default::default(),
+        },
         Command::Create { key: key.clone(), namespace: None, object: node("3") },
     ]
     .iter()

@@ -54,6 +54,19 @@ pub use printing::{Column, Row};
 /// A JSON object, as the verbs hold one.
 pub type Object = Map<String, Value>;
 
+/// What deleting an object of a kind means beyond `metadata.finalizers`, as the store
+/// applies it: carried by the commands, so that the replicated apply decides it the same
+/// way on every node without knowing kinds (a namespace's lifecycle, for one).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Finalizing {
+    /// JSON pointers of the lists that hold a deletion back while not empty, beside
+    /// `metadata.finalizers` (a namespace's `/spec/finalizers`).
+    pub held_by: Vec<String>,
+    /// What marking an object for deletion also sets: (JSON pointer, text) (a
+    /// namespace's `/status/phase`, `Terminating`).
+    pub on_mark: Vec<(String, String)>,
+}
+
 /// Where a kind with a `scale` subresource keeps what the `autoscaling/v1` Scale shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScaleOf {
@@ -132,6 +145,13 @@ pub trait Strategy: Sync + 'static {
     /// Refuses deleting the object named `name` (the namespaces a cluster cannot lose).
     fn check_delete(&self, _name: &str) -> Result<(), ApiError> {
         Ok(())
+    }
+
+    /// What holds a deletion of the kind's objects back beside `metadata.finalizers`, and
+    /// what marking one for deletion sets; the proposer puts it in the update and delete
+    /// commands, whose apply knows no kinds.
+    fn finalizing(&self) -> Finalizing {
+        Finalizing::default()
     }
 
     /// The kind objects of this version are stored as, when it is another one: kube stores

@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::kinds::printing::*;
-use crate::kinds::{with_part_of, Object, Strategy};
+use crate::kinds::{with_part_of, Finalizing, Object, Strategy};
 use crate::registry::{core, ResourceDef, Scope, SubresourceDef, STATUS};
 use crate::validation::NameRule;
 use crate::ApiError;
@@ -100,5 +100,14 @@ impl Strategy for Namespace {
             return Err(ApiError::namespace_undeletable(name));
         }
         Ok(())
+    }
+
+    /// The lifecycle's `kubernetes` finalizer holds a deleted namespace (Terminating)
+    /// until the namespace controller has emptied it.
+    fn finalizing(&self) -> Finalizing {
+        Finalizing {
+            held_by: vec!["/spec/finalizers".into()],
+            on_mark: vec![("/status/phase".into(), "Terminating".into())],
+        }
     }
 }
