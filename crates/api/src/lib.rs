@@ -23,6 +23,7 @@ pub mod crd;
 pub mod discovery;
 pub mod kinds;
 pub mod mutation;
+pub mod quantity;
 pub mod rbac;
 pub mod registry;
 pub mod seams;

@@ -3,7 +3,9 @@
 //! `metav1.Time` or `metav1.MicroTime` read back exactly as Go's `time.Parse` reads them
 //! with their layouts. Typed decoding (400 with Go's error), table ages, managedFields'
 //! order and protobuf bodies all read through [`parse`], so no two of them accept different
-//! spellings of a time.
+//! spellings of a time; [`format_instant`] writes a time read back as kube-apiserver
+//! stores it (`2026-01-02T03:04:05.1+02:00` → `2026-01-02T01:04:05Z`; a MicroTime
+//! `2026-01-02T03:04:05.100000+02:00` → `2026-01-02T01:04:05.100000Z`).
 
 /// Go's `time.RFC3339` layout, as `metav1.Time` parses with it.
 const RFC3339: &str = "2006-01-02T15:04:05Z07:00";
@@ -17,8 +19,19 @@ pub struct Instant {
     pub nanos: u32,
 }
 
-/// Formats Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (the civil-from-days algorithm).
-pub fn format(secs: i64) -> String {
+impl Instant {
+    /// Go's zero `time.Time`, 0001-01-01T00:00:00Z, which `metav1.Time` and `MicroTime`
+    /// write as `null`.
+    pub const ZERO: Instant = Instant { secs: -62_135_596_800, nanos: 0 };
+
+    pub fn is_zero(self) -> bool {
+        self == Instant::ZERO
+    }
+}
+
+/// The UTC calendar fields of Unix seconds: year, month, day, hour, minute, second (the
+/// civil-from-days algorithm).
+fn civil(secs: i64) -> (i64, i64, i64, i64, i64, i64) {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
@@ -31,7 +44,30 @@ pub fn format(secs: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let mo = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + if mo <= 2 { 1 } else { 0 };
+    (y, mo, d, h, m, s)
+}
+
+/// Formats Unix seconds as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn format(secs: i64) -> String {
+    let (y, mo, d, h, m, s) = civil(secs);
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
+}
+
+/// `t` as kube-apiserver writes a `metav1.Time` (`t.UTC().Format(time.RFC3339)`: cut to the
+/// second) or, with `micro`, a `metav1.MicroTime` (cut to the microsecond, always six
+/// digits), in UTC. `None` where the UTC year has no four-digit form (an offset can move
+/// `0000-01-01T00:00:00+01:00` into year -1): Go would write `-0001-…`, which no RFC 3339
+/// parser, Go's included, reads back.
+pub fn format_instant(t: Instant, micro: bool) -> Option<String> {
+    let (y, mo, d, h, m, s) = civil(t.secs);
+    if !(0..=9999).contains(&y) {
+        return None;
+    }
+    Some(if micro {
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}.{:06}Z", t.nanos / 1000)
+    } else {
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
+    })
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -193,6 +229,37 @@ mod tests {
         for secs in [0, NOW, 951_782_400, -62_135_596_800, 253_402_300_799] {
             assert_eq!(unix_seconds(&format(secs)), Some(secs));
         }
+    }
+
+    #[test]
+    fn instants_are_written_as_kube_writes_them() {
+        let canonical = |s: &str, micro: bool| format_instant(parse(s, micro).unwrap(), micro);
+        assert_eq!(canonical("2026-01-02T03:04:05.123+02:00", false).unwrap(), "2026-01-02T01:04:05Z");
+        assert_eq!(
+            canonical("2026-01-02T03:04:05.999999999Z", false).unwrap(),
+            "2026-01-02T03:04:05Z",
+            "cut, not rounded"
+        );
+        assert_eq!(canonical("2026-01-02T00:30:00-01:00", false).unwrap(), "2026-01-02T01:30:00Z");
+        assert_eq!(canonical("2026-01-01T00:30:00+01:00", false).unwrap(), "2025-12-31T23:30:00Z", "across a year");
+        assert_eq!(canonical("2026-01-02T3:04:05Z", false).unwrap(), "2026-01-02T03:04:05Z");
+        assert_eq!(canonical("2026-01-02T03:04:05,5Z", false).unwrap(), "2026-01-02T03:04:05Z");
+        assert_eq!(canonical("2026-01-02T03:04:05.123456+02:00", true).unwrap(), "2026-01-02T01:04:05.123456Z");
+        assert_eq!(canonical("2026-01-02T03:04:05.000001Z", true).unwrap(), "2026-01-02T03:04:05.000001Z");
+        assert_eq!(canonical("2026-01-02T03:04:05.100000-00:30", true).unwrap(), "2026-01-02T03:34:05.100000Z");
+        let instant = Instant { secs: NOW, nanos: 123_456_789 };
+        assert_eq!(format_instant(instant, true).unwrap(), "2026-11-21T23:45:28.123456Z");
+        assert_eq!(format_instant(instant, false).unwrap(), "2026-11-21T23:45:28Z");
+        // The ends of four-digit years, and past them.
+        assert_eq!(canonical("0000-01-01T00:00:00Z", false).unwrap(), "0000-01-01T00:00:00Z");
+        assert_eq!(canonical("9999-12-31T23:59:59Z", false).unwrap(), "9999-12-31T23:59:59Z");
+        assert_eq!(canonical("0000-01-01T00:00:00+01:00", false), None);
+        assert_eq!(canonical("9999-12-31T23:00:00-01:00", false), None);
+        // Go's zero time, however written.
+        assert!(parse("0001-01-01T00:00:00Z", false).unwrap().is_zero());
+        assert!(parse("0001-01-01T02:00:00+02:00", false).unwrap().is_zero());
+        assert!(parse("0001-01-01T00:00:00.000000Z", true).unwrap().is_zero());
+        assert!(!parse("0001-01-01T00:00:00.5Z", false).unwrap().is_zero());
     }
 
     #[test]

@@ -10,20 +10,22 @@
 //! ```
 //!
 //! [`crate::unknown::check_fields`] calls [`mismatch`] on every node of its one walk; the
-//! checks here only read the value, and allocate only to describe a failure.
+//! checks here only read the value, and allocate only to describe a failure. A value that
+//! decodes, it then rewrites as the Go type writes it back ([`canonical`]): times in UTC
+//! to the second (`MicroTime`: the microsecond), quantities in their canonical form.
 
 use base64::Engine;
+use kuorum_api::quantity::{self, Quantity};
 use serde_json::Value;
 
 use crate::{Schema, Shape};
 
 /// `resource.ErrFormatWrong`.
-pub const QUANTITY_FORMAT_WRONG: &str =
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+pub const QUANTITY_FORMAT_WRONG: &str = quantity::FORMAT_WRONG;
 /// `resource.ErrNumeric`.
-pub const QUANTITY_NUMERIC: &str = "unable to parse numeric part of quantity";
+pub const QUANTITY_NUMERIC: &str = quantity::NUMERIC;
 /// `resource.ErrSuffix`.
-pub const QUANTITY_SUFFIX: &str = "unable to parse quantity's suffix";
+pub const QUANTITY_SUFFIX: &str = quantity::SUFFIX;
 
 /// The Go type a schema node decodes into, as far as decoding can fail on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,6 +186,29 @@ pub(crate) fn mismatch(schema: Schema<'_>, kind: Kind, value: &Value) -> Option<
     }
 }
 
+/// What kube-apiserver stores for `value`, which decodes into `kind` ([`mismatch`] found
+/// nothing), where that differs from `value`: a time as `metav1.Time` (to the second) or
+/// `MicroTime` (to the microsecond) writes it, in UTC, and Go's zero time as `null`; a
+/// quantity (string or number) in its canonical form. Int-or-strings and everything else
+/// are stored as sent.
+pub(crate) fn canonical(kind: Kind, value: &Value) -> Option<Value> {
+    let written = match (kind, value) {
+        (Kind::Time(micro), Value::String(s)) => {
+            let t = kuorum_api::time::parse(s, micro).ok()?;
+            if t.is_zero() {
+                return Some(Value::Null);
+            }
+            kuorum_api::time::format_instant(t, micro)?
+        }
+        (Kind::Quantity, Value::String(s)) => parse_quantity(s.trim()).ok()?.canonical(),
+        // Go reads the number's text; serde_json keeps integers exactly and a float as its
+        // shortest round-trip text.
+        (Kind::Quantity, Value::Number(n)) => parse_quantity(&n.to_string()).ok()?.canonical(),
+        _ => return None,
+    };
+    (value.as_str() != Some(written.as_str())).then_some(Value::String(written))
+}
+
 /// The Go package-qualified name of a definition: `io.k8s.api.core.v1.PodSpec` → `v1.PodSpec`.
 fn go_name(definition: &str) -> String {
     let mut parts = definition.rsplit('.');
@@ -223,72 +248,10 @@ pub(crate) fn go_type(schema: Schema<'_>) -> String {
 
 // ---- Quantities ---------------------------------------------------------------------------
 
-const SUFFIX_CHARS: &[u8] = b"eEinumkKMGTP";
-
-/// Whether `s` reads as a `resource.Quantity`, as `resource.ParseQuantity` reads it; the
-/// error it gives if not. Linear in `s`.
-///
-/// The grammar: an optional sign, digits with at most one `.`, then a suffix: one of the
-/// binary (`Ki` .. `Ei`) or decimal (`n`, `u`, `m`, `k`, `M`, `G`, `T`, `P`, `E`) ones,
-/// or an exponent (`e3`, `E-2`).
-pub fn parse_quantity(s: &str) -> Result<(), &'static str> {
-    if s.is_empty() {
-        return Err(QUANTITY_FORMAT_WRONG);
-    }
-    let b = s.as_bytes();
-    let mut pos = 0;
-    if matches!(b[0], b'+' | b'-') {
-        pos = 1;
-    }
-    let digits = |from: usize| from + b[from..].iter().take_while(|c| c.is_ascii_digit()).count();
-    // The number: integer digits, then an optional fraction.
-    let int_end = digits(pos);
-    let mut num_digits = int_end - pos;
-    let mut end = int_end;
-    let mut fraction_digits = 0;
-    if end < b.len() && b[end] == b'.' {
-        let frac_end = digits(end + 1);
-        fraction_digits = frac_end - end - 1;
-        end = frac_end;
-    }
-    num_digits += fraction_digits;
-    // The suffix: letters, then an optional signed exponent.
-    let suffix_start = end;
-    let mut i = end;
-    while i < b.len() && SUFFIX_CHARS.contains(&b[i]) {
-        i += 1;
-    }
-    if i < b.len() && matches!(b[i], b'+' | b'-') {
-        i += 1;
-    }
-    if digits(i) != b.len() {
-        return Err(QUANTITY_FORMAT_WRONG);
-    }
-    let suffix = &s[suffix_start..];
-    let binary = matches!(suffix, "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei");
-    let decimal = matches!(suffix, "" | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E");
-    let exponent = !binary
-        && !decimal
-        && suffix.len() > 1
-        && matches!(suffix.as_bytes()[0], b'e' | b'E')
-        && suffix[1..].parse::<i64>().is_ok();
-    if !(binary || decimal || exponent) {
-        return Err(QUANTITY_SUFFIX);
-    }
-    // A number with no digit at all ("", "+", ".") reads as zero where the parser can take
-    // its fast path, and fails where it falls back to decimal arithmetic: a scale below
-    // nano, or a binary suffix too large for the fast path.
-    if num_digits == 0 {
-        let slow = match suffix {
-            "Ei" | "Pi" => true,
-            _ if exponent => suffix[1..].parse::<i64>().map(|e| (e as i32) < -9).unwrap_or(false),
-            _ => false,
-        };
-        if slow {
-            return Err(QUANTITY_NUMERIC);
-        }
-    }
-    Ok(())
+/// `s` read as a `resource.Quantity`, as `resource.ParseQuantity` reads it; the error it
+/// gives if not. Linear in `s`. The one quantity parser is [`kuorum_api::quantity::parse`].
+pub fn parse_quantity(s: &str) -> Result<Quantity, &'static str> {
+    quantity::parse(s)
 }
 
 // ---- Bytes ---------------------------------------------------------------------------------
@@ -329,7 +292,7 @@ mod tests {
             "1", "0", "1Gi", "1.5Gi", "100m", "0.5", ".5", "1e3", "1E-2", "5E", "+1", "-1k", "1.", "12Mi", "1e+5",
             "3n", "0Ei", ".", "Gi",
         ] {
-            assert_eq!(parse_quantity(ok), Ok(()), "{ok}");
+            assert!(parse_quantity(ok).is_ok(), "{ok}");
         }
         for (bad, err) in [
             ("", QUANTITY_FORMAT_WRONG),
@@ -346,7 +309,7 @@ mod tests {
             ("Ei", QUANTITY_NUMERIC),
             ("e-10", QUANTITY_NUMERIC),
         ] {
-            assert_eq!(parse_quantity(bad), Err(err), "{bad}");
+            assert_eq!(parse_quantity(bad).err(), Some(err), "{bad}");
         }
     }
 

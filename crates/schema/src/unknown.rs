@@ -1,7 +1,13 @@
 //! Owns the one walk a write makes over an object against its schema ([`check_fields`]):
 //! the fields the schema does not know, as kube-apiserver names them for
-//! `fieldValidation` (`spec.containers[0].imagee`), pruned; and the first value the kind's
-//! Go type cannot hold ([`crate::decode`]), which kube-apiserver's typed decoding refuses.
+//! `fieldValidation` (`spec.containers[0].imagee`), pruned; the first value the kind's
+//! Go type cannot hold ([`crate::decode`]), which kube-apiserver's typed decoding refuses;
+//! and the typed values Go writes back differently, rewritten as kube-apiserver stores
+//! them (`"1000m"` → `"1"`, `"2026-01-02T03:04:05.1+02:00"` → `"2026-01-02T01:04:05Z"`).
+//!
+//! Only what kube-apiserver decodes into Go types is rewritten: all of a built-in kind,
+//! and a custom resource's root `metadata` (which it round-trips through `ObjectMeta`);
+//! the rest of a custom resource is unstructured there, and stored as sent.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -56,8 +62,10 @@ pub struct Checked {
 
 /// One walk over `value` against `schema`: removes the fields it does not declare, and,
 /// as `typing` says, finds the first value its Go type cannot hold, as decoding into
-/// kube-apiserver's typed objects would (which then refuses the object). Linear in
-/// `value`; allocates only for what it reports.
+/// kube-apiserver's typed objects would (which then refuses the object), and rewrites the
+/// typed times and quantities that decode in the form their Go types write
+/// ([`decode::canonical`]). Linear in `value`; allocates only for what it reports or
+/// rewrites.
 pub fn check_fields(schema: Schema<'_>, value: &mut Value, typing: Typing<'_>) -> Checked {
     let object_meta = match typing {
         Typing::Metadata { .. } => Schemas::builtin().named(OBJECT_META),
@@ -130,6 +138,9 @@ impl Walk {
             if let Some(e) = decode::mismatch(schema, kind, value) {
                 self.record(e, owner);
                 return;
+            }
+            if let Some(written) = decode::canonical(kind, value) {
+                *value = written;
             }
         }
         match (shape, value) {
@@ -536,6 +547,84 @@ mod tests {
             .decode_error
             .unwrap()
             .ends_with(r#"cannot parse "Z" as ".000000""#));
+    }
+
+    #[test]
+    fn typed_times_and_quantities_are_stored_as_go_writes_them() {
+        let s = Schemas::builtin();
+        let pod = s.kind("", "v1", "Pod").unwrap();
+        let mut obj = json!({"metadata": {"name": "p", "creationTimestamp": "2026-01-02T03:04:05.5+02:00",
+                "deletionTimestamp": "0001-01-01T01:00:00+01:00", "managedFields": [{"manager": "m", "time": null}]},
+            "spec": {"containers": [{"name": "c", "image": "i",
+                "resources": {"limits": {"cpu": "1000m", "memory": "0.5Gi", "example.com/gpu": "+1"},
+                              "requests": {"cpu": 0.5, "memory": 2, "ephemeral-storage": " 1e3 "}},
+                "ports": [{"containerPort": 80}], "livenessProbe": {"httpGet": {"port": "http"}}}],
+                "overhead": {"cpu": "1.0"}},
+            "status": {"startTime": "2026-01-02T03:04:05Z"}});
+        assert_eq!(check_fields(pod, &mut obj, Typing::Builtin).decode_error, None);
+        assert_eq!(obj["metadata"]["creationTimestamp"], "2026-01-02T01:04:05Z");
+        assert_eq!(obj["metadata"]["deletionTimestamp"], Value::Null, "Go's zero time is written as null");
+        assert_eq!(obj["metadata"]["managedFields"][0]["time"], Value::Null);
+        let c = &obj["spec"]["containers"][0];
+        assert_eq!(c["resources"]["limits"], json!({"cpu": "1", "memory": "512Mi", "example.com/gpu": "+1"}));
+        assert_eq!(c["resources"]["requests"], json!({"cpu": "500m", "memory": "2", "ephemeral-storage": "1e3"}));
+        assert_eq!(c["livenessProbe"]["httpGet"]["port"], "http", "int-or-string as sent");
+        assert_eq!(obj["spec"]["overhead"]["cpu"], "1");
+        assert_eq!(obj["status"]["startTime"], "2026-01-02T03:04:05Z");
+
+        let lease = s.kind("coordination.k8s.io", "v1", "Lease").unwrap();
+        let mut l = json!({"spec": {"renewTime": "2026-01-02T03:04:05.123456+02:00",
+            "acquireTime": "2026-01-02T03:04:05.000000-00:30", "leaseDurationSeconds": 15}});
+        assert_eq!(check_fields(lease, &mut l, Typing::Builtin).decode_error, None);
+        assert_eq!(l["spec"]["renewTime"], "2026-01-02T01:04:05.123456Z");
+        assert_eq!(l["spec"]["acquireTime"], "2026-01-02T03:34:05.000000Z");
+
+        let event = s.kind("", "v1", "Event").unwrap();
+        let mut e = json!({"eventTime": "2026-01-02T03:04:05.000001+01:00", "lastTimestamp": "2026-01-02T03:04:05.9-01:00",
+            "firstTimestamp": null, "series": {"count": 2, "lastObservedTime": "2026-01-02T03:04:05.123456Z"}});
+        assert_eq!(check_fields(event, &mut e, Typing::Builtin).decode_error, None);
+        assert_eq!(e["eventTime"], "2026-01-02T02:04:05.000001Z");
+        assert_eq!(e["lastTimestamp"], "2026-01-02T04:04:05Z");
+        assert_eq!(e["firstTimestamp"], Value::Null);
+        assert_eq!(e["series"]["lastObservedTime"], "2026-01-02T03:04:05.123456Z", "canonical already");
+
+        let mut d = deployment(json!({"strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}}}));
+        let before = d.clone();
+        let deploy = s.kind("apps", "v1", "Deployment").unwrap();
+        assert_eq!(check_fields(deploy, &mut d, Typing::Builtin).decode_error, None);
+        assert_eq!(d, before, "nothing to rewrite");
+    }
+
+    #[test]
+    fn values_are_rewritten_only_where_typed_and_valid() {
+        let s = Schemas::builtin();
+        let pod = s.kind("", "v1", "Pod").unwrap();
+        let sent = json!({"metadata": {"creationTimestamp": "2026-01-02T03:04:05+02:00"},
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1000m"}}}]}});
+        let mut obj = sent.clone();
+        assert!(check_fields(pod, &mut obj, Typing::Off).unknown.is_empty());
+        assert_eq!(obj, sent, "pruning alone rewrites nothing");
+        // A refused value is left as sent.
+        let mut obj = json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1000m", "memory": "1Gb"}}}]}});
+        assert!(check_fields(pod, &mut obj, Typing::Builtin).decode_error.is_some());
+        assert_eq!(obj["spec"]["containers"][0]["resources"]["limits"]["memory"], "1Gb");
+        // A time whose UTC year has no four digits is kept as sent rather than written as
+        // Go would (`-0001-...`), which nothing could read back.
+        let mut obj = json!({"metadata": {"creationTimestamp": "0000-01-01T00:00:00+01:00"}});
+        assert_eq!(check_fields(pod, &mut obj, Typing::Builtin).decode_error, None);
+        assert_eq!(obj["metadata"]["creationTimestamp"], "0000-01-01T00:00:00+01:00");
+
+        // A custom resource: its metadata is ObjectMeta (kube round-trips it), the rest as sent.
+        let root = crate::custom::resource_schema(&json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "at": {"type": "string", "format": "date-time"}, "cpu": {"type": "string"},
+                "size": {"x-kubernetes-int-or-string": true}}}}}));
+        let cr = Schema::standalone(&root);
+        let mut obj = json!({"metadata": {"name": "a", "creationTimestamp": "2026-01-02T03:04:05.5+02:00"},
+            "spec": {"at": "2026-01-02T03:04:05.5+02:00", "cpu": "1000m", "size": "0.5Gi"}});
+        assert_eq!(check_fields(cr, &mut obj, Typing::Metadata { kind: "CronTab" }).decode_error, None);
+        assert_eq!(obj["metadata"]["creationTimestamp"], "2026-01-02T01:04:05Z");
+        assert_eq!(obj["spec"], json!({"at": "2026-01-02T03:04:05.5+02:00", "cpu": "1000m", "size": "0.5Gi"}));
     }
 
     #[test]
