@@ -10,7 +10,8 @@
 //! - [`CustomResources::resolve`]: the served version a path names, as a [`CustomRef`].
 //! - [`CustomResources::served`]: every served version, for discovery.
 //! - [`CustomResources::openapi`]: the `/openapi/v3` documents with the custom
-//!   group-versions, rebuilt only when the set of CRDs changes.
+//!   group-versions, rebuilt only when the set of CRDs changes;
+//!   [`CustomResources::openapi_v2`]: the `/openapi/v2` document, likewise.
 //! - [`CustomRef`]: the CRD and version a request is on: its schema, storage version,
 //!   printer columns and scale paths; [`validate`] checks an object against the schema.
 //!
@@ -24,6 +25,7 @@ use kuorum_api::crd::{CustomResourceDefinition, PrinterColumn, ScaleSubresource,
 use kuorum_api::registry::{self, compare_versions, ResourceDef};
 use kuorum_api::ApiError;
 use kuorum_schema::openapi::{custom_group_version_document, group_version_path, OpenApiV3};
+use kuorum_schema::openapi_v2::OpenApiV2;
 use kuorum_schema::Schema;
 use kuorum_store::keys::{collection_prefix, ObjectKey};
 use kuorum_watch::{Obj, WatchCache, WatchFilter};
@@ -157,6 +159,8 @@ pub struct CustomResources {
     parsed: Mutex<HashMap<String, (u64, Arc<Crd>)>>,
     /// The served documents, with the CRDs they were built from.
     openapi: Mutex<Option<(Fingerprint, Arc<OpenApiV3>)>>,
+    /// The served `/openapi/v2` document, with the CRDs it was built from.
+    openapi_v2: Mutex<Option<(Fingerprint, Arc<OpenApiV2>)>>,
 }
 
 impl CustomResources {
@@ -259,5 +263,26 @@ impl CustomResources {
         let served = Arc::new(OpenApiV3::builtin().with(docs));
         *built = Some((fingerprint, served.clone()));
         served
+    }
+
+    /// The `/openapi/v2` document: the built-in resources and every served custom one,
+    /// rebuilt only when the set of CRDs changes (`now`: its `Last-Modified`).
+    pub(crate) fn openapi_v2(&self, cache: &WatchCache, now: impl FnOnce() -> i64) -> Arc<OpenApiV2> {
+        let crds = self.all(cache);
+        let fingerprint: Fingerprint = crds.iter().map(|(rv, c)| (c.spec.name.clone(), *rv)).collect();
+        let mut built = self.openapi_v2.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((seen, doc)) = built.as_ref() {
+            if *seen == fingerprint {
+                return doc.clone();
+            }
+        }
+        let custom: Vec<(&'static ResourceDef, &Value)> = crds
+            .iter()
+            .flat_map(|(_, crd)| crd.served().map(|(v, p)| (p.def, &v.schema)))
+            .filter(|(def, _)| !registry::serves_group_version(def.group, def.version))
+            .collect();
+        let doc = Arc::new(OpenApiV2::new(&custom, now()));
+        *built = Some((fingerprint, doc.clone()));
+        doc
     }
 }

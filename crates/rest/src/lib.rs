@@ -127,6 +127,7 @@ pub fn router_with(state: RestState, extra: Router) -> Router {
         .route("/readyz", get(discovery::ready))
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/{*gv}", get(openapi::group_version))
+        .route("/openapi/v2", get(openapi::swagger))
         .route("/api", get(discovery::api))
         .route("/api/", get(discovery::api))
         .route("/apis", get(discovery::apis))

@@ -15,6 +15,19 @@
 //! The documents are the built-in ones and one per group-version of this node's custom
 //! resources ([`crate::custom::CustomResources::openapi`]); the index is read at the
 //! newest state, as discovery is.
+//!
+//! `GET /openapi/v2` serves [`kuorum_schema::openapi_v2`]'s one Swagger 2.0 document of
+//! the same resources ([`crate::custom::CustomResources::openapi_v2`], also read at the
+//! newest state), as kube-openapi's `handler` serves it:
+//!
+//! - `Accept`'s entries by weight, the more specific first; the first that names JSON
+//!   (or a wildcard), `application/com.github.proto-openapi.spec.v2@v1.0+protobuf` (what
+//!   client-go's `OpenAPISchema()` sends) or `...spec.v2.v1.0+protobuf` decides; none
+//!   (or no `Accept`) is JSON; none that can be served is a 406 Status (kube: an empty 406);
+//! - the protobuf answer is labelled `application/com.github.proto-openapi.spec.v2.v1.0+protobuf`;
+//! - both forms share one `ETag` and carry `Vary: Accept` and `Last-Modified` (when the
+//!   document was built); `If-None-Match` with it, or else `If-Modified-Since` not before
+//!   it, answers 304.
 
 use std::sync::Arc;
 
@@ -24,11 +37,12 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use kuorum_api::ApiError;
 use kuorum_schema::openapi::{self as docs, Document, OpenApiV3};
+use kuorum_schema::openapi_v2::{self as swagger, OpenApiV2};
 
 use crate::consistency::try_most_recent;
 use crate::discovery::FRESH_WITHIN;
 use crate::error::RestError;
-use crate::negotiate::{self, JSON};
+use crate::negotiate::{self, MediaType, JSON};
 use crate::query::Query;
 use crate::RestState;
 
@@ -105,6 +119,126 @@ fn respond(doc: &Arc<Document>, headers: &HeaderMap) -> Response {
         resp.headers_mut().insert(header::ETAG, v);
     }
     resp
+}
+
+/// `GET /openapi/v2`.
+pub(crate) async fn swagger(State(st): State<Arc<RestState>>, headers: HeaderMap) -> Response {
+    // A CRD created through another node is in it, as in the index.
+    try_most_recent(&st, FRESH_WITHIN).await;
+    swagger_of(&st.custom.openapi_v2(&st.cache, || st.clock.now_unix_seconds()), &headers)
+}
+
+/// The two forms of `/openapi/v2`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SwaggerForm {
+    Json,
+    Protobuf,
+}
+
+/// The form `Accept` asks for, as kube-openapi picks it (see the module docs); `q=0`
+/// refuses an entry.
+fn swagger_form(headers: &HeaderMap) -> Option<SwaggerForm> {
+    let mut listed: Vec<MediaType> = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter(|m| !m.trim().is_empty())
+        .map(MediaType::parse)
+        .collect();
+    if listed.is_empty() {
+        return Some(SwaggerForm::Json);
+    }
+    let weight = |m: &MediaType| m.param("q").and_then(|q| q.parse::<f32>().ok()).unwrap_or(1.0);
+    let wildcards = |m: &MediaType| match m.essence.split_once('/') {
+        Some(("*", _)) | None => 2,
+        Some((_, "*")) => 1,
+        _ => 0,
+    };
+    listed.retain(|m| weight(m) > 0.0);
+    listed.sort_by(|a, b| weight(b).total_cmp(&weight(a)).then(wildcards(a).cmp(&wildcards(b))));
+    listed.iter().find_map(|m| match m.essence.as_str() {
+        "application/json" | "application/*" | "*/*" | "*" => Some(SwaggerForm::Json),
+        swagger::PROTOBUF | swagger::PROTOBUF_DEPRECATED => Some(SwaggerForm::Protobuf),
+        _ => None,
+    })
+}
+
+/// One form of a served `/openapi/v2`, shared with the memo (never copied).
+struct SharedSwagger(Arc<OpenApiV2>, SwaggerForm);
+
+impl AsRef<[u8]> for SharedSwagger {
+    fn as_ref(&self) -> &[u8] {
+        match self.1 {
+            SwaggerForm::Json => &self.0.json,
+            SwaggerForm::Protobuf => &self.0.protobuf,
+        }
+    }
+}
+
+/// `doc` in the form `headers` ask for, or 304, or 406.
+fn swagger_of(doc: &Arc<OpenApiV2>, headers: &HeaderMap) -> Response {
+    let vary = |mut resp: Response| {
+        resp.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
+        resp
+    };
+    let Some(form) = swagger_form(headers) else {
+        return vary(RestError(ApiError::not_acceptable(&[JSON, swagger::PROTOBUF])).into_response());
+    };
+    let etag = format!("\"{}\"", doc.hash);
+    // Go's `http.ServeContent`: If-Modified-Since counts only without If-None-Match.
+    let unchanged = if headers.contains_key(header::IF_NONE_MATCH) {
+        if_none_match(headers, &etag)
+    } else {
+        headers
+            .get(header::IF_MODIFIED_SINCE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_http_date)
+            .is_some_and(|since| doc.last_modified <= since)
+    };
+    let mut resp = if unchanged {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let content_type = match form {
+            SwaggerForm::Json => JSON,
+            SwaggerForm::Protobuf => swagger::PROTOBUF,
+        };
+        let mut r = (StatusCode::OK, Bytes::from_owner(SharedSwagger(doc.clone(), form))).into_response();
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        if let Ok(v) = HeaderValue::from_str(&http_date(doc.last_modified)) {
+            r.headers_mut().insert(header::LAST_MODIFIED, v);
+        }
+        r
+    };
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        resp.headers_mut().insert(header::ETAG, v);
+    }
+    vary(resp)
+}
+
+const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/// Unix seconds as an HTTP date (IMF-fixdate: `Sat, 21 Nov 2026 23:45:28 GMT`).
+fn http_date(secs: i64) -> String {
+    let rfc3339 = kuorum_api::time::format(secs);
+    let field = |range: std::ops::Range<usize>| rfc3339.get(range).unwrap_or("");
+    let month = field(5..7).parse::<usize>().ok().and_then(|m| MONTHS.get(m.wrapping_sub(1))).unwrap_or(&"Jan");
+    let weekday = WEEKDAYS[secs.div_euclid(86_400).rem_euclid(7) as usize];
+    format!("{weekday}, {} {month} {} {} GMT", field(8..10), field(0..4), field(11..19))
+}
+
+/// An IMF-fixdate as Unix seconds (the obsolete RFC 850 and asctime forms are not read:
+/// the condition is then ignored and the document sent).
+fn parse_http_date(s: &str) -> Option<i64> {
+    let mut parts = s.split_whitespace();
+    let (_weekday, day, month, year, time, zone) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if zone != "GMT" || parts.next().is_some() || day.len() != 2 || year.len() != 4 || time.len() != 8 {
+        return None;
+    }
+    let month = MONTHS.iter().position(|m| *m == month)? + 1;
+    kuorum_api::time::unix_seconds(&format!("{year}-{month:02}-{day}T{time}Z"))
 }
 
 /// Whether `If-None-Match` names `etag` (weak or strong) or is `*`.
@@ -205,6 +339,39 @@ mod tests {
                 (Some("Status"), Some("NotFound"), Some(404))
             );
         }
+    }
+
+    #[test]
+    fn http_dates_both_ways() {
+        // The tests' fixed clock, and the example of RFC 9110.
+        assert_eq!(http_date(1_795_304_728), "Sat, 21 Nov 2026 23:45:28 GMT");
+        assert_eq!(http_date(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777));
+        assert_eq!(parse_http_date(&http_date(0)), Some(0));
+        for bad in ["Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "Sun, 06 Nov 1994 08:49:37 PST", ""] {
+            assert_eq!(parse_http_date(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_swagger_form_accept_picks() {
+        let form = |accept: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
+            swagger_form(&h)
+        };
+        assert_eq!(swagger_form(&HeaderMap::new()), Some(SwaggerForm::Json));
+        assert_eq!(form(swagger::PROTOBUF_DEPRECATED), Some(SwaggerForm::Protobuf));
+        assert_eq!(form(swagger::PROTOBUF), Some(SwaggerForm::Protobuf));
+        assert_eq!(form("*/*"), Some(SwaggerForm::Json));
+        assert_eq!(form("application/*"), Some(SwaggerForm::Json));
+        // The more specific entry first at equal weight; weight first.
+        assert_eq!(form(&format!("*/*, {}", swagger::PROTOBUF)), Some(SwaggerForm::Protobuf));
+        assert_eq!(form(&format!("application/json;q=0.5, {}", swagger::PROTOBUF)), Some(SwaggerForm::Protobuf));
+        assert_eq!(form(&format!("application/json, {};q=0.9", swagger::PROTOBUF)), Some(SwaggerForm::Json));
+        assert_eq!(form("application/xml, text/*;q=0.5"), None);
+        assert_eq!(form("application/json;q=0"), None);
+        assert_eq!(form("application/vnd.kubernetes.protobuf, application/json"), Some(SwaggerForm::Json));
     }
 
     #[tokio::test]

@@ -7,6 +7,8 @@
 //! - [`unknown`]: the one walk over a written object: the fields its schema does not know
 //!   (fieldValidation), and the values its Go type cannot hold ([`decode`]).
 //! - [`openapi`]: the `/openapi/v3` index and per-group-version documents.
+//! - [`openapi_v2`]: the one `/openapi/v2` Swagger 2.0 document of the same paths and
+//!   schemas, in JSON and in gnostic's protobuf (`proto/openapiv2.proto`).
 //! - [`custom`]: what a custom resource's schema (a CRD's `openAPIV3Schema`) does to its
 //!   objects: resource metadata, defaults, validation, published definitions.
 //!
@@ -16,6 +18,7 @@ pub mod custom;
 pub mod decode;
 mod defs;
 pub mod openapi;
+pub mod openapi_v2;
 pub mod unknown;
 
 pub use defs::{Schema, Schemas, Shape};

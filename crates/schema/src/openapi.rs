@@ -27,6 +27,9 @@
 //! [`Resource`]s, and a [`Definitions`] that layers their kinds' schemas
 //! ([`crate::custom::definitions`]) over the built-in ones. Documents are shared, so only
 //! the new ones are built.
+//!
+//! The paths of a group-version ([`group_version_paths`]) are also what the one
+//! `/openapi/v2` document ([`crate::openapi_v2`]) is converted from.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
@@ -42,7 +45,8 @@ pub const OPENAPI_VERSION: &str = "3.0.0";
 /// The path of the index; group-version documents are served below it.
 pub const INDEX_PATH: &str = "/openapi/v3";
 
-const SCHEMA_PREFIX: &str = "#/components/schemas/";
+/// How a `$ref` names a definition in these documents.
+pub const SCHEMA_PREFIX: &str = "#/components/schemas/";
 const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
 const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
 const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
@@ -286,44 +290,93 @@ pub fn server_relative_url(path: &str, hash: &str) -> String {
     format!("{INDEX_PATH}/{path}?hash={hash}")
 }
 
-/// One document per group-version of the registry, keyed by [`group_version_path`].
-pub fn builtin_documents() -> Vec<(String, Value)> {
-    let defs = Definitions::builtin();
-    let mut gvs: Vec<(&str, &str)> = Vec::new();
+/// The group-versions of the registry, in registry order.
+pub fn builtin_group_versions() -> Vec<(&'static str, &'static str)> {
+    let mut gvs: Vec<(&'static str, &'static str)> = Vec::new();
     for r in registry::resources() {
         if !gvs.contains(&(r.group, r.version)) {
             gvs.push((r.group, r.version));
         }
     }
-    gvs.into_iter()
+    gvs
+}
+
+/// The resources of the registry in one group-version.
+pub fn builtin_resources(group: &str, version: &str) -> Vec<Resource<'static>> {
+    registry::resources_in(group, version).map(Resource::builtin).collect()
+}
+
+/// One document per group-version of the registry, keyed by [`group_version_path`].
+pub fn builtin_documents() -> Vec<(String, Value)> {
+    let defs = Definitions::builtin();
+    builtin_group_versions()
+        .into_iter()
         .map(|(group, version)| {
-            let resources: Vec<Resource<'static>> =
-                registry::resources_in(group, version).map(Resource::builtin).collect();
+            let resources = builtin_resources(group, version);
             (group_version_path(group, version), group_version_document(group, version, &resources, &defs))
         })
         .collect()
 }
 
+/// The kind and list definitions ([`crate::custom::definitions`]) of custom resources:
+/// each served version's registry entry with its `openAPIV3Schema`.
+pub fn custom_definitions(resources: &[(&'static ResourceDef, &Value)]) -> Map<String, Value> {
+    let mut extra = Map::new();
+    for (def, schema) in resources {
+        extra.extend(crate::custom::definitions(def.group, def.version, def.kind, def.list_kind, schema));
+    }
+    extra
+}
+
 /// The document of one group-version of custom resources: each served version's
 /// registry entry with its `openAPIV3Schema`, whose kind and list definitions
-/// ([`crate::custom::definitions`]) are layered over the built-in ones.
+/// ([`custom_definitions`]) are layered over the built-in ones.
 pub fn custom_group_version_document(
     group: &str,
     version: &str,
     resources: &[(&'static ResourceDef, &Value)],
 ) -> Value {
-    let mut extra = Map::new();
-    for (def, schema) in resources {
-        extra.extend(crate::custom::definitions(def.group, def.version, def.kind, def.list_kind, schema));
-    }
+    let extra = custom_definitions(resources);
     let defs = Definitions::builtin().with(&extra);
     let resources: Vec<Resource<'static>> = resources.iter().map(|(def, _)| Resource::builtin(def)).collect();
     group_version_document(group, version, &resources, &defs)
 }
 
+/// The paths of [`custom_group_version_document`] alone (what `/openapi/v2` lists).
+pub fn custom_group_version_paths(
+    group: &str,
+    version: &str,
+    resources: &[(&'static ResourceDef, &Value)],
+) -> Map<String, Value> {
+    let extra = custom_definitions(resources);
+    let defs = Definitions::builtin().with(&extra);
+    let resources: Vec<Resource<'static>> = resources.iter().map(|(def, _)| Resource::builtin(def)).collect();
+    group_version_paths(group, version, &resources, &defs)
+}
+
 /// The OpenAPI 3.0 document of one group-version serving `resources`, with the
 /// definitions its paths reference (transitively) from `defs`.
 pub fn group_version_document(group: &str, version: &str, resources: &[Resource<'_>], defs: &Definitions<'_>) -> Value {
+    let paths = group_version_paths(group, version, resources, defs);
+    let schemas = referenced_definitions(&Value::Object(paths.clone()), defs);
+    json!({
+        "openapi": OPENAPI_VERSION,
+        "info": {"title": "Kubernetes", "version": format!("v{}", Schemas::builtin().kubernetes_version)},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    })
+}
+
+/// The paths of one group-version serving `resources`, sorted, each operation's schemas
+/// a `$ref` into `defs` (or a free object for a kind `defs` does not have). Shared by the
+/// OpenAPI 3.0 documents and the Swagger 2.0 one ([`crate::openapi_v2`]), which converts
+/// them.
+pub fn group_version_paths(
+    group: &str,
+    version: &str,
+    resources: &[Resource<'_>],
+    defs: &Definitions<'_>,
+) -> Map<String, Value> {
     let ids = OpIds::new(group, version);
     let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
     let mut paths: BTreeMap<String, Value> = BTreeMap::new();
@@ -449,14 +502,7 @@ pub fn group_version_document(group: &str, version: &str, resources: &[Resource<
         }
     }
 
-    let paths: Map<String, Value> = paths.into_iter().collect();
-    let schemas = referenced_definitions(&Value::Object(paths.clone()), defs);
-    json!({
-        "openapi": OPENAPI_VERSION,
-        "info": {"title": "Kubernetes", "version": format!("v{}", Schemas::builtin().kubernetes_version)},
-        "paths": paths,
-        "components": {"schemas": schemas},
-    })
+    paths.into_iter().collect()
 }
 
 /// A `$ref` to the kind's definition, or a free object when there is none.
