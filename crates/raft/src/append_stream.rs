@@ -26,10 +26,10 @@ use tonic::transport::Channel;
 use tonic::{Status, Streaming};
 
 use crate::codec::{decode, encode};
-use crate::forward::ReplyStream;
 use crate::network::{net_err, status_err};
 use crate::pb;
 use crate::pb::peer_client::PeerClient;
+use crate::reply::ReplyStream;
 use crate::types::{Raft, TypeConfig};
 
 /// What the follower answers each request with: openraft's result, or why its Raft

@@ -14,12 +14,11 @@
 //! is then remembered and its writes go by the unary `Forward`.
 
 use std::collections::{HashMap, HashSet};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{FutureExt, StreamExt};
 use kuorum_store::Command;
 use openraft::storage::RaftStateMachine;
 use tokio::sync::{mpsc, oneshot};
@@ -29,11 +28,8 @@ use tonic::{Status, Streaming};
 use crate::codec::{decode, encode};
 use crate::network::Channels;
 use crate::pb;
-use crate::service::{refused_reply, ForwardReply};
+use crate::reply::{refused_reply, ForwardReply, ReplyStream};
 use crate::types::{Raft, TypeConfig};
-
-/// The leader's side of a stream: its replies.
-pub type ReplyStream = Pin<Box<dyn Stream<Item = Result<pb::RaftMessage, Status>> + Send>>;
 
 /// Why a forwarded write has no reply.
 #[derive(Debug, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! Replication for kuorum: the openraft type config ([`types`]), the storage adaptors that
 //! put openraft on top of kuorum-store's engines ([`log_store`], [`state_machine`]), tonic
 //! peer RPC ([`network`] dials, [`service`] answers: raft, pipelined replication
-//! ([`append_stream`]), write forwarding ([`forward`]), read index),
+//! ([`append_stream`]), write forwarding ([`forward`]), read index; what a leader answers
+//! to both in [`reply`]),
 //! [`Cluster`], the handle the REST layer uses, and [`status`], what a node reports to
 //! operators.
 
@@ -14,6 +15,7 @@ pub mod log_store;
 pub mod network;
 pub mod node;
 pub(crate) mod replicator;
+pub mod reply;
 pub mod service;
 pub mod snapshot;
 pub mod state_machine;

@@ -27,7 +27,7 @@ use crate::codec::{decode, encode};
 use crate::forward::{ForwardPipes, NoReply};
 use crate::network::Channels;
 use crate::pb;
-use crate::service::{propose_local, read_index_local, ForwardReply, ReadIndexReply};
+use crate::reply::{propose_local, read_index_local, ForwardReply, ReadIndexReply};
 use crate::state_machine::StateMachine;
 use crate::types::{NodeId, Raft};
 

@@ -5,43 +5,17 @@
 use std::path::PathBuf;
 
 use bytes::Bytes;
-use openraft::errors::ClientWriteError;
 use openraft::storage::RaftStateMachine;
-use openraft::ReadPolicy;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::codec::{decode, encode};
 use crate::pb;
+use crate::reply::{propose_local, read_index_local};
 use crate::snapshot::SnapshotData;
 use crate::state_machine::Snapshot;
-use crate::types::{NodeId, Raft, TypeConfig};
-use kuorum_store::{Command, WriteResult};
-
-/// The leader's answer to a forwarded write.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum ForwardReply {
-    /// Committed and applied: what apply decided.
-    Applied(WriteResult),
-    /// Not appended here; try the leader this node knows of.
-    NotLeader {
-        leader: Option<NodeId>,
-    },
-    /// Appended here but discarded by a leader change: it may or may not commit.
-    Unknown(String),
-    Failed(String),
-}
-
-/// The leader's answer to a read-index request.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub enum ReadIndexReply {
-    /// Reads that wait until this index is applied are linearizable.
-    Index(u64),
-    NotLeader {
-        leader: Option<NodeId>,
-    },
-    Failed(String),
-}
+use crate::types::{Raft, TypeConfig};
+use kuorum_store::Command;
 
 /// The `Peer` service of one node.
 pub struct PeerService<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> {
@@ -68,39 +42,6 @@ fn bad(e: impl std::fmt::Display) -> Status {
     Status::invalid_argument(e.to_string())
 }
 
-/// Answers the leader's write for a command proposed on this node.
-pub(crate) async fn propose_local<SM: RaftStateMachine<TypeConfig>>(raft: &Raft<SM>, cmd: Command) -> ForwardReply {
-    match raft.client_write(cmd).await {
-        Ok(resp) => ForwardReply::Applied(resp.data),
-        Err(e) => match e.api_error() {
-            Some(refused) => refused_reply(refused),
-            None => ForwardReply::Failed(e.to_string()),
-        },
-    }
-}
-
-/// The reply for a write the leader refused or lost.
-pub(crate) fn refused_reply(e: &ClientWriteError<TypeConfig>) -> ForwardReply {
-    match e {
-        ClientWriteError::ForwardToLeader(f) => ForwardReply::NotLeader { leader: f.leader_id },
-        ClientWriteError::LogEntryDiscarded(f) => ForwardReply::Unknown(f.to_string()),
-        other => ForwardReply::Failed(other.to_string()),
-    }
-}
-
-/// The leader's read index for a linearizable read.
-pub(crate) async fn read_index_local<SM: RaftStateMachine<TypeConfig>>(raft: &Raft<SM>) -> ReadIndexReply {
-    match raft.get_read_linearizer(ReadPolicy::ReadIndex).await {
-        Ok(lin) => ReadIndexReply::Index(lin.read_log_id().index()),
-        Err(e) => match e.api_error() {
-            Some(openraft::errors::LinearizableReadError::ForwardToLeader(f)) => {
-                ReadIndexReply::NotLeader { leader: f.leader_id }
-            }
-            _ => ReadIndexReply::Failed(e.to_string()),
-        },
-    }
-}
-
 #[tonic::async_trait]
 impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_server::Peer for PeerService<SM> {
     async fn append_entries(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
@@ -108,7 +49,7 @@ impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_ser
         reply(&self.raft.append_entries(rpc).await.map_err(|e| e.to_string()))
     }
 
-    type AppendStreamStream = crate::forward::ReplyStream;
+    type AppendStreamStream = crate::reply::ReplyStream;
 
     async fn append_stream(
         &self,
@@ -141,7 +82,7 @@ impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_ser
         reply(&propose_local(&self.raft, cmd).await)
     }
 
-    type ForwardStreamStream = crate::forward::ReplyStream;
+    type ForwardStreamStream = crate::reply::ReplyStream;
 
     async fn forward_stream(
         &self,

@@ -8,9 +8,9 @@ use futures::future::BoxFuture;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::forward::ReplyStream;
 use crate::pb;
 use crate::pb::peer_server::{Peer, PeerServer};
+use crate::reply::ReplyStream;
 
 pub(crate) type Unary =
     Arc<dyn Fn(pb::RaftMessage) -> BoxFuture<'static, Result<pb::RaftMessage, Status>> + Send + Sync>;

@@ -27,7 +27,7 @@ use crate::error::RestError;
 use crate::negotiate::{self, json_response};
 use crate::object::{self, BodyFormat};
 use crate::request::RequestInfo;
-use crate::route::Ctx;
+use crate::target::Ctx;
 use crate::RestState;
 
 /// How requests are authorized (kube-apiserver's `--authorization-mode`).
@@ -255,7 +255,7 @@ fn rules_review(st: &RestState, user: &UserInfo, spec: &Value) -> Value {
 pub(crate) fn check_escalation(
     st: &RestState,
     user: Option<&UserInfo>,
-    t: &crate::route::Target,
+    t: &crate::target::Target,
     value: &Value,
 ) -> Result<(), ApiError> {
     let Some(user) = user else { return Ok(()) };

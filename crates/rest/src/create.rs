@@ -18,8 +18,8 @@ use crate::error::{cluster_error, write_error};
 use crate::fields::{self, FieldValidation};
 use crate::negotiate::{self, json_response};
 use crate::object::{self, BodyFormat, Object};
-use crate::route::{Ctx, Target};
 use crate::strategy;
+use crate::target::{Ctx, Target};
 use crate::RestState;
 
 /// How many generated names are tried before a conflict is reported.

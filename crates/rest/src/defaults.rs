@@ -13,7 +13,7 @@
 use kuorum_api::ResourceDef;
 
 use crate::object::Object;
-use crate::route::Target;
+use crate::target::Target;
 
 /// Fills in the defaults of an object written through `t`.
 pub(crate) fn apply(t: &Target, obj: &mut Object) {

@@ -23,8 +23,8 @@ use crate::consistency::read_for_write;
 use crate::error::{cluster_error, write_error};
 use crate::negotiate::{self, json_response};
 use crate::object;
-use crate::route::Ctx;
 use crate::strategy;
+use crate::target::Ctx;
 use crate::RestState;
 
 /// How often adding the cleanup finalizer to a CRD is retried when the CRD moves on.

@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::object::Object;
 use crate::query::Query;
-use crate::route::Target;
+use crate::target::Target;
 
 /// The longest field manager name kube-apiserver accepts.
 const MAX_MANAGER_LEN: usize = 128;

@@ -10,8 +10,8 @@ use kuorum_api::ApiError;
 use crate::consistency::{get_freshness, wait_fresh};
 use crate::negotiate::{json_response, json_response_as, negotiate_output, Output};
 use crate::object::served_bytes;
-use crate::route::Ctx;
 use crate::table::{self, TableView};
+use crate::target::Ctx;
 use crate::RestState;
 
 pub(crate) async fn get(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {

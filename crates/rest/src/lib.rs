@@ -1,8 +1,8 @@
 //! The Kubernetes REST frontend: routing, content negotiation, one handler per verb, and
 //! discovery, on top of a [`kuorum_raft::Cluster`].
 //!
-//! A request flows top-down: [`route`] turns the path into a target (a resource, maybe a
-//! namespace, name and subresource), [`negotiate`] checks the media types and reads the
+//! A request flows top-down: [`route`] turns the path into a [`target`] (a resource, maybe
+//! a namespace, name and subresource), [`negotiate`] checks the media types and reads the
 //! body, then one verb module (`get`, `list`, `watch`, `create`, `update`, `delete`)
 //! decodes, defaults and validates, stores through the cluster and encodes the answer.
 //! Reads (get, list, watch) are served from the node's watch cache, or from the MVCC
@@ -55,6 +55,7 @@ mod route;
 mod strategy;
 mod subresource;
 mod table;
+mod target;
 mod token;
 mod update;
 mod watch;

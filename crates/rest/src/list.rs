@@ -30,8 +30,8 @@ use crate::history;
 use crate::negotiate::{json_response, json_response_as, negotiate_output, Output};
 use crate::object::{has_type_meta, served_bytes};
 use crate::query::Query;
-use crate::route::{Ctx, Target};
 use crate::table::{self, ListMeta, TableView};
+use crate::target::{Ctx, Target};
 use crate::token;
 use crate::RestState;
 

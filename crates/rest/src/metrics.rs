@@ -34,7 +34,7 @@ use prometheus_client::registry::Registry;
 
 use crate::error::RestError;
 use crate::request::RequestInfo;
-use crate::route::Resolve;
+use crate::target::Resolve;
 use crate::RestState;
 
 /// kube-apiserver's defaults (`--max-requests-inflight`, `--max-mutating-requests-inflight`).
@@ -512,7 +512,7 @@ mod tests {
 
     fn named(method: &str, url: &str, apply: bool) -> RequestMetric {
         let (path, query) = url.split_once('?').map_or((url, None), |(p, q)| (p, Some(q)));
-        classify(&RequestInfo::parse(method, path, query), apply, &crate::route::builtin)
+        classify(&RequestInfo::parse(method, path, query), apply, &crate::target::builtin)
     }
 
     #[test]

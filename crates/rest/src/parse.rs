@@ -55,7 +55,7 @@ pub fn accept(value: &str) -> Result<(), ApiError> {
 pub fn path(method: &str, path: &str, query: &str) -> (Attributes, Result<(), ApiError>) {
     let info = RequestInfo::parse(method, path, Some(query));
     let routed = match &info.resource {
-        Some(r) => crate::route::target(r, &crate::route::builtin).map(|_| ()),
+        Some(r) => crate::target::target(r, &crate::target::builtin).map(|_| ()),
         None => Err(ApiError::path_not_found()),
     };
     (info.attributes(), routed)

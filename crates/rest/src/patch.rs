@@ -37,9 +37,9 @@ use crate::error::{cluster_error, write_error};
 use crate::fields::{self, FieldValidation};
 use crate::negotiate::{self, json_response};
 use crate::object::{self, Object};
-use crate::route::{Ctx, Target};
 use crate::strategy;
 use crate::subresource;
+use crate::target::{Ctx, Target};
 use crate::RestState;
 
 /// How often a patch is re-applied after the object changed underneath it.

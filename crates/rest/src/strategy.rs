@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::auth::UserInfo;
 use crate::object::{self, Object};
-use crate::route::Target;
+use crate::target::Target;
 use crate::RestState;
 
 /// Whether `t` is the CustomResourceDefinition resource itself.

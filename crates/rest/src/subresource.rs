@@ -29,8 +29,8 @@ use crate::error::{cluster_error, write_error};
 use crate::fields;
 use crate::negotiate::{self, json_response};
 use crate::object::{self, BodyFormat, Object};
-use crate::route::{Ctx, Target};
 use crate::strategy;
+use crate::target::{Ctx, Target};
 use crate::RestState;
 
 /// How often a scale write is redone after the object changed underneath it.

@@ -26,7 +26,7 @@ use crate::custom::CustomRef;
 use crate::negotiate::MetaVersion;
 use crate::object::{parse_stored, to_served};
 use crate::query::Query;
-use crate::route::Target;
+use crate::target::Target;
 
 // ---- Columns and rows of built-in kinds: each kind's strategy ----------------------------
 

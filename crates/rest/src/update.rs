@@ -18,9 +18,9 @@ use crate::error::{cluster_error, write_error};
 use crate::fields::{self, FieldValidation};
 use crate::negotiate::{self, json_response};
 use crate::object::{self, BodyFormat, Object};
-use crate::route::{Ctx, Target};
 use crate::strategy;
 use crate::subresource;
+use crate::target::{Ctx, Target};
 use crate::RestState;
 
 pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> {

@@ -57,8 +57,8 @@ use crate::consistency::{wait_fresh, ListOptions, WatchPlan};
 use crate::list::{filter_of, serves_as_stored};
 use crate::negotiate::{negotiate_output, Output, JSON};
 use crate::object::served_bytes;
-use crate::route::Ctx;
 use crate::table::{TableView, WatchView};
+use crate::target::Ctx;
 use crate::RestState;
 
 /// kube-apiserver's `--min-request-timeout`: a watch without `timeoutSeconds` lasts

@@ -1,0 +1,78 @@
+//! Owns what a leader answers about a write or a read index, wherever the question came
+//! from: this node's own proposals, the unary `Forward`/`ReadIndex` RPCs
+//! ([`crate::service`]) and the forwarding streams ([`crate::forward`]). Both of those
+//! read it; it reads neither.
+
+use std::pin::Pin;
+
+use futures::Stream;
+use openraft::errors::ClientWriteError;
+use openraft::storage::RaftStateMachine;
+use openraft::ReadPolicy;
+use serde::{Deserialize, Serialize};
+use tonic::Status;
+
+use crate::pb;
+use crate::types::{NodeId, Raft, TypeConfig};
+use kuorum_store::{Command, WriteResult};
+
+/// The leader's answer to a forwarded write.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ForwardReply {
+    /// Committed and applied: what apply decided.
+    Applied(WriteResult),
+    /// Not appended here; try the leader this node knows of.
+    NotLeader {
+        leader: Option<NodeId>,
+    },
+    /// Appended here but discarded by a leader change: it may or may not commit.
+    Unknown(String),
+    Failed(String),
+}
+
+/// The leader's answer to a read-index request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ReadIndexReply {
+    /// Reads that wait until this index is applied are linearizable.
+    Index(u64),
+    NotLeader {
+        leader: Option<NodeId>,
+    },
+    Failed(String),
+}
+
+/// The leader's side of a stream: its replies.
+pub type ReplyStream = Pin<Box<dyn Stream<Item = Result<pb::RaftMessage, Status>> + Send>>;
+
+/// Answers the leader's write for a command proposed on this node.
+pub(crate) async fn propose_local<SM: RaftStateMachine<TypeConfig>>(raft: &Raft<SM>, cmd: Command) -> ForwardReply {
+    match raft.client_write(cmd).await {
+        Ok(resp) => ForwardReply::Applied(resp.data),
+        Err(e) => match e.api_error() {
+            Some(refused) => refused_reply(refused),
+            None => ForwardReply::Failed(e.to_string()),
+        },
+    }
+}
+
+/// The reply for a write the leader refused or lost.
+pub(crate) fn refused_reply(e: &ClientWriteError<TypeConfig>) -> ForwardReply {
+    match e {
+        ClientWriteError::ForwardToLeader(f) => ForwardReply::NotLeader { leader: f.leader_id },
+        ClientWriteError::LogEntryDiscarded(f) => ForwardReply::Unknown(f.to_string()),
+        other => ForwardReply::Failed(other.to_string()),
+    }
+}
+
+/// The leader's read index for a linearizable read.
+pub(crate) async fn read_index_local<SM: RaftStateMachine<TypeConfig>>(raft: &Raft<SM>) -> ReadIndexReply {
+    match raft.get_read_linearizer(ReadPolicy::ReadIndex).await {
+        Ok(lin) => ReadIndexReply::Index(lin.read_log_id().index()),
+        Err(e) => match e.api_error() {
+            Some(openraft::errors::LinearizableReadError::ForwardToLeader(f)) => {
+                ReadIndexReply::NotLeader { leader: f.leader_id }
+            }
+            _ => ReadIndexReply::Failed(e.to_string()),
+        },
+    }
+}
