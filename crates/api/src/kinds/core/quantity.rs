@@ -1,5 +1,5 @@
-//! Reads `resource.Quantity` values (`"1Gi"`, `"500m"`, `"1e3"`, a JSON number) and
-//! checks resource lists as kube's core validation does: non-negative and positive
+//! Reads `resource.Quantity` values (`"1Gi"`, `"500m"`, `"1e3"`, a JSON number) with the
+//! one quantity parser ([`crate::quantity`]) and checks resource lists as kube's core validation does: non-negative and positive
 //! amounts, whole numbers for countable resources, and resource names (standard ones or
 //! qualified). Syntax errors never reach here: typed decoding refuses a malformed
 //! quantity with 400 before validation runs, so a value that does not read is skipped.
@@ -25,36 +25,9 @@ pub(super) fn amount(v: &Value) -> Option<f64> {
     }
 }
 
-/// `resource.ParseQuantity`'s reading of `s` as a number: an optional sign, decimal
-/// digits, then a binary (`Ki`..`Ei`) or decimal (`n`..`E`) suffix or an exponent.
+/// The amount `s` stands for, read by kube's own parser ([`crate::quantity`]).
 fn parse(s: &str) -> Option<f64> {
-    let split = s.find(|c: char| !(c.is_ascii_digit() || matches!(c, '+' | '-' | '.'))).unwrap_or(s.len());
-    let (number, suffix) = s.split_at(split);
-    // `1e3` reads its exponent as part of the suffix; `1E` is the exa suffix.
-    let number: f64 = match number {
-        "" | "+" | "-" | "." | "+." | "-." => 0.0,
-        n => n.parse().ok()?,
-    };
-    let scale = match suffix {
-        "" => 1.0,
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024f64,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        exp => 10f64.powi(exp.strip_prefix(['e', 'E'])?.parse::<i32>().ok()?),
-    };
-    Some(number * scale)
+    crate::quantity::parse(s).ok().map(|q| q.as_f64())
 }
 
 /// The quantity at `v` as its error shows it: the text a client sent.
