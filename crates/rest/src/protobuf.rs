@@ -5,7 +5,8 @@
 //! answer JSON as for any client, and this layer is the one place that converts.
 //!
 //! What stays JSON: streams (watch), answers of kinds without a protobuf message
-//! (discovery documents, Tables), and anything that does not parse; such a client listed
+//! (discovery documents, Tables), paths outside `/api` and `/apis` (`/openapi/*`,
+//! `/version`), and anything that does not parse; such a client listed
 //! JSON too, and decodes by the answer's Content-Type.
 
 use axum::body::Body;
@@ -24,7 +25,10 @@ const MAX_REENCODE_BYTES: usize = 64 * 1024 * 1024;
 
 /// The middleware: see the module docs.
 pub(crate) async fn answer_in_protobuf(req: Request, next: Next) -> Response {
-    let wanted = negotiate::prefers_protobuf(req.headers());
+    // Only the API's own paths answer objects: the OpenAPI documents (megabytes of JSON)
+    // and the other non-resource paths are never parsed again.
+    let api_path = req.uri().path().starts_with("/api");
+    let wanted = api_path && negotiate::prefers_protobuf(req.headers());
     // Only needed when protobuf is wanted: most requests skip the second parse of Accept.
     let json_ok = !wanted || negotiate::accepts_json(req.headers());
     let resp = next.run(req).await;
