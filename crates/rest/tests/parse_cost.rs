@@ -1488,3 +1488,160 @@ fn yaml_aliases_cost_linear_work() {
         ],
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Every built-in kind: its example (crates/api/tests/kinds) with one list or string map
+// grown to n entries, through what a write runs that is particular to the kind: the typed
+// walk against its schema (pruning, typed decoding, canonical scalars), its defaults, its
+// create preparation, its validation (as a create and as an update of itself) and its
+// Table row. A kind's rules (unique names, selectors, cross-references) must not be
+// quadratic in what a client sends.
+
+thread_local! {
+    /// The object and the pointer of the list or map a kind shape grows (set on the test's
+    /// thread, where shapes are made, before each shape runs).
+    static KIND_BASE: std::cell::RefCell<(Value, String)> = const { std::cell::RefCell::new((Value::Null, String::new())) };
+}
+
+/// The valid example of every stored built-in kind.
+fn kind_examples() -> Vec<Value> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../api/tests/kinds");
+    let mut files: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|f| f.unwrap().path())
+        .filter(|f| f.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| {
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+            v["valid"].clone()
+        })
+        .collect()
+}
+
+/// The pointers of the lists with an entry and the maps of strings in `v`, outermost first.
+fn growable(v: &Value, at: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Array(items) if !items.is_empty() => {
+            out.push(at.to_string());
+            growable(&items[0], &format!("{at}/0"), out);
+        }
+        Value::Object(m) => {
+            if !m.is_empty() && m.values().all(Value::is_string) && !at.is_empty() {
+                out.push(at.to_string());
+            }
+            for (k, child) in m {
+                // Type meta and names are what the request is about, not payload.
+                if !matches!(k.as_str(), "apiVersion" | "kind" | "name" | "namespace") {
+                    growable(child, &format!("{at}/{k}"), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The example with the list (n copies of its first entry, names made distinct) or map
+/// (n keys) at the pointer grown.
+fn grown_kind(n: usize) -> Vec<u8> {
+    KIND_BASE.with(|b| {
+        let (base, pointer) = &*b.borrow();
+        let mut obj = base.clone();
+        let target = obj.pointer_mut(pointer).expect("the pointer was found in this object");
+        match target {
+            Value::Array(items) => {
+                let first = items[0].clone();
+                *items = (0..n)
+                    .map(|i| {
+                        let mut e = first.clone();
+                        match &mut e {
+                            Value::Object(m) => {
+                                if let Some(Value::String(name)) = m.get_mut("name") {
+                                    name.push_str(&format!("-{i}"));
+                                }
+                            }
+                            Value::String(s) => s.push_str(&format!("-{i}")),
+                            _ => {}
+                        }
+                        e
+                    })
+                    .collect();
+            }
+            Value::Object(m) => {
+                let value = m.values().next().cloned().unwrap_or_else(|| json!("v"));
+                *m = (0..n).map(|i| (format!("example.com/k-{i}"), value.clone())).collect();
+            }
+            _ => {}
+        }
+        serde_json::to_vec(&obj).unwrap()
+    })
+}
+
+/// A kind's particular work on one object, as a write runs it.
+fn kind_write(b: &[u8]) -> Answer {
+    let Ok(Value::Object(mut obj)) = serde_json::from_slice::<Value>(b) else { return Answer::Status(400) };
+    let text = |o: &serde_json::Map<String, Value>, k: &str| o.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let Some(def) = kuorum_api::registry::lookup_kind(&text(&obj, "apiVersion"), &text(&obj, "kind")) else {
+        return Answer::Status(404);
+    };
+    let strategy = kuorum_api::kinds::of(def).expect("a built-in kind");
+    if let Some(schema) = kuorum_schema::Schemas::builtin().kind(def.group, def.version, def.kind) {
+        let mut value = Value::Object(obj);
+        let checked = kuorum_schema::unknown::check_fields(schema, &mut value, kuorum_schema::unknown::Typing::Builtin);
+        if checked.decode_error.is_some() {
+            return Answer::Status(400);
+        }
+        let Value::Object(o) = value else { unreachable!("an object stays one") };
+        obj = o;
+    }
+    let meta = obj.entry("metadata").or_insert_with(|| json!({}));
+    meta["uid"] = json!("0b5d7c47-8a3c-4d5e-9f61-2a7b3c4d5e6f");
+    meta["creationTimestamp"] = json!("2026-11-27T08:00:00Z");
+    if def.namespaced() {
+        meta["namespace"] = json!("default");
+    }
+    strategy.defaults(&mut obj);
+    strategy.prepare_for_create(&mut obj, "2026-11-27T08:00:00Z");
+    let created = strategy.validate(&obj, None);
+    let updated = strategy.validate(&obj, Some(&obj));
+    let row = strategy.row(&Value::Object(obj), 1_795_000_000);
+    assert_eq!(row.cells.len(), strategy.columns().len());
+    if created.is_empty() && updated.is_empty() {
+        Answer::Ok
+    } else {
+        Answer::Status(422)
+    }
+}
+
+#[test]
+fn every_kind_costs_linear_work_in_its_lists_and_maps() {
+    let mut shapes = Vec::new();
+    for example in kind_examples() {
+        let mut pointers = Vec::new();
+        growable(&example, "", &mut pointers);
+        for pointer in pointers {
+            let name: &'static str =
+                Box::leak(format!("{} {} {pointer}", example["apiVersion"], example["kind"]).into_boxed_str());
+            shapes.push((example.clone(), pointer, name));
+        }
+    }
+    assert!(shapes.len() > 100, "only {} shapes: the examples have lists and maps to grow", shapes.len());
+    let mut failed = Vec::new();
+    let mut table = String::new();
+    let only = std::env::var("PARSE_COST_ONLY").unwrap_or_default();
+    for (example, pointer, name) in shapes.into_iter().filter(|s| s.2.contains(only.as_str())) {
+        KIND_BASE.with(|b| *b.borrow_mut() = (example, pointer));
+        let shape =
+            Shape { parser: "kind write", name, n: 256, make: grown_kind, parse: kind_write, expect: Expect::Any };
+        let row = run_shape(&shape);
+        let _ = writeln!(table, "{}", row.line);
+        if let Some(f) = row.failure {
+            failed.push(format!("{name}: {f}"));
+        }
+    }
+    println!("== kinds\n{table}");
+    assert!(failed.is_empty(), "kinds: {} shape(s) over their bounds:\n  {}", failed.len(), failed.join("\n  "));
+}

@@ -169,8 +169,11 @@ impl Walk {
                     self.path.truncate(len);
                     self.go_path.truncate(go_len);
                 }
-                for key in unknown {
-                    map.shift_remove(&key);
+                if !unknown.is_empty() {
+                    // One pass: removing keys one at a time shifts the rest each time,
+                    // quadratic in a body of many unknown fields.
+                    let unknown: HashSet<String> = unknown.into_iter().collect();
+                    map.retain(|key, _| !unknown.contains(key));
                 }
             }
             (Shape::Map, Value::Object(map)) => {

@@ -3,7 +3,7 @@
 //! qualified topology keys; a driver's entry is fixed once registered (but for its
 //! allocatable count); printed with how many drivers it has.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -88,10 +88,15 @@ impl Strategy for CSINode {
                 }
             }
         }
-        // A registered driver's entry changes only in its allocatable count.
+        // A registered driver's entry changes only in its allocatable count. Names are
+        // unique (a second entry of a name is refused above), so each old entry is
+        // compared with the first new entry of its name: linear in the drivers.
+        let mut by_name: HashMap<&str, &Value> = HashMap::new();
+        for driver in &drivers {
+            by_name.entry(str_at(driver, "/name")).or_insert(*driver);
+        }
         for old_driver in &old_drivers {
-            let same_name = |d: &&&Value| str_at(d, "/name") == str_at(old_driver, "/name");
-            for driver in drivers.iter().filter(same_name) {
+            if let Some(driver) = by_name.get(str_at(old_driver, "/name")) {
                 let (new_entry, old_entry) = (without_allocatable(driver), without_allocatable(old_driver));
                 if new_entry != old_entry {
                     errs.push(FieldError::invalid_value("spec.drivers", shown(Some(&new_entry)), "field is immutable"));
