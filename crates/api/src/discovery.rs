@@ -272,7 +272,7 @@ mod tests {
         let v1 = &core["items"][0]["versions"][0];
         assert_eq!(v1["version"], "v1");
         assert_eq!(v1["freshness"], "Current");
-        let cm = &v1["resources"][0];
+        let cm = v1["resources"].as_array().unwrap().iter().find(|r| r["resource"] == "configmaps").unwrap();
         assert_eq!(
             *cm,
             json!({"resource":"configmaps","responseKind":{"group":"","version":"v1","kind":"ConfigMap"},
@@ -322,7 +322,7 @@ mod tests {
             subresources: registry::custom_subresources(true, true),
             short_names: &[],
             categories: &[],
-            ..*registry::resources()[0]
+            ..*registry::lookup("", "v1", "configmaps").unwrap()
         });
         let mut served = registry::builtin();
         served.push(widget);

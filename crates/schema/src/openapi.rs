@@ -1133,7 +1133,7 @@ mod tests {
             singular: "crontab",
             list_kind: "CronTabList",
             subresources: kuorum_api::registry::custom_subresources(true, true),
-            ..*registry::resources()[0]
+            ..*registry::lookup("", "v1", "configmaps").unwrap()
         });
         let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "description": "the spec",
             "properties": {"cronSpec": {"type": "string"}}}}});

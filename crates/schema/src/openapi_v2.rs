@@ -848,7 +848,7 @@ mod tests {
             singular: "crontab",
             list_kind: "CronTabList",
             subresources: registry::custom_subresources(true, true),
-            ..*registry::resources()[0]
+            ..*registry::lookup("", "v1", "configmaps").unwrap()
         })
     }
 

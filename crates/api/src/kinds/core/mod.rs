@@ -2,6 +2,8 @@
 
 use crate::kinds::Strategy;
 
+pub mod binding;
+pub mod componentstatus;
 pub mod configmap;
 pub mod endpoints;
 pub mod event;
@@ -21,6 +23,8 @@ pub mod serviceaccount;
 
 /// The group's kinds, by version, then plural.
 pub static KINDS: &[&dyn Strategy] = &[
+    &binding::Binding,
+    &componentstatus::ComponentStatus,
     &configmap::ConfigMap,
     &endpoints::Endpoints,
     &event::Event,

@@ -1,6 +1,9 @@
 //! Pod (core/v1): tracks generation; status subresource; the pod spec's defaults (shared
 //! by every pod template); container ports in range; selectable by node, phase and the
 //! fields the scheduler and kubelets select by; printed as `kubectl get pods` shows it.
+//! Its `binding` and `eviction` subresources are created, not stored: what each writes to
+//! the pod is here ([`Strategy::write_subresource`]); when they may (a pod bound once, the
+//! disruption budgets) is the REST layer's, as it is kube-apiserver's pod storage's.
 
 use serde_json::{json, Value};
 
@@ -11,10 +14,13 @@ use crate::time::unix_seconds;
 use crate::validation::{BadValue, FieldError, PORT_RANGE};
 
 /// The subresources of a pod, by name: the kubelet's (attach, exec, log, portforward,
-/// proxy: listed, answered with a Status), and the writes of one part of a pod.
+/// proxy: listed, answered with a Status), the writes of one part of a pod, and the two
+/// created as other kinds (a scheduler's Binding, a policy/v1 Eviction).
 const SUBRESOURCES: &[SubresourceDef] = &[
     core_subresource("attach", "PodAttachOptions", &["create", "get"]),
+    core_subresource("binding", "Binding", &["create"]),
     SubresourceDef { name: "ephemeralcontainers", response: None, verbs: &["get", "patch", "update"] },
+    SubresourceDef { name: "eviction", response: Some(("policy", "v1", "Eviction")), verbs: &["create"] },
     core_subresource("exec", "PodExecOptions", &["create", "get"]),
     SubresourceDef { name: "log", response: None, verbs: &["get"] },
     core_subresource("portforward", "PodPortForwardOptions", &["create", "get"]),
@@ -101,9 +107,15 @@ impl Strategy for Pod {
     }
 
     /// `ephemeralcontainers` writes `spec.ephemeralContainers`; `resize` the containers'
-    /// `resources` and `resizePolicy` (matched by name).
+    /// `resources` and `resizePolicy` (matched by name). `binding` (`new` a Binding) and
+    /// `eviction` (`new` an Eviction) write what kube's pod storage writes when it binds
+    /// ([`bound`]) or evicts ([`evicted`]) the pod; the created object's
+    /// `metadata.creationTimestamp` is the time the conditions they set changed.
     fn write_subresource(&self, name: &str, old: &Object, new: &Object) -> Option<Object> {
+        let created = || new.get("metadata").and_then(|m| m.get("creationTimestamp")).and_then(Value::as_str);
         match name {
+            "binding" => Some(bound(old, new, created().unwrap_or(""))),
+            "eviction" => Some(evicted(old, created().unwrap_or(""))),
             "ephemeralcontainers" => Some(with_part_of(old, new, &["spec", "ephemeralContainers"])),
             "resize" => {
                 let mut out = old.clone();
@@ -148,6 +160,75 @@ impl Strategy for Pod {
 
     fn row(&self, obj: &Value, now: i64) -> Row {
         pod_row(obj, now)
+    }
+}
+
+/// `pod` bound as `binding` says, at `now` (kube's `setPodNodeAndMetadata`): on the
+/// target node, any nomination cleared (it was a hint for the scheduler, now moot), the
+/// binding's annotations over the pod's, and `PodScheduled` true.
+fn bound(pod: &Object, binding: &Object, now: &str) -> Object {
+    let mut out = pod.clone();
+    let node = binding.get("target").and_then(|t| t.get("name")).cloned().unwrap_or(Value::Null);
+    if let Some(spec) = child(&mut out, "spec") {
+        spec.insert("nodeName".into(), node);
+    }
+    if let Some(status) = child(&mut out, "status") {
+        status.remove("nominatedNodeName");
+    }
+    let annotations = binding.get("metadata").and_then(|m| m.get("annotations")).and_then(Value::as_object);
+    if let Some(given) = annotations.filter(|a| !a.is_empty()) {
+        let meta = out.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            let mine = meta.entry("annotations").or_insert_with(|| json!({}));
+            if !mine.is_object() {
+                *mine = json!({});
+            }
+            if let Some(mine) = mine.as_object_mut() {
+                mine.extend(given.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+    }
+    set_condition(&mut out, json!({"type": "PodScheduled", "status": "True"}), now);
+    out
+}
+
+/// `pod` as the eviction API marks it before deleting it (kube's `addConditionAndDeletePod`):
+/// `DisruptionTarget` true, for whoever sees the pod go (its finalizers' owners).
+fn evicted(pod: &Object, now: &str) -> Object {
+    let mut out = pod.clone();
+    let condition = json!({"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                           "message": "Eviction API: evicting"});
+    set_condition(&mut out, condition, now);
+    out
+}
+
+/// kube's `UpdatePodCondition`: `condition` replaces the pod's condition of its type (or is
+/// added), with `lastTransitionTime` now, or the old one's when the status did not change.
+fn set_condition(pod: &mut Object, condition: Value, now: &str) {
+    let Value::Object(mut condition) = condition else { return };
+    let status = pod.entry("status").or_insert_with(|| json!({}));
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let Some(status) = status.as_object_mut() else { return };
+    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    let Some(conditions) = conditions.as_array_mut() else { return };
+    let ty = condition.get("type").cloned();
+    let old = conditions.iter().position(|c| c.get("type") == ty.as_ref());
+    let transition = match old.map(|i| &conditions[i]) {
+        Some(o) if o.get("status") == condition.get("status") => {
+            o.get("lastTransitionTime").cloned().unwrap_or(Value::Null)
+        }
+        _ => Value::from(now),
+    };
+    condition.insert("lastProbeTime".into(), Value::Null);
+    condition.insert("lastTransitionTime".into(), transition);
+    match old {
+        Some(i) => conditions[i] = Value::Object(condition),
+        None => conditions.push(Value::Object(condition)),
     }
 }
 
@@ -429,6 +510,54 @@ mod tests {
             "Burstable"
         );
         assert_eq!(create(c(json!({"requests": {"cpu": "1"}})))["qosClass"], "Burstable");
+    }
+
+    fn obj(v: Value) -> Object {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn a_binding_places_the_pod_and_marks_it_scheduled() {
+        let pod = obj(json!({"metadata": {"name": "p", "annotations": {"a": "1", "b": "1"}},
+            "spec": {"containers": []},
+            "status": {"phase": "Pending", "nominatedNodeName": "n0",
+                       "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                       "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}));
+        let binding = obj(json!({"metadata": {"name": "p", "annotations": {"b": "2"},
+            "creationTimestamp": "2026-11-27T08:00:00Z"}, "target": {"kind": "Node", "name": "n1"}}));
+        let out = Pod.write_subresource("binding", &pod, &binding).unwrap();
+        assert_eq!(out["spec"]["nodeName"], "n1");
+        assert_eq!(out["metadata"]["annotations"], json!({"a": "1", "b": "2"}));
+        assert!(out["status"].get("nominatedNodeName").is_none());
+        assert_eq!(
+            out["status"]["conditions"],
+            json!([{"type": "PodScheduled", "status": "True", "lastProbeTime": null,
+                    "lastTransitionTime": "2026-11-27T08:00:00Z"}])
+        );
+        // Without annotations the pod's stay as they are (none stays none).
+        let bare = obj(json!({"metadata": {"name": "p"}, "spec": {}}));
+        let b = obj(json!({"target": {"name": "n1"}, "metadata": {"creationTimestamp": "2026-11-27T08:00:00Z"}}));
+        let out = Pod.write_subresource("binding", &bare, &b).unwrap();
+        assert!(out["metadata"].get("annotations").is_none());
+        assert_eq!(out["status"]["conditions"][0]["type"], "PodScheduled");
+    }
+
+    #[test]
+    fn an_eviction_marks_the_pod_a_disruption_target() {
+        let pod = obj(json!({"metadata": {"name": "p"}, "status": {"phase": "Running", "conditions": [
+            {"type": "Ready", "status": "True"},
+            {"type": "DisruptionTarget", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}));
+        let eviction = obj(json!({"metadata": {"name": "p", "creationTimestamp": "2026-11-27T08:00:00Z"}}));
+        let out = Pod.write_subresource("eviction", &pod, &eviction).unwrap();
+        let conditions = out["status"]["conditions"].as_array().unwrap();
+        assert_eq!(conditions.len(), 2);
+        assert_eq!(
+            conditions[1],
+            json!({"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                   "message": "Eviction API: evicting", "lastProbeTime": null,
+                   "lastTransitionTime": "2026-01-01T00:00:00Z"}),
+            "the status did not change: nor does the transition time"
+        );
     }
 
     #[test]
