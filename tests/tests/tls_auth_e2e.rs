@@ -164,3 +164,78 @@ fn rbac_through_kubectl() {
     let (code, out, _) = run(None, &["auth", "can-i", "*", "*"]);
     assert_eq!((code, out.trim()), (Some(0), "yes"));
 }
+
+/// Service-account tokens as a workload gets them: `kubectl create token` through one
+/// node, the token accepted by another (every node of `kuorum up` has the cluster's
+/// `sa.key`), RBAC applying to the service account, the keys published for OIDC, and the
+/// token refused once its service account is gone.
+#[test]
+fn service_account_tokens_from_kubectl_work_on_every_node() {
+    let Some((_, up)) = up_or_skip() else { return };
+    let kubectl = |args: &[&str]| {
+        let out = up.kubectl(args).unwrap();
+        assert!(out.success(), "kubectl {args:?}: {}\n{}", out.stderr, up.log());
+        out.stdout
+    };
+    kubectl(&["create", "serviceaccount", "robot"]);
+    let token = kubectl(&["create", "token", "robot", "--duration=10m"]).trim().to_string();
+    assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
+
+    // No client certificate: the bearer token alone, through nodes 2 and 3.
+    let bare = client(&up, None);
+    let bearer = format!("Bearer {token}");
+    let review = br#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#.to_vec();
+    let who = |node: u64| {
+        bare.send(
+            "POST",
+            &format!("{}/apis/authentication.k8s.io/v1/selfsubjectreviews", up.url(node)),
+            &[("Authorization", bearer.as_str()), ("Content-Type", "application/json")],
+            Some(review.clone()),
+        )
+        .unwrap()
+    };
+    let r = who(2);
+    assert_eq!(r.status, 201, "{}", r.text);
+    let user = &r.body["status"]["userInfo"];
+    assert_eq!(user["username"], "system:serviceaccount:default:robot");
+    let groups: Vec<&str> = user["groups"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(
+        groups.contains(&"system:serviceaccounts") && groups.contains(&"system:serviceaccounts:default"),
+        "{groups:?}"
+    );
+
+    // RBAC applies: nothing is granted to the service account yet.
+    let list = |node: u64| {
+        bare.send(
+            "GET",
+            &format!("{}/api/v1/namespaces/default/configmaps", up.url(node)),
+            &[("Authorization", bearer.as_str())],
+            None,
+        )
+        .unwrap()
+    };
+    assert_eq!(list(3).status, 403, "{}", list(3).text);
+    kubectl(&["create", "rolebinding", "robot-view", "--clusterrole=view", "--serviceaccount=default:robot"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while list(3).status != 200 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(list(3).status, 200, "{}", list(3).text);
+
+    // The keys a relying party verifies the token with.
+    let admin = client(&up, Some("admin"));
+    let jwks = admin.get(&format!("{}/openid/v1/jwks", up.url(1))).unwrap();
+    assert_eq!(jwks.status, 200, "{}", jwks.text);
+    assert_eq!(jwks.body["keys"].as_array().map(Vec::len), Some(1), "{}", jwks.text);
+    let discovery = admin.get(&format!("{}/.well-known/openid-configuration", up.url(2))).unwrap();
+    assert_eq!(discovery.body["issuer"], "https://kubernetes.default.svc.cluster.local", "{}", discovery.text);
+
+    // The service account deleted: its token no longer authenticates anywhere.
+    kubectl(&["delete", "serviceaccount", "robot"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while who(3).status != 401 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(who(3).status, 401);
+    assert_eq!(who(1).status, 401);
+}

@@ -92,6 +92,20 @@ pub fn cluster_roles() -> Vec<(&'static str, Value)> {
                 rule("authentication.k8s.io", &["selfsubjectreviews"], &["create"]),
             ],
         ),
+        // The service account issuer's OIDC discovery documents, for workloads that
+        // verify other workloads' tokens.
+        cluster_role(
+            "system:service-account-issuer-discovery",
+            vec![urls(
+                &[
+                    "/.well-known/openid-configuration",
+                    "/.well-known/openid-configuration/",
+                    "/openid/v1/jwks",
+                    "/openid/v1/jwks/",
+                ],
+                &["get"],
+            )],
+        ),
         cluster_role(
             "system:monitoring",
             vec![urls(
@@ -110,6 +124,7 @@ pub fn cluster_role_bindings() -> Vec<(&'static str, Value)> {
         ("system:public-info-viewer", &["system:authenticated", "system:unauthenticated"][..]),
         ("system:basic-user", &["system:authenticated"][..]),
         ("system:monitoring", &["system:monitoring"][..]),
+        ("system:service-account-issuer-discovery", &["system:serviceaccounts"][..]),
     ]
     .into_iter()
     .map(|(name, groups)| {

@@ -3,7 +3,9 @@
 //! for users. `kuorum certs` writes them; `kuorum up` makes them on its first start.
 //!
 //! Files in the directory: `ca.crt`/`ca.key`, `node<N>.crt`/`.key`, `admin.crt`/`.key`
-//! (`CN=kuorum-admin, O=system:masters`), `<user>.crt`/`.key`. Keys are written 0600.
+//! (`CN=kuorum-admin, O=system:masters`), `<user>.crt`/`.key`, and `sa.key`, the key
+//! every node signs and verifies service-account tokens with (ECDSA P-256, PKCS#8). Keys
+//! are written 0600.
 
 use std::fs;
 use std::io::Write;
@@ -19,6 +21,25 @@ use rcgen::{
 
 /// The group kube-apiserver lets do anything.
 pub const MASTERS: &str = "system:masters";
+
+/// The issuer `kuorum up` gives its nodes, kube-apiserver's usual one.
+pub const SERVICE_ACCOUNT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+
+/// The cluster's service-account signing key.
+pub fn service_account_key(dir: &Path) -> PathBuf {
+    dir.join("sa.key")
+}
+
+/// Writes a new service-account signing key unless `dir` has one: one key for every node,
+/// so a token issued through one node is accepted by all.
+fn ensure_service_account_key(dir: &Path) -> anyhow::Result<()> {
+    let path = service_account_key(dir);
+    if !path.exists() {
+        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
+        write_private(&path, &key.serialize_pem())?;
+    }
+    Ok(())
+}
 
 /// A node's certificate and key.
 pub fn node_files(dir: &Path, id: u64) -> (PathBuf, PathBuf) {
@@ -125,6 +146,8 @@ pub fn ensure_cluster(dir: &Path, nodes: u64, hosts: &[String]) -> anyhow::Resul
         let (c, k) = node_files(dir, id);
         wanted.extend([c, k]);
     }
+    fs::create_dir_all(dir)?;
+    ensure_service_account_key(dir)?;
     if wanted.iter().all(|p| p.exists()) {
         return Ok(());
     }
@@ -175,7 +198,11 @@ pub fn run(args: CertsArgs) -> anyhow::Result<()> {
         None => {
             fs::create_dir_all(&args.dir)?;
             ensure_cluster(&args.dir, args.nodes, &args.hosts)?;
-            println!("certificates for {} nodes and the admin are in {}", args.nodes, args.dir.display());
+            println!(
+                "certificates for {} nodes and the admin, and the service-account key sa.key, are in {}",
+                args.nodes,
+                args.dir.display()
+            );
         }
     }
     Ok(())

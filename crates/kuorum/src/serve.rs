@@ -21,6 +21,7 @@ use kuorum_node::{start_node, NodeConfig, NodeSeams};
 use kuorum_raft::{Dialer, PeerIo, RaftTiming, TcpDialer, DEFAULT_ELECTION_TIMEOUT, DEFAULT_HEARTBEAT};
 use kuorum_rest::auth::Authenticator;
 use kuorum_rest::authz::Authorization;
+use kuorum_rest::sa_token::{ServiceAccountConfig, ServiceAccountTokens};
 use kuorum_store_file::FileLogEngine;
 use kuorum_store_rocks::RocksStore;
 use tokio_stream::wrappers::TcpListenerStream;
@@ -95,6 +96,29 @@ pub struct ServeArgs {
     /// Static bearer tokens, kube-apiserver's format: `token,user,uid,"group1,group2"`.
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
+    /// The private key (PEM: RSA, or ECDSA P-256/P-384) service-account tokens are signed
+    /// with (`serviceaccounts/token`); every node of a cluster needs the same one.
+    /// `kuorum up` and `kuorum certs` make `sa.key`. Without it, tokens are not issued.
+    #[arg(long)]
+    pub service_account_signing_key_file: Option<PathBuf>,
+    /// More keys (PEM) whose service-account tokens are accepted (a key being rotated
+    /// out), repeatable.
+    #[arg(long = "service-account-key-file")]
+    pub service_account_key_files: Vec<PathBuf>,
+    /// The issuer written into service-account tokens (the first) and accepted (all),
+    /// repeatable; required with --service-account-signing-key-file.
+    #[arg(long = "service-account-issuer")]
+    pub service_account_issuers: Vec<String>,
+    /// Audiences a token must name to authenticate here (default: the issuers).
+    #[arg(long, value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
+    /// The longest lifetime a requested token gets, in seconds (0: no cap).
+    #[arg(long, default_value_t = 0)]
+    pub service_account_max_token_expiration: i64,
+    /// Where the OIDC discovery document says the signing keys are (default:
+    /// `https://<--listen>/openid/v1/jwks`).
+    #[arg(long)]
+    pub service_account_jwks_uri: Option<String>,
     /// Serve requests without credentials as `system:anonymous` instead of refusing them.
     #[arg(long)]
     pub anonymous_auth: bool,
@@ -188,6 +212,33 @@ fn authorization(args: &ServeArgs) -> Authorization {
     }
 }
 
+/// The service-account token issuer and verifier the flags describe, if any.
+fn service_account_tokens(args: &ServeArgs) -> anyhow::Result<Option<ServiceAccountTokens>> {
+    let Some(signing) = &args.service_account_signing_key_file else {
+        if !args.service_account_issuers.is_empty() || !args.service_account_key_files.is_empty() {
+            bail!("--service-account-issuer and --service-account-key-file need --service-account-signing-key-file");
+        }
+        return Ok(None);
+    };
+    if args.service_account_issuers.is_empty() {
+        bail!("--service-account-signing-key-file needs --service-account-issuer");
+    }
+    let read = |p: &PathBuf| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
+    let config = ServiceAccountConfig {
+        signing_key_pem: read(signing)?,
+        verification_key_pems: args.service_account_key_files.iter().map(read).collect::<anyhow::Result<_>>()?,
+        issuers: args.service_account_issuers.clone(),
+        api_audiences: args.api_audiences.clone(),
+        max_expiration_seconds: args.service_account_max_token_expiration,
+        extend_expiration: true,
+        jwks_uri: args
+            .service_account_jwks_uri
+            .clone()
+            .unwrap_or_else(|| format!("https://{}/openid/v1/jwks", args.listen)),
+    };
+    ServiceAccountTokens::new(config).map(Some).map_err(|e| anyhow::anyhow!("service-account tokens: {e}"))
+}
+
 /// What the REST port speaks and who it serves.
 fn rest_security(args: &ServeArgs) -> anyhow::Result<(Option<Arc<rustls::ServerConfig>>, Authenticator)> {
     match (&args.tls_cert_file, &args.tls_private_key_file, args.insecure) {
@@ -203,7 +254,13 @@ fn rest_security(args: &ServeArgs) -> anyhow::Result<(Option<Arc<rustls::ServerC
             if args.client_ca_file.is_none() && tokens.is_empty() && !args.anonymous_auth {
                 bail!("no way to authenticate: give --client-ca-file or --token-auth-file (or --anonymous-auth)");
             }
-            Ok((Some(tls), Authenticator::new(tokens, args.anonymous_auth).with_watch_cap(args.max_watches_per_user)))
+            let authenticator =
+                Authenticator::new(tokens, args.anonymous_auth).with_watch_cap(args.max_watches_per_user);
+            let authenticator = match service_account_tokens(args)? {
+                Some(sa) => authenticator.with_service_account_tokens(Arc::new(sa)),
+                None => authenticator,
+            };
+            Ok((Some(tls), authenticator))
         }
         (None, None, true) => Ok((None, Authenticator::allow_all())),
         (_, _, true) => bail!("--insecure serves plain HTTP: it cannot be combined with --tls-cert-file"),

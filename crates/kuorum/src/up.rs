@@ -139,6 +139,8 @@ fn spawn_node(
             cmd.arg("--tls-cert-file").arg(&cert).arg("--tls-private-key-file").arg(&key);
             cmd.arg("--client-ca-file").arg(&ca);
             cmd.arg("--peer-cert-file").arg(&cert).arg("--peer-key-file").arg(&key).arg("--peer-ca-file").arg(&ca);
+            cmd.arg("--service-account-signing-key-file").arg(crate::pki::service_account_key(pki));
+            cmd.args(["--service-account-issuer", crate::pki::SERVICE_ACCOUNT_ISSUER]);
         }
     }
     let child = cmd

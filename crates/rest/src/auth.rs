@@ -6,8 +6,12 @@
 //!   O=dev` is user `alice` in group `dev`. The server reads it once per connection and
 //!   hands it to each request as [`ClientCert`].
 //! - `Authorization: Bearer <token>` is looked up in the static token file
-//!   (`--token-auth-file`, kube-apiserver's CSV: `token,user,uid,"group1,group2"`). An
-//!   unknown token is refused even when a certificate would do, as kube-apiserver does.
+//!   (`--token-auth-file`, kube-apiserver's CSV: `token,user,uid,"group1,group2"`), then,
+//!   when service account tokens are configured ([`Authenticator::with_service_account_tokens`]),
+//!   verified as a service account JWT ([`crate::sa_token`]): issuer, signature and
+//!   audience here; its time and that its service account and bound object still exist
+//!   just after, in [`crate::sa_token::confirm`], which has the node's state. An unknown
+//!   token is refused even when a certificate would do, as kube-apiserver does.
 //! - Otherwise the request is anonymous (`system:anonymous`, group
 //!   `system:unauthenticated`) if anonymous requests are allowed, and refused with 401
 //!   if not (the default of `kuorum serve`). `/livez`, `/readyz` and `/healthz` are
@@ -20,7 +24,7 @@
 //! holds open on the node (`--max-watches-per-user`), since it is the first to know who
 //! is asking.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use axum::extract::Request;
@@ -29,6 +33,7 @@ use http::header;
 use kuorum_api::ApiError;
 
 use crate::error::RestError;
+use crate::sa_token::{ServiceAccountTokens, Unconfirmed, Verified};
 
 /// A user as authentication found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +57,12 @@ impl UserInfo {
         self.groups.iter().any(|g| g == "system:masters")
     }
 }
+
+/// The `extra` of the request's user (kube's `user.Info.GetExtra`), in the request's
+/// extensions beside its [`UserInfo`] when authentication found any: a service account
+/// token's pod, node and credential id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserExtra(pub BTreeMap<String, Vec<String>>);
 
 /// The user a connection's client certificate names, if it presented one the listener
 /// verified. The server puts it in every request's extensions, read once per connection
@@ -85,6 +96,27 @@ pub struct Authenticator {
     max_watches_per_user: usize,
     /// Open watches by user name. Shared by the clones of one authenticator.
     watches: Arc<std::sync::Mutex<HashMap<String, usize>>>,
+    /// Service account tokens: issued by `serviceaccounts/token`, accepted as bearer
+    /// tokens. Here rather than in the node's state because the front layer hands
+    /// authentication only the authenticator, and the issuer and the verifier must be
+    /// the same keys.
+    service_accounts: Option<Arc<ServiceAccountTokens>>,
+}
+
+/// Whom a bearer token names, before the checks that need the node's state.
+#[derive(Debug, Clone)]
+pub(crate) enum Bearer {
+    /// A token of the static file, and the audiences it was accepted for (kube treats
+    /// these as good for the API server's own audiences; none without any).
+    Static(UserInfo, Vec<String>),
+    /// A service account token whose issuer, signature and audience passed.
+    ServiceAccount(Box<Verified>),
+}
+
+/// What authentication found: the user, and a service account token still to confirm.
+struct Admitted {
+    user: UserInfo,
+    service_account: Option<Verified>,
 }
 
 /// One open watch of a user; gives its place back when dropped.
@@ -112,6 +144,7 @@ impl std::fmt::Debug for Authenticator {
             .field("anonymous", &self.anonymous)
             .field("admin_open", &self.admin_open)
             .field("max_watches_per_user", &self.max_watches_per_user)
+            .field("service_accounts", &self.service_accounts)
             .finish()
     }
 }
@@ -123,7 +156,26 @@ impl Authenticator {
     }
 
     pub fn new(tokens: HashMap<String, UserInfo>, anonymous: bool) -> Self {
-        Authenticator { tokens, anonymous, admin_open: false, max_watches_per_user: 0, watches: Arc::default() }
+        Authenticator {
+            tokens,
+            anonymous,
+            admin_open: false,
+            max_watches_per_user: 0,
+            watches: Arc::default(),
+            service_accounts: None,
+        }
+    }
+
+    /// Issues (`serviceaccounts/token`) and accepts service account tokens signed with
+    /// these keys, and serves their OIDC discovery documents. Every node given the same
+    /// keys issues and accepts the same tokens.
+    pub fn with_service_account_tokens(self, tokens: Arc<ServiceAccountTokens>) -> Self {
+        Authenticator { service_accounts: Some(tokens), ..self }
+    }
+
+    /// The service account tokens configured, if any.
+    pub fn service_account_tokens(&self) -> Option<&Arc<ServiceAccountTokens>> {
+        self.service_accounts.as_ref()
     }
 
     /// Caps the watches one user may hold open on this node (0: no cap); one more gets
@@ -171,28 +223,46 @@ impl Authenticator {
     /// Who sent `req`, and whether they may use its path: `Ok(None)` for an open path,
     /// `Err` for a refusal (401, or 403 for the node's own endpoints without
     /// `system:masters`; every other path is open to every authenticated user until RBAC).
-    fn admit(&self, req: &Request) -> Result<Option<UserInfo>, ApiError> {
-        let user = self.authenticate(req)?;
-        refuse_impersonation(req, user.as_ref())?;
+    fn admit(&self, req: &Request) -> Result<Option<Admitted>, ApiError> {
+        let admitted = self.authenticate(req)?;
+        refuse_impersonation(req, admitted.as_ref().map(|a| &a.user))?;
         let path = req.uri().path();
-        if let Some(u) = &user {
+        if let Some(Admitted { user: u, .. }) = &admitted {
             if (path.starts_with("/kuorum/") || path.starts_with("/debug/")) && !self.admin_open && !u.is_master() {
                 return Err(ApiError::forbidden_path(&u.name, path));
             }
         }
-        Ok(user)
+        Ok(admitted)
     }
 
-    /// The user a bearer token authenticates (with `system:authenticated`), if any.
-    pub(crate) fn user_of_token(&self, token: &str) -> Option<UserInfo> {
-        let mut u = self.tokens.get(token).cloned()?;
-        if !u.groups.iter().any(|g| g == "system:authenticated") {
-            u.groups.push("system:authenticated".into());
+    /// Whom a bearer token names, for `audiences` (the API audiences when `None`): the
+    /// static file's user (with `system:authenticated`), or a service account token's
+    /// claims, still to be [checked](crate::sa_token::check). `Err` is kube's reason for
+    /// refusing it (a TokenReview's `status.error`).
+    pub(crate) fn bearer(&self, token: &str, audiences: Option<&[String]>) -> Result<Bearer, String> {
+        const INVALID: &str = "invalid bearer token";
+        if let Some(u) = self.tokens.get(token) {
+            let mut u = u.clone();
+            if !u.groups.iter().any(|g| g == "system:authenticated") {
+                u.groups.push("system:authenticated".into());
+            }
+            // kube's audience-agnostic wrapping: good for the API audiences asked for.
+            let api = self.service_accounts.as_ref().map_or(&[][..], |t| t.api_audiences());
+            if api.is_empty() {
+                return Ok(Bearer::Static(u, Vec::new()));
+            }
+            let asked = audiences.unwrap_or(api);
+            let matched: Vec<String> = api.iter().filter(|a| asked.contains(a)).cloned().collect();
+            return if matched.is_empty() { Err(INVALID.into()) } else { Ok(Bearer::Static(u, matched)) };
         }
-        Some(u)
+        match self.service_accounts.as_ref().map(|t| t.verify(token, audiences)) {
+            Some(Ok(Some(verified))) => Ok(Bearer::ServiceAccount(Box::new(verified))),
+            Some(Err(why)) => Err(why),
+            Some(Ok(None)) | None => Err(INVALID.into()),
+        }
     }
 
-    fn authenticate(&self, req: &Request) -> Result<Option<UserInfo>, ApiError> {
+    fn authenticate(&self, req: &Request) -> Result<Option<Admitted>, ApiError> {
         if matches!(req.uri().path(), "/livez" | "/readyz" | "/healthz") {
             return Ok(None);
         }
@@ -202,19 +272,21 @@ impl Authenticator {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim);
-        let user = if let Some(token) = bearer {
-            Some(self.tokens.get(token).cloned().ok_or_else(ApiError::unauthorized)?)
-        } else {
-            req.extensions().get::<ClientCert>().and_then(|c| c.0.clone())
-        };
-        match user {
+        if let Some(token) = bearer {
+            return match self.bearer(token, None) {
+                Ok(Bearer::Static(user, _)) => Ok(Some(Admitted { user, service_account: None })),
+                Ok(Bearer::ServiceAccount(v)) => Ok(Some(Admitted { user: v.user(), service_account: Some(*v) })),
+                Err(_) => Err(ApiError::unauthorized()),
+            };
+        }
+        match req.extensions().get::<ClientCert>().and_then(|c| c.0.clone()) {
             Some(mut u) => {
                 if !u.groups.iter().any(|g| g == "system:authenticated") {
                     u.groups.push("system:authenticated".into());
                 }
-                Ok(Some(u))
+                Ok(Some(Admitted { user: u, service_account: None }))
             }
-            None if self.anonymous => Ok(Some(UserInfo::anonymous())),
+            None if self.anonymous => Ok(Some(Admitted { user: UserInfo::anonymous(), service_account: None })),
             None => Err(ApiError::unauthorized()),
         }
     }
@@ -250,7 +322,8 @@ fn split_csv(line: &str) -> Vec<String> {
     out
 }
 
-/// Authenticates `req` and puts the [`UserInfo`] in its extensions. A watch under a
+/// Authenticates `req` and puts the [`UserInfo`] in its extensions (with its
+/// [`UserExtra`], and a service account token for [`crate::sa_token::confirm`]). A watch under a
 /// per-user limit takes one of the user's slots, to be held by the response's body
 /// (`Some`); a refusal is the response to send.
 pub(crate) fn admit_request(
@@ -259,7 +332,7 @@ pub(crate) fn admit_request(
     watch: bool,
 ) -> Result<Option<impl Send + Unpin + 'static>, Response> {
     match auth.admit(req) {
-        Ok(Some(user)) => {
+        Ok(Some(Admitted { user, service_account })) => {
             tracing::Span::current().record("user", tracing::field::display(&user.name));
             let slot = if watch && auth.max_watches_per_user > 0 {
                 match auth.take_watch(&user.name) {
@@ -273,6 +346,13 @@ pub(crate) fn admit_request(
                 None
             };
             req.extensions_mut().insert(user);
+            if let Some(v) = service_account {
+                let extra = v.extra();
+                if !extra.is_empty() {
+                    req.extensions_mut().insert(UserExtra(extra));
+                }
+                req.extensions_mut().insert(Unconfirmed(v));
+            }
             Ok(slot)
         }
         Ok(None) => Ok(None),

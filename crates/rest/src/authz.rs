@@ -138,7 +138,7 @@ pub(crate) async fn review(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
             let namespace = ctx.target.namespace.as_deref();
             subject_access_review(st, def, namespace, &spec)?
         }
-        "TokenReview" => token_review(st, &spec)?,
+        "TokenReview" => token_review(st, &spec).await?,
         _ => return Err(ApiError::method_not_allowed()),
     };
     obj.insert("status".into(), status);
@@ -206,13 +206,45 @@ fn subject_access_review(
     access_review(st, &subject, spec)
 }
 
-/// A TokenReview: whom `spec.token` authenticates, as a bearer token to this server would.
-fn token_review(st: &RestState, spec: &Value) -> Result<Value, ApiError> {
+/// A TokenReview: whom `spec.token` authenticates, as a bearer token to this server would,
+/// for `spec.audiences` (the API audiences when empty), as kube's TokenReview storage
+/// asks its authenticator: a service account token goes through every check, its
+/// lookups included; `status.audiences` are the token's among those asked for.
+async fn token_review(st: &RestState, spec: &Value) -> Result<Value, ApiError> {
     let token = spec.get("token").and_then(Value::as_str).unwrap_or("");
-    Ok(match st.auth.user_of_token(token) {
-        Some(u) => json!({"authenticated": true, "user": {"username": u.name, "uid": u.uid, "groups": u.groups}}),
-        None => json!({"authenticated": false, "error": "invalid bearer token"}),
-    })
+    if token.is_empty() {
+        return Err(ApiError::bad_request("token is required for TokenReview in authentication"));
+    }
+    let asked: Vec<String> = spec
+        .get("audiences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(String::from)
+        .collect();
+    let audiences = (!asked.is_empty()).then_some(asked.as_slice());
+    let (user, extra, matched) = match st.auth.bearer(token, audiences) {
+        Ok(crate::auth::Bearer::Static(user, matched)) => (user, Default::default(), matched),
+        Ok(crate::auth::Bearer::ServiceAccount(v)) => match crate::sa_token::check(st, &v).await {
+            Ok(()) => (v.user(), v.extra(), v.audiences.clone()),
+            Err(why) => return Ok(json!({"authenticated": false, "error": why})),
+        },
+        Err(why) => return Ok(json!({"authenticated": false, "error": why})),
+    };
+    // kube's badAuthenticatorAuds: audiences were asked for and the token answers none.
+    if !asked.is_empty() && matched.is_empty() {
+        return Err(ApiError::internal("error validating audiences"));
+    }
+    let mut user_json = json!({"username": user.name, "uid": user.uid, "groups": user.groups});
+    if !extra.is_empty() {
+        user_json["extra"] = json!(extra);
+    }
+    let mut status = json!({"authenticated": true, "user": user_json});
+    if !matched.is_empty() {
+        status["audiences"] = json!(matched);
+    }
+    Ok(status)
 }
 
 fn allow_reason(st: &RestState, user: &UserInfo) -> &'static str {

@@ -25,9 +25,11 @@ use kuorum_raft::Cluster;
 use kuorum_watch::WatchCache;
 use tower_http::compression::{CompressionLayer, Predicate};
 
+mod answered;
 pub mod auth;
 pub mod authz;
 pub mod chaos;
+mod component_status;
 mod consistency;
 mod crd_cleanup;
 mod create;
@@ -36,6 +38,7 @@ mod defaults;
 mod delete;
 mod discovery;
 pub mod error;
+mod eviction;
 mod fields;
 mod front;
 mod get;
@@ -47,11 +50,13 @@ mod object;
 mod openapi;
 pub mod parse;
 mod patch;
+mod pod_binding;
 mod protobuf;
 pub mod query;
 pub mod request;
 pub mod request_log;
 mod route;
+pub mod sa_token;
 mod strategy;
 mod subresource;
 mod table;
@@ -117,6 +122,7 @@ pub fn router(state: RestState) -> Router {
 /// authentication, limits and metrics.
 pub fn router_with(state: RestState, extra: Router) -> Router {
     let rbac = state.authorization == authz::Authorization::Rbac;
+    let service_account_tokens = state.auth.service_account_tokens().is_some();
     let chaos = state.chaos.clone();
     let state = Arc::new(state);
     let api = Router::new()
@@ -139,6 +145,10 @@ pub fn router_with(state: RestState, extra: Router) -> Router {
         .route("/apis/{group}/", get(discovery::group))
         .route("/apis/{group}/{version}", get(discovery::group_resources))
         .route("/apis/{group}/{version}/", get(discovery::group_resources))
+        .route("/.well-known/openid-configuration", get(sa_token::openid_configuration))
+        .route("/.well-known/openid-configuration/", get(sa_token::openid_configuration))
+        .route("/openid/v1/jwks", get(sa_token::openid_keyset))
+        .route("/openid/v1/jwks/", get(sa_token::openid_keyset))
         .route("/api/v1/{*rest}", axum::routing::any(route::dispatch))
         .route("/apis/{group}/{version}/{*rest}", axum::routing::any(route::dispatch))
         .method_not_allowed_fallback(error::method_not_allowed)
@@ -149,6 +159,13 @@ pub fn router_with(state: RestState, extra: Router) -> Router {
         .merge(extra);
     // With AlwaysAllow there is nothing to decide: no layer, no cost.
     let api = if rbac { api.layer(axum::middleware::from_fn_with_state(state.clone(), authz::authorize)) } else { api };
+    // Service account bearer tokens are confirmed against this node's state before they
+    // are authorized; without such tokens configured there is nothing to confirm.
+    let api = if service_account_tokens {
+        api.layer(axum::middleware::from_fn_with_state(state.clone(), sa_token::confirm))
+    } else {
+        api
+    };
     // Without chaos mode there is nothing to inject: no layer, no cost. Inside
     // authentication, so an injected error never hides a 401.
     let api = match chaos {

@@ -18,7 +18,7 @@ use crate::custom::CustomRef;
 use crate::error::RestError;
 use crate::request::RequestInfo;
 use crate::target::{builtin, target, Ctx};
-use crate::{authz, create, delete, get, list, negotiate, patch, subresource, update, watch, RestState};
+use crate::{answered, authz, create, delete, get, list, negotiate, patch, subresource, update, watch, RestState};
 
 /// The resources `st` serves: the built-in ones, then its custom resources.
 pub(crate) fn resolve_in(
@@ -72,6 +72,11 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
             _ => Err(ApiError::method_not_allowed()),
         };
     }
+    // The other built-in resources answered rather than stored (bindings, component
+    // statuses).
+    if ctx.target.custom.is_none() && answered::is_answered(ctx.target.def) {
+        return answered::serve(st, method, verb, ctx).await;
+    }
 
     match (&ctx.target.name, &ctx.target.subresource) {
         // A collection. Across all namespaces, a namespaced resource is only read, as in
@@ -98,9 +103,10 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
             _ => Err(ApiError::method_not_allowed()),
         },
         // A subresource: `scale` has its own handlers; the ones a kubelet answers are
-        // refused saying why; any other (`status`, a namespace's `finalize`, ...) reads as
-        // the whole object and is written through the generic verbs, which store the part
-        // the kind says it writes, for the verbs discovery lists for it.
+        // refused saying why; one created (a pod's `binding`, `eviction`, a service
+        // account's `token`) is answered as the kind it takes ([`answered`]); any other (`status`, a namespace's `finalize`, ...)
+        // reads as the whole object and is written through the generic verbs, which store
+        // the part the kind says it writes, for the verbs discovery lists for it.
         (Some(_), Some(sub)) => {
             let sub_gr = format!("{}/{sub}", gr.resource);
             let sub_gr = GroupResource { group: gr.group, resource: &sub_gr };
@@ -116,6 +122,7 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
                 (Method::GET, _) if verbs.contains(&"get") => get::get(st, ctx).await,
                 (Method::PUT, _) if verbs.contains(&"update") => update::update(st, ctx).await,
                 (Method::PATCH, _) if verbs.contains(&"patch") => patch::patch(st, ctx).await,
+                (Method::POST, _) if verbs.contains(&"create") => answered::create_subresource(st, ctx).await,
                 (Method::GET, _) => Err(ApiError::method_not_supported(sub_gr, "get")),
                 (Method::PUT, _) => Err(ApiError::method_not_supported(sub_gr, "update")),
                 (Method::PATCH, _) => Err(ApiError::method_not_supported(sub_gr, "patch")),

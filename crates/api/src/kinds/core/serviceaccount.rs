@@ -1,10 +1,12 @@
-//! ServiceAccount (core/v1): printed with its number of secrets.
+//! ServiceAccount (core/v1): printed with its number of secrets; its `token` subresource
+//! takes and answers an `authentication.k8s.io/v1` TokenRequest (served by kuorum-rest's
+//! `sa_token`).
 
 use serde_json::Value;
 
 use crate::kinds::printing::*;
 use crate::kinds::Strategy;
-use crate::registry::{core, ResourceDef, Scope};
+use crate::registry::{core, ResourceDef, Scope, SubresourceDef, AUTHENTICATION_GROUP};
 
 pub static DEF: ResourceDef = core(
     "ServiceAccount",
@@ -13,9 +15,13 @@ pub static DEF: ResourceDef = core(
     Scope::Namespaced,
     &["sa"],
     &[],
-    &[],
+    &[TOKEN],
     "ServiceAccountList",
 );
+
+/// `serviceaccounts/token`: a TokenRequest is created, nothing is stored.
+const TOKEN: SubresourceDef =
+    SubresourceDef { name: "token", response: Some((AUTHENTICATION_GROUP, "v1", "TokenRequest")), verbs: &["create"] };
 
 const SERVICE_ACCOUNT_COLUMNS: &[Column] = &[
     NAME,
