@@ -6,7 +6,7 @@ types, map types, group-version-kinds).
 Source: the `_definitions.json` that the PyPI package kubernetes-validate 1.37.0 ships
 (Kubernetes' own OpenAPI definitions, Apache-2.0). Only the definitions reachable from the
 roots are kept: every GA kind of Kubernetes 1.37 (crates/api/tests/golden/
-kube-1.37-ga-discovery.json) and its list, and the meta types below, rewritten into OpenAPI v3 component form:
+kube-1.37-ga-discovery.json), its list and the kinds its subresources take, and the meta types below, rewritten into OpenAPI v3 component form:
 - `$ref: /api/_definitions.json#/$defs/X` -> `#/components/schemas/X`, and a `$ref` with
   sibling keys (a property's description or patch metadata) -> `allOf: [{$ref}]` + siblings,
   the shape kube-apiserver's /openapi/v3 uses;
@@ -44,11 +44,14 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "..", "crates", "api", "tests",
 
 
 def ga_roots(defs):
-    """The definitions of every GA kind of the golden discovery, and of their lists."""
+    """The definitions of every GA kind of the golden discovery, of their lists, and of the
+    kinds their subresources take (TokenRequest, Eviction, Scale, the kubelet's options)."""
     wanted = set()
     for r in json.load(open(GOLDEN)):
         wanted.add((r["group"], r["version"], r["kind"]))
         wanted.add((r["group"], r["version"], r["kind"] + "List"))
+        for sub in r["subresources"]:
+            wanted.add((sub["group"], sub["version"], sub["kind"]))
     roots = []
     for name, d in defs.items():
         for gvk in d.get("x-kubernetes-group-version-kind", []):

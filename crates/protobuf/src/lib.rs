@@ -18,6 +18,7 @@
 mod gotime;
 mod mapping;
 
+use kuorum_api::registry::KUBELET_SUBRESOURCES;
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, Value as PValue};
 use serde_json::{Map, Value};
@@ -86,7 +87,8 @@ fn package_of(group: &str) -> String {
 
 /// The kinds with a protobuf form: (apiVersion, kind) -> message full name in `proto/`.
 /// Every built-in kind of the registry and its list whose message the vendored protos
-/// have (kinds newer than them are served as JSON only), `autoscaling/v1` Scale, Status,
+/// have (kinds newer than them are served as JSON only), the kinds its subresources take
+/// (`autoscaling/v1` Scale, policy/v1 Eviction, TokenRequest), Status,
 /// and DeleteOptions under every served group version (client-go sends its own).
 pub(crate) fn kinds() -> &'static HashMap<(String, String), String> {
     static KINDS: OnceLock<HashMap<(String, String), String>> = OnceLock::new();
@@ -102,6 +104,14 @@ pub(crate) fn kinds() -> &'static HashMap<(String, String), String> {
             add(def.api_version(), def.kind, format!("{package}.{}", def.kind));
             add(def.api_version(), def.list_kind, format!("{package}.{}", def.list_kind));
             add(def.api_version(), "DeleteOptions", META_DELETE_OPTIONS.into());
+            // What a subresource takes and answers when it is another kind: Scale,
+            // Eviction, TokenRequest (kubectl create token sends it in protobuf); not the
+            // kubelet's options, which no body carries here.
+            let bodies = def.subresources.iter().filter(|s| !KUBELET_SUBRESOURCES.contains(&s.name));
+            for (group, version, kind) in bodies.filter_map(|s| s.response) {
+                let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+                add(api_version, kind, format!("{}.{version}.{kind}", package_of(group)));
+            }
         }
         add("autoscaling/v1".into(), "Scale", "api.autoscaling.v1.Scale".into());
         add("autoscaling/v1".into(), "DeleteOptions", META_DELETE_OPTIONS.into());

@@ -63,13 +63,14 @@ const RENAMED: &[(&str, &str, &str)] = &[
     ("api.admissionregistration.v1.Variable", "Name", "name"),
     ("api.admissionregistration.v1.Variable", "Expression", "expression"),
     ("api.networking.v1.IngressClassParametersReference", "aPIGroup", "apiGroup"),
+    ("api.authentication.v1.BoundObjectReference", "uID", "uid"),
 ];
 
 /// A field's JSON name: its proto name (go-to-protobuf names fields after the JSON tags),
 /// but for the few in [`RENAMED`].
 pub(crate) fn json_name(field: &FieldDescriptor) -> &str {
     let name = field.name();
-    if name.starts_with(|c: char| c.is_ascii_uppercase()) || name == "aPIGroup" {
+    if name.starts_with(|c: char| c.is_ascii_uppercase()) || matches!(name, "aPIGroup" | "uID") {
         let parent = field.parent_message().full_name();
         if let Some((_, _, json)) = RENAMED.iter().find(|(m, f, _)| *m == parent && *f == name) {
             return json;

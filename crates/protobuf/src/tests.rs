@@ -39,8 +39,10 @@ fn every_kind_has_its_message() {
         .map(|d| format!("{}/{}", d.api_version(), d.kind))
         .collect();
     assert_eq!(missing, WITHOUT_PROTOS, "built-in kinds without a protobuf form");
-    // kube-scheduler binds pods in protobuf.
+    // kube-scheduler binds pods in protobuf; kubectl create token sends a TokenRequest.
     assert!(crate::supports("v1", "Binding"));
+    assert!(crate::supports("authentication.k8s.io/v1", "TokenRequest"));
+    assert!(crate::supports("policy/v1", "Eviction"));
     assert!(!crate::supports("apps/v1", "Pod"));
 }
 
@@ -75,6 +77,7 @@ fn specials_resolve() {
 /// Fields of Kubernetes 1.36/1.37 that the vendored 1.35 protos lack (dropped on encode).
 /// A new entry here means the schema moved on: consider newer protos.
 const NEWER_THAN_PROTOS: &[&str] = &[
+    "api.authentication.v1.TokenRequestSpec.attestations",
     "api.autoscaling.v2.HorizontalPodAutoscalerCondition.observedGeneration",
     "api.batch.v1.JobSpec.scheduling",
     "api.core.v1.ClusterTrustBundleProjection.user",
