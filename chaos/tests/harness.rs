@@ -162,11 +162,10 @@ fn stamper(seed: u64) -> Simulation {
 fn a_kube_runtime_controller_runs_in_the_simulation_and_replays() {
     let reports = kuorum_chaos::check_seeds(0..kuorum_chaos::seed_count(8), stamper);
     assert!(reports.iter().all(|r| r.faults.len() > 3));
-    // Replays run one at a time. The first run, made by `check_seeds` beside another
-    // seed's on a second thread, is not compared: in about one process in six its
-    // controller reconciled two objects in another order than every replay of the seed
-    // (state shared by the runs of one process; docs/chaos.md, Limits).
-    let again = stamper(reports[0].seed).run().unwrap_or_else(|f| panic!("{f}"));
-    let third = stamper(reports[0].seed).run().unwrap_or_else(|f| panic!("{f}"));
-    assert_eq!(again.trace, third.trace, "a controller run did not replay the same");
+    // The first runs, made by `check_seeds` on two threads at once (each the first on
+    // its thread), take the trajectory their replays take one at a time.
+    for first in reports.iter().take(2) {
+        let again = stamper(first.seed).run().unwrap_or_else(|f| panic!("{f}"));
+        assert_eq!(first.trace, again.trace, "seed {} ran differently beside another run", first.seed);
+    }
 }
