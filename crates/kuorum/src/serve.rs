@@ -15,7 +15,9 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use futures::StreamExt;
+use kuorum_api::kinds::allocation::Pools;
 use kuorum_api::seams::{SplitMix64, SystemClock};
+use kuorum_node::apiserver_endpoints::Advertised;
 use kuorum_node::http_server::{raise_open_files_limit, ConnectionCaps, HttpLimits};
 use kuorum_node::{start_node, NodeConfig, NodeSeams};
 use kuorum_raft::{Dialer, PeerIo, RaftTiming, TcpDialer, DEFAULT_ELECTION_TIMEOUT, DEFAULT_HEARTBEAT};
@@ -119,6 +121,19 @@ pub struct ServeArgs {
     /// `https://<--listen>/openid/v1/jwks`).
     #[arg(long)]
     pub service_account_jwks_uri: Option<String>,
+    /// The IPv4 range Service cluster IPs are allocated from (kube's flag and default);
+    /// the same on every node of a cluster.
+    #[arg(long, default_value = kuorum_api::kinds::allocation::DEFAULT_SERVICE_CIDR)]
+    pub service_cluster_ip_range: String,
+    /// The ports Service node ports are allocated from, `FIRST-LAST` (kube's flag and
+    /// default); the same on every node of a cluster.
+    #[arg(long, default_value = kuorum_api::kinds::allocation::DEFAULT_NODE_PORTS)]
+    pub service_node_port_range: String,
+    /// The address other members and pods reach this node's REST API at, listed in the
+    /// `kubernetes` Service's endpoints (default: --listen's, or this host's outbound
+    /// address when --listen is a wildcard).
+    #[arg(long)]
+    pub advertise_address: Option<std::net::IpAddr>,
     /// Serve requests without credentials as `system:anonymous` instead of refusing them.
     #[arg(long)]
     pub anonymous_auth: bool,
@@ -237,6 +252,28 @@ fn service_account_tokens(args: &ServeArgs) -> anyhow::Result<Option<ServiceAcco
             .unwrap_or_else(|| format!("https://{}/openid/v1/jwks", args.listen)),
     };
     ServiceAccountTokens::new(config).map(Some).map_err(|e| anyhow::anyhow!("service-account tokens: {e}"))
+}
+
+/// The REST address the `kubernetes` Service lists for this node.
+fn advertised(args: &ServeArgs) -> anyhow::Result<Advertised> {
+    use std::net::ToSocketAddrs;
+    let listen = args
+        .listen
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .with_context(|| format!("--listen {} is not an address and port", args.listen))?;
+    let ip = match args.advertise_address {
+        Some(ip) => ip,
+        None if !listen.ip().is_unspecified() => listen.ip(),
+        // The address this host sends from: a UDP "connection" only picks a route.
+        None => std::net::UdpSocket::bind("0.0.0.0:0")
+            .and_then(|s| s.connect("10.255.255.255:1").map(|_| s))
+            .and_then(|s| s.local_addr())
+            .map(|a| a.ip())
+            .unwrap_or(std::net::IpAddr::from([127, 0, 0, 1])),
+    };
+    Ok(Advertised { ip: ip.to_string(), port: listen.port() })
 }
 
 /// What the REST port speaks and who it serves.
@@ -425,6 +462,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         chaos: args.enable_chaos,
         timing,
         http,
+        advertise: Some(advertised(&args)?),
+        pools: Pools::new(&args.service_cluster_ip_range, &args.service_node_port_range)
+            .map_err(|e| anyhow::anyhow!("--service-cluster-ip-range / --service-node-port-range: {e}"))?,
         ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {

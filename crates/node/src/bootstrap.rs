@@ -1,5 +1,7 @@
-//! What every Kubernetes cluster has from the start: the system namespaces, and the
-//! default roles and bindings of kube-apiserver's bootstrap policy ([`policy`]). Whichever
+//! What every Kubernetes cluster has from the start: the system namespaces (with
+//! `kube-node-lease`, where kubelets keep their heartbeats), the two system
+//! PriorityClasses, and the default roles and bindings of kube-apiserver's bootstrap
+//! policy ([`policy`]). Whichever
 //! node leads creates them; a create that meets an existing object is done too, so every
 //! node may try. An object an administrator changed or deleted later is left as it is
 //! once it existed (kube-apiserver reconciles its roles at each start; kuorum does not).
@@ -16,7 +18,21 @@ use kuorum_store::keys::{namespace_key, ObjectKey};
 use kuorum_store::{Command, WriteError};
 use serde_json::{json, Value};
 
-pub const SYSTEM_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+pub const SYSTEM_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// kube's system PriorityClasses: (name, value, description).
+const SYSTEM_PRIORITY_CLASSES: [(&str, i64, &str); 2] = [
+    (
+        "system-node-critical",
+        2_000_001_000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+    (
+        "system-cluster-critical",
+        2_000_000_000,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
+];
 
 /// Creates the system namespaces, then the bootstrap roles and bindings.
 pub async fn ensure_bootstrap_objects(cluster: Cluster, clock: Arc<dyn Clock>, entropy: Arc<dyn Entropy>) {
@@ -29,6 +45,18 @@ pub async fn ensure_bootstrap_objects(cluster: Cluster, clock: Arc<dyn Clock>, e
             "status": {"phase": "Active"},
         });
         ensure(&cluster, clock.as_ref(), entropy.as_ref(), namespace_key(name), object).await;
+    }
+    for (name, value, description) in SYSTEM_PRIORITY_CLASSES {
+        let object = json!({
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            "description": description,
+            "preemptionPolicy": "PreemptLowerPriority",
+        });
+        let key = ObjectKey { group: "scheduling.k8s.io", resource: "priorityclasses", namespace: None, name }.encode();
+        ensure(&cluster, clock.as_ref(), entropy.as_ref(), key, object).await;
     }
     for (resource, object) in policy::cluster_roles().into_iter().chain(policy::cluster_role_bindings()) {
         let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();

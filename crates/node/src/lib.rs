@@ -4,13 +4,16 @@
 //! TCP and RocksDB, the simulator passes turmoil and the in-memory engines.
 //!
 //! [`start_node`] wires replication (kuorum-raft) under the REST router (kuorum-rest),
-//! serves both, creates the namespaces every cluster has (`default`, `kube-system`,
-//! `kube-public`) once a leader exists, and, on the leader, empties and removes namespaces
-//! and CustomResourceDefinitions that are being deleted, and proposes compaction of history
-//! older than the window.
+//! serves both, creates what every cluster has (the system namespaces, PriorityClasses
+//! and roles) once a leader exists, and, on the leader, empties and removes namespaces
+//! and CustomResourceDefinitions that are being deleted, proposes compaction of history
+//! older than the window, frees leaked pool values and keeps the `kubernetes` Service's
+//! endpoints.
 
+pub mod apiserver_endpoints;
 mod backup;
 mod bootstrap;
+mod claim_repair;
 mod compaction;
 mod crd_controller;
 mod debug;
@@ -64,6 +67,12 @@ pub struct NodeConfig {
     pub chaos: bool,
     /// What a REST connection may cost: timeouts, head size, connection caps.
     pub http: http_server::HttpLimits,
+    /// The service address and node-port ranges every node allocates from (the same on
+    /// every node of a cluster).
+    pub pools: kuorum_api::kinds::allocation::Pools,
+    /// The REST address this node lists in the `kubernetes` Service's endpoints; `None`
+    /// keeps the Service and its endpoints out (the simulator).
+    pub advertise: Option<apiserver_endpoints::Advertised>,
 }
 
 impl NodeConfig {
@@ -83,6 +92,8 @@ impl NodeConfig {
             authorization: kuorum_rest::authz::Authorization::AlwaysAllow,
             chaos: false,
             http: http_server::HttpLimits::default(),
+            pools: Default::default(),
+            advertise: None,
         }
     }
 }
@@ -229,6 +240,7 @@ where
         request_timeout: cfg.request_timeout,
         auth: cfg.auth.clone(),
         authorization: cfg.authorization,
+        pools: cfg.pools.clone(),
         ..RestState::new(cluster.clone(), cache.clone(), seams.clock.clone(), seams.entropy.clone())
     };
     rest.metrics.set_inflight_limits(cfg.max_requests_inflight, cfg.max_mutating_requests_inflight);
@@ -248,10 +260,15 @@ where
     // Each connection's requests carry its client certificate's user (http_server).
     tasks.push(tokio::spawn(http_server::serve(seams.rest_listener, app, cfg.http.clone())));
 
+    if let Some(me) = cfg.advertise.clone() {
+        let (clock, entropy, service_ip) = (seams.clock.clone(), seams.entropy.clone(), cfg.pools.first_address());
+        tasks.push(tokio::spawn(apiserver_endpoints::run(cluster.clone(), clock, entropy, me, service_ip)));
+    }
     tasks.push(tokio::spawn(bootstrap::ensure_bootstrap_objects(cluster.clone(), seams.clock.clone(), seams.entropy)));
     tasks.push(tokio::spawn(namespace_controller::run(cluster.clone(), seams.clock.clone())));
     tasks.push(tokio::spawn(crd_controller::run(cluster.clone(), seams.clock)));
     tasks.push(tokio::spawn(compaction::run(cluster.clone(), cfg.compaction_window)));
+    tasks.push(tokio::spawn(claim_repair::run(cluster.clone())));
     let ticking = cache.clone();
     tasks.push(tokio::spawn(async move {
         loop {

@@ -13,6 +13,7 @@ use kuorum_api::{ApiError, ResourceDef};
 use kuorum_store::{Command, WriteError};
 use serde_json::Value;
 
+use crate::alloc;
 use crate::defaults;
 use crate::error::{cluster_error, write_error};
 use crate::fields::{self, FieldValidation};
@@ -56,7 +57,13 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     let prefix = object::meta_str(&obj, "generateName").map(str::to_string);
 
     let attempts = if given_name.is_none() && prefix.is_some() { GENERATE_NAME_ATTEMPTS } else { 1 };
+    // Each attempt allocates afresh: what a failed one filled in was freed.
+    let unfilled =
+        (attempts > 1 && ctx.target.strategy().is_some_and(|s| s.allocating().is_some())).then(|| obj.clone());
     for attempt in 1..=attempts {
+        if let (Some(o), true) = (&unfilled, attempt > 1) {
+            obj = o.clone();
+        }
         let name = match (&given_name, &prefix) {
             (Some(n), _) => n.clone(),
             (None, Some(p)) => generate_name(p, &name_suffix(&*st.entropy)),
@@ -78,12 +85,16 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         }
 
         // Store.
+        let claims = alloc::claim(st, &ctx.target, None, &mut obj).await?;
+        let (stored, claims) = alloc::checked(st, claims, strategy::stored(&ctx.target, &obj)).await?;
         let cmd = Command::Create {
             key: object::key(ctx.target.storage_def(), namespace.as_deref(), &name),
             namespace: namespace.clone(),
-            object: strategy::stored(&ctx.target, &obj)?.into(),
+            object: stored.into(),
         };
-        match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
+        let result = st.cluster.write(cmd, st.request_timeout).await;
+        alloc::settle(st, claims, alloc::written(&result)).await;
+        match result.map_err(cluster_error)? {
             // Encode.
             Ok(stored) => {
                 let resp = json_response(StatusCode::CREATED, object::served_bytes(&stored, def)?);

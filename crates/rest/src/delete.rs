@@ -19,6 +19,7 @@ use kuorum_api::{crd, ApiError, GroupKind};
 use kuorum_store::{Command, Precondition, WriteError};
 use serde_json::Value;
 
+use crate::alloc;
 use crate::consistency::read_for_write;
 use crate::error::{cluster_error, write_error};
 use crate::negotiate::{self, json_response};
@@ -71,7 +72,10 @@ pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, Api
     };
     match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
         // Encode.
-        Ok(stored) => Ok(json_response(StatusCode::OK, object::served_bytes(&stored, def)?)),
+        Ok(stored) => {
+            alloc::free_deleted(st, t, &stored).await;
+            Ok(json_response(StatusCode::OK, object::served_bytes(&stored, def)?))
+        }
         Err(WriteError::Conflict) => {
             // Name the record's resourceVersion as kube-apiserver does, if we can see it.
             let actual = st
@@ -141,7 +145,10 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
             finalizing: ctx.target.finalizing(),
         };
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
-            Ok(stored) => deleted.push(Value::Object(object::parse_served(&stored, def)?)),
+            Ok(stored) => {
+                alloc::free_deleted(st, &ctx.target, &stored).await;
+                deleted.push(Value::Object(object::parse_served(&stored, def)?));
+            }
             // Gone or replaced meanwhile: not ours to delete.
             Err(WriteError::NotFound | WriteError::UidMismatch { .. }) => {}
             Err(e) => return Err(write_error(e, def, object::meta_str(&obj, "name").unwrap_or(""))),

@@ -25,6 +25,7 @@ use kuorum_raft::Cluster;
 use kuorum_watch::WatchCache;
 use tower_http::compression::{CompressionLayer, Predicate};
 
+mod alloc;
 mod answered;
 pub mod auth;
 pub mod authz;
@@ -93,6 +94,9 @@ pub struct RestState {
     pub authorization: authz::Authorization,
     /// Fault injection, when this node was started with it enabled.
     pub chaos: Option<Arc<chaos::Chaos>>,
+    /// The service address and node-port ranges (`--service-cluster-ip-range`,
+    /// `--service-node-port-range`).
+    pub pools: kuorum_api::kinds::allocation::Pools,
 }
 
 impl RestState {
@@ -109,6 +113,7 @@ impl RestState {
             auth: Arc::new(auth::Authenticator::allow_all()),
             authorization: authz::Authorization::AlwaysAllow,
             chaos: None,
+            pools: Default::default(),
         }
     }
 }

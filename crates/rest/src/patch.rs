@@ -30,6 +30,7 @@ use kuorum_patch::{PatchError, PatchType};
 use kuorum_store::{Command, Precondition, WriteError};
 use serde_json::Value;
 
+use crate::alloc;
 use crate::auth::UserInfo;
 use crate::consistency::read_for_write;
 use crate::defaults;
@@ -262,13 +263,12 @@ async fn update_by_patch(
     object::meta_mut(&mut new).remove("resourceVersion");
 
     // Store.
-    let cmd = Command::Update {
-        key: t.key(),
-        object: strategy::stored(t, &new)?.into(),
-        precondition,
-        finalizing: t.finalizing(),
-    };
-    match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
+    let claims = alloc::claim(st, t, Some(&current), &mut new).await?;
+    let (stored, claims) = alloc::checked(st, claims, strategy::stored(t, &new)).await?;
+    let cmd = Command::Update { key: t.key(), object: stored.into(), precondition, finalizing: t.finalizing() };
+    let result = st.cluster.write(cmd, st.request_timeout).await;
+    alloc::settle(st, claims, alloc::written(&result)).await;
+    match result.map_err(cluster_error)? {
         // Encode.
         Ok(stored) => Ok(Attempt::Done(object::served_bytes(&stored, def)?)),
         Err(WriteError::Conflict | WriteError::NotFound) if client_rv.is_none() => Ok(Attempt::Retry),
@@ -303,9 +303,12 @@ async fn create_by_apply(st: &RestState, req: &Request<'_>) -> Result<Attempt, A
     if req.dry_run {
         return Ok(Attempt::Done(object::to_vec(&obj).into()));
     }
-    let cmd =
-        Command::Create { key: t.key(), namespace: t.namespace.clone(), object: strategy::stored(t, &obj)?.into() };
-    match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
+    let claims = alloc::claim(st, t, None, &mut obj).await?;
+    let (stored, claims) = alloc::checked(st, claims, strategy::stored(t, &obj)).await?;
+    let cmd = Command::Create { key: t.key(), namespace: t.namespace.clone(), object: stored.into() };
+    let result = st.cluster.write(cmd, st.request_timeout).await;
+    alloc::settle(st, claims, alloc::written(&result)).await;
+    match result.map_err(cluster_error)? {
         Ok(stored) => Ok(Attempt::Done(object::served_bytes(&stored, def)?)),
         Err(WriteError::AlreadyExists) => Ok(Attempt::Retry),
         Err(e) => Err(write_error(e, def, t.name())),

@@ -52,6 +52,9 @@ pub(crate) fn before_write(
         crd::set_status(obj, old.and_then(|o| o.get("status")), now);
     }
     let Some(kind) = t.strategy() else { return Ok(()) };
+    if let (Some(a), Some(old)) = (kind.allocating(), old) {
+        a.carry(old, obj);
+    }
     let mut errs = kind.validate(obj, old);
     if is_crd(t) {
         let versions = obj.get("spec").and_then(|s| s.get("versions")).and_then(Value::as_array);

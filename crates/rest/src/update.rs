@@ -12,6 +12,7 @@ use axum::response::Response;
 use kuorum_api::ApiError;
 use kuorum_store::{Command, Precondition, WriteError};
 
+use crate::alloc;
 use crate::consistency::read_for_write;
 use crate::defaults;
 use crate::error::{cluster_error, write_error};
@@ -75,13 +76,12 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
             Precondition { resource_version: precondition.resource_version.or(read_rv), uid: precondition.uid.clone() };
 
         // Store.
-        let cmd = Command::Update {
-            key: t.key(),
-            object: strategy::stored(t, &new)?.into(),
-            precondition: p,
-            finalizing: t.finalizing(),
-        };
-        match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
+        let claims = alloc::claim(st, t, Some(&old), &mut new).await?;
+        let (stored, claims) = alloc::checked(st, claims, strategy::stored(t, &new)).await?;
+        let cmd = Command::Update { key: t.key(), object: stored.into(), precondition: p, finalizing: t.finalizing() };
+        let result = st.cluster.write(cmd, st.request_timeout).await;
+        alloc::settle(st, claims, alloc::written(&result)).await;
+        match result.map_err(cluster_error)? {
             // Encode.
             Ok(stored) => {
                 let resp = json_response(StatusCode::OK, object::served_bytes(&stored, def)?);

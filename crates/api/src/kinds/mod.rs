@@ -23,6 +23,7 @@ use crate::registry::ResourceDef;
 use crate::validation::{FieldError, NameRule};
 use crate::ApiError;
 
+pub mod allocation;
 pub mod common;
 pub mod converted;
 pub mod printing;
@@ -152,6 +153,12 @@ pub trait Strategy: Sync + 'static {
     /// commands, whose apply knows no kinds.
     fn finalizing(&self) -> Finalizing {
         Finalizing::default()
+    }
+
+    /// What the kind's objects hold from the cluster's pools (a Service's cluster IP and
+    /// node ports), which the verbs claim before writing and free after deleting.
+    fn allocating(&self) -> Option<&dyn allocation::Allocating> {
+        None
     }
 
     /// The kind objects of this version are stored as, when it is another one: kube stores
@@ -348,7 +355,7 @@ mod tests {
         assert_eq!(
             shown(
                 "Service",
-                json!({"spec": {"ports": [{"port": 80, "targetPort": "http", "nodePort": 0}, {"port": 81, "targetPort": 0},
+                json!({"spec": {"type": "NodePort", "ports": [{"port": 80, "targetPort": "http", "nodePort": 0}, {"port": 81, "targetPort": 0},
                 {"port": 0, "targetPort": 70000, "nodePort": -1}]}})
             ),
             [
