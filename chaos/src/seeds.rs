@@ -2,6 +2,12 @@
 //! has cores, or only the one in `KUORUM_CHAOS_SEED` when it is set (the replay of a
 //! failure). Results come back in seed order, so "the first failing seed" does not
 //! depend on which thread finished first.
+//!
+//! One batch runs at a time in a process ([`BATCH`]): runs side by side in one process
+//! share state (tokio's global task ids among it) and can take another trajectory than
+//! their replays (docs/chaos.md, Limits), so the tests of one binary do not overlap
+//! their batches, and [`assert_caught`], which compares a failure with its replay, runs
+//! its seeds one at a time.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -19,11 +25,19 @@ pub fn selected(seeds: impl IntoIterator<Item = u64>) -> Vec<u64> {
     }
 }
 
+/// Held by each batch of runs, so one runs at a time in a process.
+static BATCH: Mutex<()> = Mutex::new(());
+
+fn one_batch_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    BATCH.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Runs `make(seed)` for every selected seed; the results in seed order.
 pub fn run_seeds<F>(seeds: impl IntoIterator<Item = u64>, make: F) -> Vec<Result<Report, Failure>>
 where
     F: Fn(u64) -> Simulation + Sync,
 {
+    let _batch = one_batch_at_a_time();
     let seeds = selected(seeds);
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(seeds.len().max(1));
     let next = AtomicUsize::new(0);
@@ -100,16 +114,21 @@ pub fn seed_count(default: u64) -> u64 {
     std::env::var("KUORUM_CHAOS_SEEDS").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(default)
 }
 
-/// For a test that expects a bug to be caught: the first failing seed among `seeds`,
-/// which must fail with a reason containing `expected`, and whose replay must fail the
-/// same way (same reason, same moment, same faults). Panics otherwise.
+/// For a test that expects a bug to be caught: the first failing seed among `seeds` (run
+/// one at a time), which must fail with a reason containing `expected`, and whose replay
+/// must fail the same way (same reason, same moment, same faults). Panics otherwise.
 pub fn assert_caught<F>(seeds: impl IntoIterator<Item = u64>, make: F, expected: &str) -> Failure
 where
     F: Fn(u64) -> Simulation + Sync,
 {
+    let _batch = one_batch_at_a_time();
     let seeds = selected(seeds);
     let n = seeds.len();
-    let failure = first_failure(seeds, &make).unwrap_or_else(|| panic!("no failure in {n} seeds"));
+    // One at a time, each alone in the process, as its replay runs.
+    let failure = seeds
+        .into_iter()
+        .find_map(|seed| make(seed).run().err())
+        .unwrap_or_else(|| panic!("no failure in {n} seeds"));
     assert!(failure.reason.contains(expected), "caught, but not by `{expected}`: {failure}");
     let again = make(failure.seed).run().expect_err("a failing seed fails again");
     assert_eq!(
