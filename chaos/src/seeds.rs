@@ -125,10 +125,8 @@ where
     let seeds = selected(seeds);
     let n = seeds.len();
     // One at a time, each alone in the process, as its replay runs.
-    let failure = seeds
-        .into_iter()
-        .find_map(|seed| make(seed).run().err())
-        .unwrap_or_else(|| panic!("no failure in {n} seeds"));
+    let failure =
+        seeds.into_iter().find_map(|seed| make(seed).run().err()).unwrap_or_else(|| panic!("no failure in {n} seeds"));
     assert!(failure.reason.contains(expected), "caught, but not by `{expected}`: {failure}");
     // The replay breaks the same invariant under the same faults. Its instants may be a
     // few milliseconds off when earlier runs of this process moved tokio's global task
