@@ -147,6 +147,25 @@ impl Quantity {
         }
     }
 
+    /// The value in thousandths, rounded up away from zero as kube's `MilliValue` does;
+    /// `None` past `i128`. What quota and limit arithmetic adds and compares exactly.
+    pub fn milli(&self) -> Option<i128> {
+        let e = self.exponent + 3;
+        let len = self.digits.len() as i64;
+        let int_len = (len + e.min(0)).max(0) as usize;
+        let mut v: i128 = 0;
+        for &d in &self.digits[..int_len] {
+            v = v.checked_mul(10)?.checked_add(i128::from(d - b'0'))?;
+        }
+        for _ in 0..e.max(0) {
+            v = v.checked_mul(10)?;
+        }
+        if self.digits[int_len..].iter().any(|&d| d != b'0') {
+            v = v.checked_add(1)?;
+        }
+        Some(if self.negative { -v } else { v })
+    }
+
     /// The magnitude as an integer, if it is whole and fits (binary quantities always fit).
     fn whole(&self) -> Option<u64> {
         let len = self.digits.len() as i64;
@@ -398,6 +417,19 @@ fn above_max_binary(digits: &[u8], exponent: i64) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn milli_values_round_up() {
+        let m = |s: &str| parse(s).unwrap().milli();
+        assert_eq!(m("1"), Some(1000));
+        assert_eq!(m("250m"), Some(250));
+        assert_eq!(m("1.5Gi"), Some(1536 * 1024 * 1024 * 1000));
+        assert_eq!(m("1n"), Some(1), "rounded up to a thousandth");
+        assert_eq!(m("-1n"), Some(-1));
+        assert_eq!(m("0"), Some(0));
+        assert_eq!(m("1e3"), Some(1_000_000));
+        assert_eq!(m("1e40"), None);
+    }
+
     use super::*;
 
     fn canonical(s: &str) -> String {

@@ -129,6 +129,14 @@ pub struct ServeArgs {
     /// default); the same on every node of a cluster.
     #[arg(long, default_value = kuorum_api::kinds::allocation::DEFAULT_NODE_PORTS)]
     pub service_node_port_range: String,
+    /// Admission plugins to turn off, by kube's names, comma-separated (kube's flag); all
+    /// of kuorum's run by default (docs/conformance.md lists them).
+    #[arg(long, value_delimiter = ',')]
+    pub disable_admission_plugins: Vec<String>,
+    /// Admission plugins to turn on besides the defaults (kube's flag). Every plugin
+    /// kuorum has is on by default, so this only checks the names.
+    #[arg(long, value_delimiter = ',')]
+    pub enable_admission_plugins: Vec<String>,
     /// The address other members and pods reach this node's REST API at, listed in the
     /// `kubernetes` Service's endpoints (default: --listen's, or this host's outbound
     /// address when --listen is a wildcard).
@@ -465,6 +473,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         advertise: Some(advertised(&args)?),
         pools: Pools::new(&args.service_cluster_ip_range, &args.service_node_port_range)
             .map_err(|e| anyhow::anyhow!("--service-cluster-ip-range / --service-node-port-range: {e}"))?,
+        admission: admission_plugins(&args)?,
         ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {
@@ -579,4 +588,12 @@ mod tests {
         );
         assert!(raft_timing(&args(&["--heartbeat-interval", "150", "--election-timeout", "321"])).is_ok());
     }
+}
+
+/// `--disable-admission-plugins`, with `--enable-admission-plugins`' names checked too.
+fn admission_plugins(args: &ServeArgs) -> anyhow::Result<kuorum_rest::admission::Plugins> {
+    kuorum_rest::admission::Plugins::with_disabled(&args.enable_admission_plugins)
+        .map_err(|e| anyhow::anyhow!("--enable-admission-plugins: {e}"))?;
+    kuorum_rest::admission::Plugins::with_disabled(&args.disable_admission_plugins)
+        .map_err(|e| anyhow::anyhow!("--disable-admission-plugins: {e}"))
 }

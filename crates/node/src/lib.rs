@@ -70,6 +70,8 @@ pub struct NodeConfig {
     /// The service address and node-port ranges every node allocates from (the same on
     /// every node of a cluster).
     pub pools: kuorum_api::kinds::allocation::Pools,
+    /// Which admission plugins run (`--disable-admission-plugins`).
+    pub admission: kuorum_rest::admission::Plugins,
     /// The REST address this node lists in the `kubernetes` Service's endpoints; `None`
     /// keeps the Service and its endpoints out (the simulator).
     pub advertise: Option<apiserver_endpoints::Advertised>,
@@ -93,6 +95,7 @@ impl NodeConfig {
             chaos: false,
             http: http_server::HttpLimits::default(),
             pools: Default::default(),
+            admission: Default::default(),
             advertise: None,
         }
     }
@@ -241,6 +244,7 @@ where
         auth: cfg.auth.clone(),
         authorization: cfg.authorization,
         pools: cfg.pools.clone(),
+        admission: cfg.admission.clone(),
         ..RestState::new(cluster.clone(), cache.clone(), seams.clock.clone(), seams.entropy.clone())
     };
     rest.metrics.set_inflight_limits(cfg.max_requests_inflight, cfg.max_mutating_requests_inflight);

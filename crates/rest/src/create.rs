@@ -13,6 +13,7 @@ use kuorum_api::{ApiError, ResourceDef};
 use kuorum_store::{Command, WriteError};
 use serde_json::Value;
 
+use crate::admission::resource_quota;
 use crate::alloc;
 use crate::defaults;
 use crate::error::{cluster_error, write_error};
@@ -79,7 +80,9 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.group_kind(), &name, &errs));
         }
-        strategy::before_write(st, ctx.user.as_ref(), &ctx.target, None, &mut obj, &now)?;
+        let mut warnings = warnings.clone();
+        warnings.extend(strategy::before_write(st, ctx.user.as_ref(), &ctx.target, None, &mut obj, &now)?);
+        resource_quota::charge(st, &ctx.target, &obj, dry_run).await?;
         if dry_run {
             return Ok(fields::with_warnings(json_response(StatusCode::CREATED, object::to_vec(&obj)), &warnings));
         }

@@ -3,9 +3,11 @@
 //! namespaces → store → encode the object as apply removed it (the list of them).
 //!
 //! `preconditions.uid` and `preconditions.resourceVersion` are checked at apply.
-//! `propagationPolicy` (Orphan, Background, Foreground) and `gracePeriodSeconds` are
-//! accepted and checked; kuorum runs no garbage collector and no kubelet, so dependents
-//! are not touched and an object held by finalizers gets `deletionGracePeriodSeconds: 0`.
+//! `gracePeriodSeconds` (the body's, or the query's when there is no body) is the grace
+//! period of a kind that deletes gracefully ([`crate::graceful`]: a bound pod is marked,
+//! and goes with a later delete of grace 0). `propagationPolicy` (Orphan, Background,
+//! Foreground) is accepted and checked; kuorum runs no garbage collector, so dependents
+//! are not touched, and an object held by finalizers gets `deletionGracePeriodSeconds: 0`.
 //! kube-rs sends `{}`, kubectl `{"propagationPolicy":"Background"}`, Python no body.
 //!
 //! A CustomResourceDefinition is first given the `customresourcecleanup.apiextensions.k8s.io`
@@ -22,6 +24,7 @@ use serde_json::Value;
 use crate::alloc;
 use crate::consistency::read_for_write;
 use crate::error::{cluster_error, write_error};
+use crate::graceful::{self, Next};
 use crate::negotiate::{self, json_response};
 use crate::object;
 use crate::strategy;
@@ -36,6 +39,8 @@ const FINALIZER_ATTEMPTS: usize = 5;
 struct DeleteOptions {
     precondition: Precondition,
     dry_run: bool,
+    /// `gracePeriodSeconds`, when given.
+    grace_period: Option<i64>,
 }
 
 pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, ApiError> {
@@ -62,6 +67,11 @@ pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, Api
     // Store.
     if strategy::is_crd(t) {
         hold_for_cleanup(st, &t.key()).await?;
+    }
+    if let Next::Answer(marked) =
+        graceful::before_delete(st, t, &t.key(), &opts.precondition, opts.grace_period).await?
+    {
+        return Ok(json_response(StatusCode::OK, object::served_bytes(&marked, def)?));
     }
     let wanted_rv = opts.precondition.resource_version;
     let cmd = Command::Delete {
@@ -135,12 +145,20 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
         if strategy::is_crd(&ctx.target) {
             hold_for_cleanup(st, &item.key).await?;
         }
+        let precondition =
+            Precondition { resource_version: None, uid: object::meta_str(&obj, "uid").map(str::to_string) };
+        match graceful::before_delete(st, &ctx.target, &item.key, &precondition, opts.grace_period).await {
+            Ok(Next::Answer(marked)) => {
+                deleted.push(Value::Object(object::parse_served(&marked, def)?));
+                continue;
+            }
+            Ok(Next::Remove) => {}
+            Err(e) if e.code == 409 => continue,
+            Err(e) => return Err(e),
+        }
         let cmd = Command::Delete {
             key: item.key.clone(),
-            precondition: Precondition {
-                resource_version: None,
-                uid: object::meta_str(&obj, "uid").map(str::to_string),
-            },
+            precondition,
             deletion_timestamp: Some(st.clock.now_rfc3339()),
             finalizing: ctx.target.finalizing(),
         };
@@ -218,8 +236,9 @@ async fn options(ctx: &mut Ctx) -> Result<DeleteOptions, ApiError> {
     if let Some(p) = ctx.query.get("propagationPolicy") {
         check_propagation_policy(p)?;
     }
-    if let Some(g) = ctx.query.get("gracePeriodSeconds") {
-        g.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds: {g:?}")))?;
+    if let (None, Some(g)) = (opts.grace_period, ctx.query.get("gracePeriodSeconds")) {
+        let g = g.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds: {g:?}")))?;
+        opts.grace_period = Some(g);
     }
     Ok(opts)
 }
@@ -277,7 +296,7 @@ fn decode_options(body: &[u8]) -> Result<DeleteOptions, ApiError> {
     }
     match o.get("gracePeriodSeconds") {
         None | Some(Value::Null) => {}
-        Some(v) if v.is_i64() => {}
+        Some(v) if v.is_i64() => opts.grace_period = v.as_i64(),
         Some(_) => return Err(ApiError::bad_request("gracePeriodSeconds must be an integer")),
     }
     Ok(opts)
@@ -299,7 +318,8 @@ mod tests {
         assert_eq!(decode_options(b"[").unwrap_err().code, 400);
         assert_eq!(decode_options(b"[]").unwrap_err().code, 400);
         assert_eq!(decode_options(br#"{"preconditions":{"resourceVersion":"x"}}"#).unwrap_err().code, 400);
-        assert!(decode_options(br#"{"propagationPolicy":"Orphan","gracePeriodSeconds":0}"#).is_ok());
+        let o = decode_options(br#"{"propagationPolicy":"Orphan","gracePeriodSeconds":0}"#).unwrap();
+        assert_eq!(o.grace_period, Some(0));
         let e = decode_options(br#"{"propagationPolicy":"Sometimes"}"#).unwrap_err();
         assert_eq!(e.code, 422);
         assert!(e.message.contains(r#"propagationPolicy: Unsupported value: "Sometimes""#), "{}", e.message);

@@ -25,6 +25,7 @@ use kuorum_raft::Cluster;
 use kuorum_watch::WatchCache;
 use tower_http::compression::{CompressionLayer, Predicate};
 
+pub mod admission;
 mod alloc;
 mod answered;
 pub mod auth;
@@ -43,6 +44,7 @@ mod eviction;
 mod fields;
 mod front;
 mod get;
+mod graceful;
 mod history;
 mod list;
 pub mod metrics;
@@ -97,6 +99,8 @@ pub struct RestState {
     /// The service address and node-port ranges (`--service-cluster-ip-range`,
     /// `--service-node-port-range`).
     pub pools: kuorum_api::kinds::allocation::Pools,
+    /// Which admission plugins run (`--disable-admission-plugins`).
+    pub admission: admission::Plugins,
 }
 
 impl RestState {
@@ -114,6 +118,7 @@ impl RestState {
             authorization: authz::Authorization::AlwaysAllow,
             chaos: None,
             pools: Default::default(),
+            admission: Default::default(),
         }
     }
 }

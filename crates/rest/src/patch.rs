@@ -30,6 +30,7 @@ use kuorum_patch::{PatchError, PatchType};
 use kuorum_store::{Command, Precondition, WriteError};
 use serde_json::Value;
 
+use crate::admission::resource_quota;
 use crate::alloc;
 use crate::auth::UserInfo;
 use crate::consistency::read_for_write;
@@ -120,7 +121,9 @@ pub(crate) async fn patch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
         };
         let mut attempt_warnings = warnings.clone();
         let (status, outcome) = match current {
-            None if kind == Kind::Apply => (StatusCode::CREATED, create_by_apply(st, &req).await?),
+            None if kind == Kind::Apply => {
+                (StatusCode::CREATED, create_by_apply(st, &req, &mut attempt_warnings).await?)
+            }
             None => return Err(ApiError::not_found(t.def.group_resource(), t.name())),
             Some(current) => (StatusCode::OK, update_by_patch(st, &req, current, &mut attempt_warnings).await?),
         };
@@ -252,7 +255,7 @@ async fn update_by_patch(
     if let Some(s) = t.strategy() {
         s.prepare_for_update(&mut new);
     }
-    strategy::before_write(st, req.user, t, Some(&current), &mut new, &now)?;
+    warnings.extend(strategy::before_write(st, req.user, t, Some(&current), &mut new, &now)?);
     if req.dry_run {
         if let Some(rv) = client_rv {
             return Err(ApiError::rv_precondition_conflict(def.group_resource(), t.name(), &rv, &current_rv));
@@ -277,7 +280,7 @@ async fn update_by_patch(
 }
 
 /// Server-side apply to an absent object: the configuration becomes the new object.
-async fn create_by_apply(st: &RestState, req: &Request<'_>) -> Result<Attempt, ApiError> {
+async fn create_by_apply(st: &RestState, req: &Request<'_>, warnings: &mut Vec<String>) -> Result<Attempt, ApiError> {
     let t = req.target;
     let def = t.def;
     let Some(config) = &req.config else { unreachable!("apply requests carry their configuration") };
@@ -299,7 +302,8 @@ async fn create_by_apply(st: &RestState, req: &Request<'_>) -> Result<Attempt, A
     if !errs.is_empty() {
         return Err(ApiError::invalid(def.group_kind(), t.name(), &errs));
     }
-    strategy::before_write(st, req.user, t, None, &mut obj, &now)?;
+    warnings.extend(strategy::before_write(st, req.user, t, None, &mut obj, &now)?);
+    resource_quota::charge(st, t, &obj, req.dry_run).await?;
     if req.dry_run {
         return Ok(Attempt::Done(object::to_vec(&obj).into()));
     }

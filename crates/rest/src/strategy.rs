@@ -1,5 +1,6 @@
 //! Owns the last step of every write, just before an object is stored (or answered, for a
-//! dry run), after defaults and field tracking: the kind's own validation
+//! dry run), after defaults and field tracking: admission ([`crate::admission`]: the
+//! default plugins, which may change the object or refuse it), the kind's own validation
 //! ([`kuorum_api::kinds::Strategy::validate`], 422 Invalid), and what needs more than the
 //! object:
 //!
@@ -31,6 +32,7 @@ pub(crate) fn is_crd(t: &Target) -> bool {
 }
 
 /// The last step of every write of `obj` (over `old`, none for a create) through `t`.
+/// Answers the warnings admission gave.
 pub(crate) fn before_write(
     st: &RestState,
     user: Option<&UserInfo>,
@@ -38,7 +40,7 @@ pub(crate) fn before_write(
     old: Option<&Object>,
     obj: &mut Object,
     now: &str,
-) -> Result<(), ApiError> {
+) -> Result<Vec<String>, ApiError> {
     if let Some(c) = &t.custom {
         if old.is_none() && c.terminating() {
             let gr = GroupResource { group: t.def.group, resource: t.def.plural };
@@ -46,12 +48,14 @@ pub(crate) fn before_write(
             e.message = "create not allowed while custom resource definition is terminating".into();
             return Err(e);
         }
-        return crate::custom::validate(t.def, c, obj);
+        return crate::custom::validate(t.def, c, obj).map(|()| Vec::new());
     }
     if is_crd(t) && t.subresource.as_deref() != Some("status") {
         crd::set_status(obj, old.and_then(|o| o.get("status")), now);
     }
-    let Some(kind) = t.strategy() else { return Ok(()) };
+    let Some(kind) = t.strategy() else { return Ok(Vec::new()) };
+    let attributes = crate::admission::Attributes { st, target: t, old };
+    let warnings = crate::admission::admit(&attributes, obj)?;
     if let (Some(a), Some(old)) = (kind.allocating(), old) {
         a.carry(old, obj);
     }
@@ -72,7 +76,7 @@ pub(crate) fn before_write(
     if t.def.group == RBAC_GROUP {
         crate::authz::check_escalation(st, user, t, &Value::Object(obj.clone()))?;
     }
-    Ok(())
+    Ok(warnings)
 }
 
 /// The most bytes one stored object may take: the body limit, so that whatever a patch,

@@ -230,6 +230,7 @@ pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result
         set_path(&mut new, spec_replicas_path(t), Value::from(replicas));
         let now = st.clock.now_rfc3339();
         let mut new = fields::track_update(t, Some(&old), new, &manager, "scale", &now)?;
+        // A scale changes no pod template: admission warns of nothing here.
         strategy::before_write(st, ctx.user.as_ref(), t, Some(&old), &mut new, &now)?;
         if dry_run {
             if let Some(rv) = client_rv {

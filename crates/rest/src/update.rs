@@ -66,7 +66,8 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         let now = st.clock.now_rfc3339();
         let new = subresource::shape_write(def, sub, &old, obj.clone());
         let mut new = fields::track_update(t, Some(&old), new, &manager, sub.unwrap_or(""), &now)?;
-        strategy::before_write(st, ctx.user.as_ref(), t, Some(&old), &mut new, &now)?;
+        let mut warnings = warnings.clone();
+        warnings.extend(strategy::before_write(st, ctx.user.as_ref(), t, Some(&old), &mut new, &now)?);
         if dry_run {
             let resp = dry_run_update(t, &old, new, &precondition)?;
             return Ok(fields::with_warnings(resp, &warnings));

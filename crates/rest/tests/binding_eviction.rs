@@ -1,7 +1,8 @@
 //! The resources kube-apiserver answers rather than stores, through the router
 //! (`oneshot`) over a real single-node cluster: binding a pod to a node (`pods/binding`
 //! and the `bindings` collection), evicting a pod under its PodDisruptionBudget
-//! (`pods/eviction`), and `componentstatuses` (JSON and `kubectl get cs`'s Table).
+//! (`pods/eviction`), deleting a bound pod gracefully (marked, gone with the kubelet's
+//! delete of grace 0), and `componentstatuses` (JSON and `kubectl get cs`'s Table).
 
 mod common;
 
@@ -309,4 +310,121 @@ async fn component_statuses_report_the_storage() {
     let r = app.request(Method::DELETE, "/api/v1/componentstatuses/storage", &[], axum::body::Body::empty()).await;
     assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(app.post("/api/v1/componentstatuses", json!({})).await.status, StatusCode::METHOD_NOT_ALLOWED);
+}
+
+/// 30 seconds after the test clock's `NOW`, as kube writes a `deletionTimestamp`.
+const NOW_PLUS_30: &str = "2026-11-21T23:45:58Z";
+
+#[tokio::test]
+async fn a_bound_pod_is_deleted_gracefully_and_goes_with_the_kubelets_confirmation() {
+    let app = app().await;
+    app.namespace("default").await;
+    pod(&app, "web", json!({"app": "web"})).await;
+    assert_success(&app.post(&format!("{PODS}/web/binding"), binding("web", "node-1")).await);
+    let mut events = app.watch(&format!("{PODS}?watch=true&resourceVersion=0")).await;
+    events.events(1).await;
+
+    // The delete marks the pod with its terminationGracePeriodSeconds (defaulted to 30).
+    let r = app.delete(&format!("{PODS}/web")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.json());
+    let marked = r.json();
+    assert_eq!(marked["metadata"]["deletionTimestamp"], NOW_PLUS_30);
+    assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 30);
+    assert_eq!(events.next().await["type"], "MODIFIED");
+    assert_eq!(app.get(&format!("{PODS}/web")).await.json()["metadata"]["deletionTimestamp"], NOW_PLUS_30);
+
+    // Another delete changes nothing, a longer grace neither; the kubelet's status
+    // updates keep the pod and its marks.
+    let again = app.delete(&format!("{PODS}/web")).await.json();
+    assert_eq!(again["metadata"]["resourceVersion"], marked["metadata"]["resourceVersion"]);
+    let longer = app.send(Method::DELETE, &format!("{PODS}/web"), json!({"gracePeriodSeconds": 60})).await;
+    assert_eq!(longer.json()["metadata"]["resourceVersion"], marked["metadata"]["resourceVersion"]);
+    let mut status = marked.clone();
+    status["status"]["phase"] = json!("Running");
+    let r = app.put(&format!("{PODS}/web/status"), status).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.json());
+    assert_eq!(r.json()["metadata"]["deletionTimestamp"], NOW_PLUS_30);
+    // A pod being deleted is bound no more.
+    let r = app.post(&format!("{PODS}/web/binding"), binding("web", "node-2")).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.json());
+
+    // A shorter grace moves the mark earlier.
+    let shorter = app.send(Method::DELETE, &format!("{PODS}/web"), json!({"gracePeriodSeconds": 10})).await.json();
+    assert_eq!(shorter["metadata"]["deletionTimestamp"], "2026-11-21T23:45:38Z");
+    assert_eq!(shorter["metadata"]["deletionGracePeriodSeconds"], 10);
+
+    // The kubelet confirms: grace 0 removes it.
+    let r = app.delete(&format!("{PODS}/web?gracePeriodSeconds=0")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.json());
+    app.get(&format!("{PODS}/web")).await.status_of(404, "NotFound", r#"pods "web" not found"#);
+    let types: Vec<String> = events.events(3).await.into_iter().map(|e| e.0).collect();
+    assert_eq!(types, ["MODIFIED", "MODIFIED", "DELETED"]);
+}
+
+#[tokio::test]
+async fn graceful_deletion_spares_what_has_nothing_to_stop() {
+    let app = app().await;
+    app.namespace("default").await;
+    // Not bound: at once, whatever grace is asked for.
+    pod(&app, "pending", json!({})).await;
+    let r = app.send(Method::DELETE, &format!("{PODS}/pending"), json!({"gracePeriodSeconds": 30})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.json());
+    assert_eq!(app.get(&format!("{PODS}/pending")).await.status, StatusCode::NOT_FOUND);
+
+    // Bound, but finished.
+    pod(&app, "done", json!({})).await;
+    assert_success(&app.post(&format!("{PODS}/done/binding"), binding("done", "node-1")).await);
+    let mut p = app.get(&format!("{PODS}/done")).await.json();
+    p["status"]["phase"] = json!("Succeeded");
+    assert_eq!(app.put(&format!("{PODS}/done/status"), p).await.status, StatusCode::OK);
+    assert_eq!(app.delete(&format!("{PODS}/done")).await.status, StatusCode::OK);
+    assert_eq!(app.get(&format!("{PODS}/done")).await.status, StatusCode::NOT_FOUND);
+
+    // Bound, with a finalizer: grace 0 marks it for the finalizer; removing it removes the pod.
+    pod(&app, "held", json!({})).await;
+    assert_success(&app.post(&format!("{PODS}/held/binding"), binding("held", "node-1")).await);
+    let mut p = app.get(&format!("{PODS}/held")).await.json();
+    p["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    assert_eq!(app.put(&format!("{PODS}/held"), p).await.status, StatusCode::OK);
+    let marked = app.delete(&format!("{PODS}/held")).await.json();
+    assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 30);
+    let zero = app.delete(&format!("{PODS}/held?gracePeriodSeconds=0")).await.json();
+    assert_eq!(zero["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert_eq!(zero["metadata"]["deletionTimestamp"], NOW);
+    let mut p = app.get(&format!("{PODS}/held")).await.json();
+    p["metadata"]["finalizers"] = json!([]);
+    assert_eq!(app.put(&format!("{PODS}/held"), p).await.status, StatusCode::OK);
+    assert_eq!(app.get(&format!("{PODS}/held")).await.status, StatusCode::NOT_FOUND);
+
+    // A stale precondition is still 409, and marks nothing.
+    let p = pod(&app, "web", json!({})).await;
+    assert_success(&app.post(&format!("{PODS}/web/binding"), binding("web", "node-1")).await);
+    let stale = json!({"preconditions": {"resourceVersion": p["metadata"]["resourceVersion"]}});
+    let r = app.send(Method::DELETE, &format!("{PODS}/web"), stale).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.json());
+    assert!(app.get(&format!("{PODS}/web")).await.json()["metadata"].get("deletionTimestamp").is_none());
+}
+
+#[tokio::test]
+async fn evicting_and_deleting_a_collection_of_bound_pods_marks_them() {
+    let app = app().await;
+    app.namespace("default").await;
+    for name in ["a", "b"] {
+        running_pod(&app, name, json!({"app": "web"})).await;
+        assert_success(&app.post(&format!("{PODS}/{name}/binding"), binding(name, "node-1")).await);
+    }
+    assert_success(&app.post(&format!("{PODS}/a/eviction"), eviction("a")).await);
+    let a = app.get(&format!("{PODS}/a")).await.json();
+    assert_eq!(a["metadata"]["deletionTimestamp"], NOW_PLUS_30, "evicted, stopping");
+    assert!(a["status"]["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "DisruptionTarget"), "{a}");
+
+    let r = app.delete(PODS).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.json());
+    assert_eq!(r.json()["items"].as_array().unwrap().len(), 2);
+    let left = app.get(PODS).await.json();
+    let marks: Vec<&Value> =
+        left["items"].as_array().unwrap().iter().map(|p| &p["metadata"]["deletionTimestamp"]).collect();
+    assert_eq!(marks, [NOW_PLUS_30, NOW_PLUS_30]);
+    assert_eq!(app.delete(&format!("{PODS}?gracePeriodSeconds=0")).await.status, StatusCode::OK);
+    assert_eq!(app.get(PODS).await.json()["items"], json!([]));
 }

@@ -55,7 +55,8 @@ async fn pod_quantities_are_stored_canonical() {
         "requests": {"cpu": 0.5, "memory": "100Mi", "ephemeral-storage": " 1e3 "}});
     let answer = created(&app, PODS, pod("web", resources)).await;
     let want_limits = json!({"cpu": "1", "memory": "512Mi", "example.com/gpu": "+1", "ephemeral-storage": "1536Mi"});
-    let want_requests = json!({"cpu": "500m", "memory": "100Mi", "ephemeral-storage": "1e3"});
+    // A limit without its request requests as much (kube's `SetDefaults_Pod`).
+    let want_requests = json!({"cpu": "500m", "memory": "100Mi", "ephemeral-storage": "1e3", "example.com/gpu": "+1"});
     for obj in [&answer, &stored(&app, &format!("{PODS}/web")).await] {
         let c = &obj["spec"]["containers"][0];
         assert_eq!(c["resources"]["limits"], want_limits, "{obj}");

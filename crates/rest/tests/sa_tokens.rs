@@ -281,7 +281,14 @@ async fn tokens_it_should_not_accept_are_refused_401_and_a_review_says_why() {
     assert_eq!(extra["authentication.kubernetes.io/pod-uid"], json!([p["metadata"]["uid"]]));
     assert_eq!(extra["authentication.kubernetes.io/node-name"], json!(["node-1"]));
     assert_eq!(whoami(&app, &bound).await.status.as_u16(), 201);
+    // Deleting the bound pod marks it while its kubelet stops it: the token still holds.
     let r = call(&app, ADMIN, Method::DELETE, "/api/v1/namespaces/default/pods/runner", None).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.json());
+    assert!(r.json()["metadata"]["deletionTimestamp"].is_string(), "{}", r.json());
+    assert_eq!(whoami(&app, &bound).await.status.as_u16(), 201);
+    // The kubelet's delete of grace 0 removes it, and the token with it.
+    let r =
+        call(&app, ADMIN, Method::DELETE, "/api/v1/namespaces/default/pods/runner?gracePeriodSeconds=0", None).await;
     assert_eq!(r.status.as_u16(), 200, "{}", r.json());
     assert_eq!(whoami(&app, &bound).await.status.as_u16(), 401);
     assert_eq!(review(&app, &bound, &[]).await["error"], "service account token has been invalidated");

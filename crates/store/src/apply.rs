@@ -252,13 +252,33 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
                     return Ok(Ok(old_bytes));
                 }
                 bump_generation(&old, &mut obj);
-                // Dropping the last finalizer of an object marked for deletion removes it.
-                let kind = if is_marked_for_deletion(&obj) && !has_finalizers(&obj, finalizing) {
+                // Dropping the last finalizer of an object marked for deletion removes it,
+                // unless its grace period still runs (it goes with a later delete).
+                let kind = if is_marked_for_deletion(&obj) && !has_finalizers(&obj, finalizing) && !grace_pending(&obj)
+                {
                     ChangeKind::Deleted
                 } else {
                     ChangeKind::Modified
                 };
                 Ok(Ok(self.commit(key, index, kind, &mut obj, Some(old_bytes), change)))
+            }
+            Command::MarkDeleting { key, precondition, deletion_timestamp, grace_period_seconds, finalizing } => {
+                let Some(old_bytes) = self.get(key)? else {
+                    return Ok(Err(WriteError::NotFound));
+                };
+                let mut obj = refuse_on_err!(parse_object(&old_bytes));
+                refuse_on_err!(check_precondition(&obj, precondition));
+                let first = !is_marked_for_deletion(&obj);
+                let meta = metadata_mut(&mut obj);
+                meta.insert("deletionTimestamp".into(), Value::String(deletion_timestamp.clone()));
+                meta.insert("deletionGracePeriodSeconds".into(), Value::from(*grace_period_seconds));
+                if let (true, Some(g)) = (first, meta.get("generation").and_then(Value::as_i64)) {
+                    meta.insert("generation".into(), Value::from(g + 1));
+                }
+                for (pointer, text) in &finalizing.on_mark {
+                    set_pointer(&mut obj, pointer, Value::String(text.clone()));
+                }
+                Ok(Ok(self.commit(key, index, ChangeKind::Modified, &mut obj, Some(old_bytes), change)))
             }
             Command::Delete { key, precondition, deletion_timestamp, finalizing } => {
                 let Some(old_bytes) = self.get(key)? else {
@@ -351,6 +371,11 @@ fn set_resource_version(obj: &mut Map<String, Value>, rv: u64) {
 
 fn is_marked_for_deletion(obj: &Map<String, Value>) -> bool {
     metadata(obj).is_some_and(|m| m.contains_key("deletionTimestamp"))
+}
+
+/// The object's graceful deletion is under way: `deletionGracePeriodSeconds` above 0.
+fn grace_pending(obj: &Map<String, Value>) -> bool {
+    metadata(obj).and_then(|m| m.get("deletionGracePeriodSeconds")).and_then(Value::as_i64).is_some_and(|g| g > 0)
 }
 
 /// `metadata.finalizers`, or a list `finalizing` names (a namespace's `spec.finalizers`,

@@ -23,9 +23,11 @@ pub enum Command {
     /// Store a new object. Fails if the key exists, or if `namespace` is given and that
     /// namespace does not exist or is terminating.
     Create { key: String, namespace: Option<String>, object: Bytes },
-    /// Replace an existing object, keeping its uid and creationTimestamp. An update that
-    /// leaves an object marked for deletion without finalizers (`finalizing` says which
-    /// lists count beside `metadata.finalizers`) removes it.
+    /// Replace an existing object, keeping its uid, creationTimestamp and deletion marks.
+    /// An update that leaves an object marked for deletion without finalizers
+    /// (`finalizing` says which lists count beside `metadata.finalizers`) removes it,
+    /// unless its graceful deletion is pending (`deletionGracePeriodSeconds` above 0), as
+    /// kube's `shouldDeleteDuringUpdate`.
     Update {
         key: String,
         object: Bytes,
@@ -46,6 +48,20 @@ pub enum Command {
         #[serde(default)]
         finalizing: Finalizing,
     },
+    /// Mark an object for graceful deletion (kube's `BeforeDelete`): `deletionTimestamp`
+    /// and `deletionGracePeriodSeconds` become the proposer's (a first mark, or a shorter
+    /// grace period), the generation, if any, moves on at the first mark, and what
+    /// `finalizing` sets on marking is set. The object stays, finalizers or not, until a
+    /// `Delete` removes it. The proposer decided on the version it read, so
+    /// `precondition` carries it.
+    MarkDeleting {
+        key: String,
+        precondition: Precondition,
+        deletion_timestamp: String,
+        grace_period_seconds: i64,
+        #[serde(default)]
+        finalizing: Finalizing,
+    },
     /// Forget history older than `rv` (proposed by the leader on a timer, so every node
     /// compacts at the same point of the log).
     Compact { rv: u64 },
@@ -56,7 +72,10 @@ pub enum Command {
 impl Command {
     pub fn key(&self) -> Option<&str> {
         match self {
-            Command::Create { key, .. } | Command::Update { key, .. } | Command::Delete { key, .. } => Some(key),
+            Command::Create { key, .. }
+            | Command::Update { key, .. }
+            | Command::Delete { key, .. }
+            | Command::MarkDeleting { key, .. } => Some(key),
             Command::Noop | Command::Compact { .. } => None,
         }
     }
@@ -68,6 +87,9 @@ impl std::fmt::Display for Command {
             Command::Create { key, .. } => write!(f, "create {key}"),
             Command::Update { key, precondition, .. } => write!(f, "update {key} {precondition:?}"),
             Command::Delete { key, precondition, .. } => write!(f, "delete {key} {precondition:?}"),
+            Command::MarkDeleting { key, grace_period_seconds, .. } => {
+                write!(f, "mark deleting {key} grace {grace_period_seconds}s")
+            }
             Command::Compact { rv } => write!(f, "compact {rv}"),
             Command::Noop => write!(f, "noop"),
         }

@@ -109,6 +109,7 @@ pub async fn object_engine_suite<E: ObjectEngine, F: Fn() -> E>(make: F) {
     apply_batch_sees_its_own_writes(&make()).await;
     apply_batch_sees_its_own_namespace_changes(&make()).await;
     apply_finalizers_hold_deletion(&make()).await;
+    apply_graceful_deletion(&make()).await;
     history_rebuilds_the_changes(&make()).await;
 }
 
@@ -551,6 +552,72 @@ async fn apply_finalizers_hold_deletion<E: ObjectEngine>(e: &E) {
         .unwrap();
     let out = apply_command(e, 9, &del(&lookalike_key, Finalizing::default())).await.unwrap();
     assert_eq!(out.change.unwrap().kind, ChangeKind::Deleted);
+}
+
+/// A graceful mark keeps the object through updates until a delete removes it.
+async fn apply_graceful_deletion<E: ObjectEngine>(e: &E) {
+    let ns = Command::Create {
+        key: keys::namespace_key("ns"),
+        namespace: None,
+        object: Bytes::from(r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns"}}"#),
+    };
+    apply_command(e, 1, &ns).await.unwrap().result.unwrap();
+    let key = keys::ObjectKey { group: "", resource: "configmaps", namespace: Some("ns"), name: "g" }.encode();
+    let object = Bytes::from(r#"{"kind":"ConfigMap","metadata":{"name":"g","namespace":"ns","generation":1}}"#);
+    apply_command(e, 2, &Command::Create { key: key.clone(), namespace: Some("ns".into()), object })
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    let mark = |rv: u64, ts: &str, grace: i64| Command::MarkDeleting {
+        key: key.clone(),
+        precondition: Precondition { resource_version: Some(rv), uid: None },
+        deletion_timestamp: ts.into(),
+        grace_period_seconds: grace,
+        finalizing: Finalizing::default(),
+    };
+    assert_eq!(
+        apply_command(e, 3, &mark(1, "2026-01-01T00:00:30Z", 30)).await.unwrap().result,
+        Err(WriteError::Conflict)
+    );
+    let out = apply_command(e, 4, &mark(2, "2026-01-01T00:00:30Z", 30)).await.unwrap();
+    let marked: serde_json::Value = serde_json::from_slice(&out.result.unwrap()).unwrap();
+    assert_eq!(marked["metadata"]["deletionTimestamp"], "2026-01-01T00:00:30Z");
+    assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 30);
+    assert_eq!(marked["metadata"]["generation"], 2, "the first mark moves the generation on");
+    assert_eq!(out.change.unwrap().kind, ChangeKind::Modified);
+
+    // An update (a kubelet's status) keeps the object and its marks while the grace runs.
+    let mut status = marked.clone();
+    status["metadata"]["deletionTimestamp"] = serde_json::json!(null);
+    status["status"] = serde_json::json!({"phase": "Running"});
+    let upd = Command::Update {
+        key: key.clone(),
+        object: Bytes::from(status.to_string()),
+        precondition: Precondition::default(),
+        finalizing: Default::default(),
+    };
+    let out = apply_command(e, 5, &upd).await.unwrap();
+    assert_eq!(out.change.unwrap().kind, ChangeKind::Modified);
+    let updated: serde_json::Value = serde_json::from_slice(&out.result.unwrap()).unwrap();
+    assert_eq!(updated["metadata"]["deletionTimestamp"], "2026-01-01T00:00:30Z", "the marks are the store's");
+
+    // A shorter grace period: a second mark, the generation stays.
+    let out = apply_command(e, 6, &mark(5, "2026-01-01T00:00:05Z", 5)).await.unwrap();
+    let shorter: serde_json::Value = serde_json::from_slice(&out.result.unwrap()).unwrap();
+    assert_eq!(shorter["metadata"]["deletionGracePeriodSeconds"], 5);
+    assert_eq!(shorter["metadata"]["generation"], 2);
+
+    // The confirming delete removes it.
+    let del = Command::Delete {
+        key: key.clone(),
+        precondition: Precondition::default(),
+        deletion_timestamp: Some("2026-01-01T00:00:01Z".into()),
+        finalizing: Finalizing::default(),
+    };
+    assert_eq!(apply_command(e, 7, &del).await.unwrap().change.unwrap().kind, ChangeKind::Deleted);
+    assert_eq!(e.get(&key).unwrap(), None);
+    assert_eq!(apply_command(e, 8, &mark(7, "x", 1)).await.unwrap().result, Err(WriteError::NotFound));
 }
 
 /// What the namespace's strategy gives the commands on a namespace.

@@ -155,6 +155,14 @@ pub trait Strategy: Sync + 'static {
         Finalizing::default()
     }
 
+    /// kube's `CheckGracefulDelete`: how many seconds a delete of `obj` waits before the
+    /// object goes, given what the request asked for (`requested`); `None` for a kind
+    /// whose objects go at once. Above 0, a delete only marks the object
+    /// (`deletionTimestamp` that far ahead) and a later delete with 0 removes it.
+    fn grace_period(&self, _obj: &Object, _requested: Option<i64>) -> Option<i64> {
+        None
+    }
+
     /// What the kind's objects hold from the cluster's pools (a Service's cluster IP and
     /// node ports), which the verbs claim before writing and free after deleting.
     fn allocating(&self) -> Option<&dyn allocation::Allocating> {

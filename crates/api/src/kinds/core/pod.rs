@@ -88,6 +88,13 @@ impl Strategy for Pod {
     fn defaults(&self, obj: &mut Object) {
         if let Some(spec) = child(obj, "spec") {
             pod_spec_defaults(spec);
+            // kube's `SetDefaults_Pod` (a pod's, not a template's): a limit given without
+            // its request requests as much.
+            for list in ["initContainers", "containers"] {
+                for c in each(spec, list) {
+                    requests_from_limits(c);
+                }
+            }
         }
     }
 
@@ -104,6 +111,20 @@ impl Strategy for Pod {
             container_ports(spec, "spec", &mut errs);
         }
         errs
+    }
+
+    /// A pod runs somewhere once bound: its delete waits the grace period asked for, or its
+    /// `terminationGracePeriodSeconds`, for the kubelet to stop it and confirm with a
+    /// delete of grace 0. One that is not bound, or has finished, has nothing to stop.
+    fn grace_period(&self, obj: &Object, requested: Option<i64>) -> Option<i64> {
+        let spec = obj.get("spec");
+        let bound = spec.and_then(|s| s.get("nodeName")).and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+        let phase = obj.get("status").and_then(|s| s.get("phase")).and_then(Value::as_str);
+        if !bound || matches!(phase, Some("Succeeded" | "Failed")) {
+            return Some(0);
+        }
+        let own = spec.and_then(|s| s.get("terminationGracePeriodSeconds")).and_then(Value::as_i64);
+        Some(requested.or(own).unwrap_or(0))
     }
 
     /// `ephemeralcontainers` writes `spec.ephemeralContainers`; `resize` the containers'
@@ -285,6 +306,21 @@ pub(crate) fn pod_spec_defaults(spec: &mut Object) {
         for c in each(spec, list) {
             container_defaults(c);
         }
+    }
+}
+
+fn requests_from_limits(c: &mut Object) {
+    let Some(resources) = c.get_mut("resources").and_then(Value::as_object_mut) else { return };
+    let Some(limits) = resources.get("limits").and_then(Value::as_object).filter(|l| !l.is_empty()).cloned() else {
+        return;
+    };
+    let requests = resources.entry("requests").or_insert_with(|| json!({}));
+    if !requests.is_object() {
+        *requests = json!({});
+    }
+    let requests = requests.as_object_mut().expect("made an object above");
+    for (k, v) in limits {
+        requests.entry(k).or_insert(v);
     }
 }
 
@@ -558,6 +594,21 @@ mod tests {
                    "lastTransitionTime": "2026-01-01T00:00:00Z"}),
             "the status did not change: nor does the transition time"
         );
+    }
+
+    #[test]
+    fn only_a_bound_running_pod_is_deleted_gracefully() {
+        let pod = |v: Value| obj(v);
+        let bound = pod(json!({"spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 30}}));
+        assert_eq!(Pod.grace_period(&bound, None), Some(30));
+        assert_eq!(Pod.grace_period(&bound, Some(5)), Some(5));
+        assert_eq!(Pod.grace_period(&bound, Some(0)), Some(0));
+        assert_eq!(Pod.grace_period(&pod(json!({"spec": {"nodeName": "n1"}})), None), Some(0));
+        let unbound = pod(json!({"spec": {"terminationGracePeriodSeconds": 30}}));
+        assert_eq!(Pod.grace_period(&unbound, Some(10)), Some(0));
+        let done = pod(json!({"spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 30},
+                              "status": {"phase": "Succeeded"}}));
+        assert_eq!(Pod.grace_period(&done, None), Some(0));
     }
 
     #[test]

@@ -1,0 +1,192 @@
+//! Owns admission: the plugins kube-apiserver runs by default that need no webhook, each
+//! in its own module, run on every write after defaults and before the kind's validation
+//! ([`crate::strategy::before_write`]), in kube's order:
+//!
+//! | plugin | what it does here |
+//! |---|---|
+//! | `ServiceAccount` ([`service_account`]) | a pod's `serviceAccountName` (default `default`), its API token volume |
+//! | `LimitRanger` ([`limit_ranger`]) | containers' requests and limits from the namespace's LimitRanges, and their bounds |
+//! | `Priority` ([`priority`]) | a pod's `priority` from its PriorityClass (or the global default) |
+//! | `DefaultTolerationSeconds` ([`default_toleration_seconds`]) | a pod tolerates `not-ready`/`unreachable` for 300 s |
+//! | `PodSecurity` ([`pod_security`]) | a pod meets its namespace's Pod Security level |
+//! | `ResourceQuota` ([`resource_quota`]) | a new object fits its namespace's quotas, charged before it is stored |
+//!
+//! Every plugin is on unless `--disable-admission-plugins` names it, as kube-apiserver.
+//! The plugins read other objects from the node's watch cache, as kube's read informers;
+//! the quota's charge is a write on condition of the quota's version, so it is exact.
+
+pub(crate) mod default_toleration_seconds;
+pub(crate) mod limit_ranger;
+pub(crate) mod pod_security;
+pub(crate) mod priority;
+pub mod resource_quota;
+pub(crate) mod service_account;
+
+use std::collections::BTreeSet;
+
+use kuorum_api::ApiError;
+use kuorum_store::keys::ObjectKey;
+use kuorum_watch::WatchFilter;
+use serde_json::Value;
+
+use crate::object::{self, Object};
+use crate::target::Target;
+use crate::RestState;
+
+/// The plugins kuorum runs, by kube's names, in the order they run.
+pub const PLUGINS: &[&str] =
+    &["ServiceAccount", "LimitRanger", "Priority", "DefaultTolerationSeconds", "PodSecurity", "ResourceQuota"];
+
+/// The plugins kube-apiserver has on by default that kuorum does by other means (or that
+/// have nothing to do without a controller-manager), accepted by the flags.
+const KNOWN_ELSEWHERE: &[&str] = &[
+    "NamespaceLifecycle",
+    "TaintNodesByCondition",
+    "PersistentVolumeClaimResize",
+    "RuntimeClass",
+    "CertificateApproval",
+    "CertificateSigning",
+    "ClusterTrustBundleAttest",
+    "CertificateSubjectRestriction",
+    "DefaultIngressClass",
+    "DefaultStorageClass",
+    "StorageObjectInUseProtection",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionWebhook",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionWebhook",
+    "NodeRestriction",
+];
+
+/// Which plugins are off (`--disable-admission-plugins`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plugins {
+    disabled: BTreeSet<&'static str>,
+}
+
+impl Plugins {
+    /// Every plugin on but those in `disabled` (kube's names, comma-separated lists
+    /// allowed). An unknown name is an error, as kube-apiserver refuses to start.
+    pub fn with_disabled<S: AsRef<str>>(disabled: &[S]) -> Result<Self, String> {
+        let mut out = Plugins::default();
+        for name in disabled.iter().flat_map(|s| s.as_ref().split(',')).map(str::trim).filter(|s| !s.is_empty()) {
+            match PLUGINS.iter().chain(KNOWN_ELSEWHERE).find(|p| **p == name) {
+                Some(p) => {
+                    out.disabled.insert(p);
+                }
+                None => return Err(format!("admission plugin {name:?} is not known; known: {}", PLUGINS.join(", "))),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether the plugin `name` runs.
+    pub fn on(&self, name: &str) -> bool {
+        !self.disabled.contains(name)
+    }
+}
+
+/// What a plugin knows of the write it admits (kube's `admission.Attributes`).
+pub(crate) struct Attributes<'a> {
+    pub st: &'a RestState,
+    pub target: &'a Target,
+    /// The stored object an update replaces; none for a create.
+    pub old: Option<&'a Object>,
+}
+
+impl Attributes<'_> {
+    /// The write is a create of the resource itself (group, plural), not of a
+    /// subresource.
+    pub fn creates(&self, group: &str, plural: &str) -> bool {
+        self.old.is_none() && self.is(group, plural)
+    }
+
+    /// The write is to the resource itself (group, plural), not to a subresource.
+    pub fn is(&self, group: &str, plural: &str) -> bool {
+        let t = self.target;
+        t.custom.is_none() && t.def.group == group && t.def.plural == plural && t.subresource.is_none()
+    }
+
+    pub fn namespace(&self) -> &str {
+        self.target.namespace.as_deref().unwrap_or("")
+    }
+
+    /// kube's `admission.NewForbidden`: `<resource> "<name>" is forbidden: <why>`.
+    pub fn forbidden(&self, obj: &Object, why: &str) -> ApiError {
+        let name = object::meta_str(obj, "name").unwrap_or("");
+        ApiError::forbidden(self.target.def.group_resource(), name, why)
+    }
+}
+
+/// The mutating plugins, then the validating ones, on `obj` before its kind validates it.
+/// Answers the warnings the plugins give.
+pub(crate) fn admit(a: &Attributes, obj: &mut Object) -> Result<Vec<String>, ApiError> {
+    let plugins = &a.st.admission;
+    if plugins.on("ServiceAccount") {
+        service_account::admit(a, obj)?;
+    }
+    if plugins.on("LimitRanger") {
+        limit_ranger::admit(a, obj)?;
+    }
+    if plugins.on("Priority") {
+        priority::admit(a, obj)?;
+    }
+    if plugins.on("DefaultTolerationSeconds") {
+        default_toleration_seconds::admit(a, obj);
+    }
+    let mut warnings = Vec::new();
+    if plugins.on("PodSecurity") {
+        warnings.extend(pod_security::validate(a, obj)?);
+    }
+    Ok(warnings)
+}
+
+/// A core/v1 object from this node's cache.
+pub(crate) fn cached(st: &RestState, group: &str, plural: &str, namespace: Option<&str>, name: &str) -> Option<Object> {
+    let key = ObjectKey { group, resource: plural, namespace, name }.encode();
+    match st.cache.get(&key).1.and_then(|o| o.value().cloned()) {
+        Some(Value::Object(o)) => Some(o),
+        _ => None,
+    }
+}
+
+/// Every object of a resource in a namespace (or cluster-wide), from this node's cache.
+pub(crate) fn cached_list(st: &RestState, group: &str, plural: &str, namespace: Option<&str>) -> Vec<Object> {
+    let prefix = kuorum_store::keys::collection_prefix(group, plural, namespace);
+    let listed = st.cache.list(&WatchFilter::prefix(prefix), None, usize::MAX);
+    listed
+        .items
+        .into_iter()
+        .filter_map(|item| match item.value() {
+            Some(Value::Object(o)) => Some(o.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The containers of a pod spec of each kind (`initContainers`, `containers`), mutable.
+pub(crate) fn containers_mut<'a>(
+    spec: &'a mut serde_json::Map<String, Value>,
+    fields: &'static [&'static str],
+) -> impl Iterator<Item = &'a mut Object> {
+    spec.iter_mut()
+        .filter(move |(k, _)| fields.contains(&k.as_str()))
+        .filter_map(|(_, v)| v.as_array_mut())
+        .flatten()
+        .filter_map(Value::as_object_mut)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugins_are_on_unless_disabled() {
+        let p = Plugins::with_disabled(&["ResourceQuota,PodSecurity", " Priority "]).unwrap();
+        assert!(!p.on("ResourceQuota") && !p.on("PodSecurity") && !p.on("Priority"));
+        assert!(p.on("LimitRanger"));
+        assert!(Plugins::with_disabled(&["NamespaceLifecycle"]).is_ok());
+        assert!(Plugins::with_disabled(&["NoSuchPlugin"]).unwrap_err().contains("NoSuchPlugin"));
+        assert!(Plugins::default().on("ServiceAccount"));
+    }
+}

@@ -1,0 +1,613 @@
+//! `ResourceQuota`: a new object in a namespace must fit every ResourceQuota there that
+//! tracks what it uses, and is charged to them before it is stored.
+//!
+//! - **What an object uses** ([`usage`], kube's evaluators): a pod its `pods` and
+//!   `count/pods`, and unless finished (or past its grace) its requests and limits (`cpu`,
+//!   `requests.cpu`, `limits.cpu`, the same for `memory` and `ephemeral-storage`; init
+//!   containers by kube's max rule; `spec.overhead` added); a Service `services`,
+//!   `services.loadbalancers`, `services.nodeports`; a PersistentVolumeClaim
+//!   `persistentvolumeclaims`, `requests.storage` and the per-class ones; every object
+//!   `count/<resource>[.<group>]` (and the legacy names of configmaps, secrets,
+//!   replicationcontrollers and resourcequotas).
+//! - **Which quotas:** those whose `status.hard` (what the quota controller,
+//!   `kuorum-node`'s `quota_controller`, has taken from `spec.hard`) names a resource the
+//!   object uses, and whose scopes match it. A quota not yet processed is skipped, as kube.
+//! - **The check:** a pod that leaves a tracked compute resource unspecified is refused
+//!   (`failed quota: q: must specify limits.cpu for: c`); one past `hard` is refused with
+//!   `exceeded quota: q, requested: pods=1, used: pods=10, limited: pods=10` (403).
+//! - **The charge:** each quota's `status.used` grows by the object's usage in one write on
+//!   condition of the version read, so two nodes admitting the last slot at once meet in
+//!   the log and one of them reads again and is refused. A dry run is checked, not
+//!   charged. As in kube, a charge whose object is then not stored stays until the quota
+//!   controller recomputes the usage.
+//!
+//! Amounts are thousandths (`i128`), as kube's `MilliValue`: sums and comparisons are exact.
+
+use std::collections::BTreeMap;
+
+use kuorum_api::ApiError;
+use kuorum_store::keys::ObjectKey;
+use kuorum_store::{Command, Precondition, WriteError};
+use serde_json::{json, Map, Value};
+
+use super::cached_list;
+use crate::error::cluster_error;
+use crate::object::{self, Object};
+use crate::target::Target;
+use crate::RestState;
+
+/// How often charging is redone when a quota moves on (kube retries 3 times, but waits
+/// for its informer; here each attempt reads behind a barrier).
+const ATTEMPTS: usize = 8;
+
+/// Resource names and their amounts.
+pub type Usage = BTreeMap<String, i128>;
+
+const COMPUTE: &[&str] = &["cpu", "memory", "ephemeral-storage"];
+/// The compute resources a pod must specify when a quota tracks them.
+const REQUIRED: &[&str] = &["cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory"];
+const STORAGE_CLASS_SUFFIX: &str = ".storageclass.storage.k8s.io/";
+
+/// Checks `obj`, a new object of `t`, against its namespace's quotas and (unless a dry
+/// run) charges them.
+pub(crate) async fn charge(st: &RestState, t: &Target, obj: &Object, dry_run: bool) -> Result<(), ApiError> {
+    let Some(namespace) = t.namespace.as_deref() else { return Ok(()) };
+    if !st.admission.on("ResourceQuota") || t.subresource.is_some() {
+        return Ok(());
+    }
+    let (group, plural) = (t.storage_def().group, t.storage_def().plural);
+    let now = st.clock.now_unix_seconds();
+    let wanted = usage(group, plural, obj, now);
+    for attempt in 1..=ATTEMPTS {
+        let quotas = if attempt == 1 {
+            cached_list(st, "", "resourcequotas", Some(namespace))
+        } else {
+            crate::consistency::wait_fresh(st, crate::consistency::Freshness::MostRecent).await?;
+            cached_list(st, "", "resourcequotas", Some(namespace))
+        };
+        let mut charges = Vec::new();
+        for quota in &quotas {
+            let hard = resource_list(quota.get("status").and_then(|s| s.get("hard")));
+            if hard.is_empty() || !scopes_match(quota, group, plural, obj) {
+                continue;
+            }
+            let tracked: Vec<&String> = hard.keys().filter(|k| counts_toward(group, plural, k)).collect();
+            if tracked.is_empty() {
+                continue;
+            }
+            let qname = object::meta_str(quota, "name").unwrap_or("");
+            if (group, plural) == ("", "pods") {
+                if let Some(missing) = unspecified(obj, &hard) {
+                    return Err(forbidden(t, obj, &format!("failed quota: {qname}: must specify {missing}")));
+                }
+            }
+            let used = resource_list(quota.get("status").and_then(|s| s.get("used")));
+            let requested: Usage = wanted
+                .iter()
+                .filter(|(k, v)| hard.contains_key(*k) && **v != 0)
+                .map(|(k, v)| (k.clone(), *v))
+                .collect();
+            if requested.is_empty() {
+                continue;
+            }
+            let unknown: Vec<&str> = requested.keys().filter(|k| !used.contains_key(*k)).map(String::as_str).collect();
+            if !unknown.is_empty() {
+                let why = format!("status unknown for quota: {qname}, resources: {}", unknown.join(","));
+                return Err(forbidden(t, obj, &why));
+            }
+            let over: Vec<&String> = requested.keys().filter(|k| used[*k] + requested[*k] > hard[*k]).collect();
+            if !over.is_empty() {
+                let show = |from: &Usage| {
+                    over.iter().map(|k| format!("{k}={}", format_amount(k, from[*k]))).collect::<Vec<_>>().join(",")
+                };
+                let why = format!(
+                    "exceeded quota: {qname}, requested: {}, used: {}, limited: {}",
+                    show(&requested),
+                    show(&used),
+                    show(&hard)
+                );
+                return Err(forbidden(t, obj, &why));
+            }
+            charges.push((quota, used, requested));
+        }
+        if dry_run || charges.is_empty() {
+            return Ok(());
+        }
+        let mut moved_on = false;
+        for (quota, used, requested) in charges {
+            let mut q = quota.clone();
+            let mut used = used;
+            for (k, v) in requested {
+                *used.entry(k).or_default() += v;
+            }
+            set_used(&mut q, &used);
+            let name = object::meta_str(quota, "name").unwrap_or("");
+            let key = ObjectKey { group: "", resource: "resourcequotas", namespace: Some(namespace), name }.encode();
+            let rv = object::parse_rv(object::meta_str(quota, "resourceVersion"))?;
+            let cmd = Command::Update {
+                key,
+                object: object::to_vec(&q).into(),
+                precondition: Precondition { resource_version: rv, uid: None },
+                finalizing: Default::default(),
+            };
+            match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
+                Ok(_) => {}
+                Err(WriteError::Conflict | WriteError::NotFound) => {
+                    moved_on = true;
+                    break;
+                }
+                Err(e) => return Err(ApiError::internal(e)),
+            }
+        }
+        if !moved_on {
+            return Ok(());
+        }
+        // A quota moved on: what was charged before it stays charged (the controller
+        // gives back what was not used); read again and charge what is left.
+    }
+    Err(ApiError::conflict(t.def.group_resource(), object::meta_str(obj, "name").unwrap_or("")))
+}
+
+fn forbidden(t: &Target, obj: &Object, why: &str) -> ApiError {
+    ApiError::forbidden(t.def.group_resource(), object::meta_str(obj, "name").unwrap_or(""), why)
+}
+
+/// A ResourceList as amounts (what does not read is left out).
+pub fn resource_list(v: Option<&Value>) -> Usage {
+    v.and_then(Value::as_object).into_iter().flatten().filter_map(|(k, v)| amount(v).map(|a| (k.clone(), a))).collect()
+}
+
+/// A quantity in thousandths.
+fn amount(v: &Value) -> Option<i128> {
+    match v {
+        Value::String(s) => kuorum_api::quantity::parse(s.trim()).ok().and_then(|q| q.milli()),
+        Value::Number(n) => n.as_i64().map(|i| i128::from(i) * 1000),
+        _ => None,
+    }
+}
+
+/// One of something, in thousandths.
+const ONE: i128 = 1000;
+
+/// An amount (thousandths) of `resource` as a quantity: binary for bytes that are whole
+/// KiB and up, milli for a fraction, else the whole number.
+pub fn format_amount(resource: &str, milli: i128) -> String {
+    let bytes = ["memory", "storage", "hugepages-"].iter().any(|b| resource.contains(b));
+    let whole = milli / ONE;
+    let text = if milli % ONE != 0 {
+        format!("{milli}m")
+    } else if bytes && whole >= 1024 && whole % 1024 == 0 {
+        format!("{}Ki", whole / 1024)
+    } else {
+        format!("{whole}")
+    };
+    kuorum_api::quantity::parse(&text).map(|q| q.canonical()).unwrap_or(text)
+}
+
+/// Writes `used` as the quota's `status.used` (and `status.hard` as it is).
+fn set_used(quota: &mut Object, used: &Usage) {
+    let list: Map<String, Value> = used.iter().map(|(k, v)| (k.clone(), Value::from(format_amount(k, *v)))).collect();
+    let status = quota.entry("status").or_insert_with(|| json!({}));
+    if !status.is_object() {
+        *status = json!({});
+    }
+    status.as_object_mut().expect("made an object above").insert("used".into(), Value::Object(list));
+}
+
+/// Whether the quota resource `key` is one an object of (group, plural) can use.
+pub fn counts_toward(group: &str, plural: &str, key: &str) -> bool {
+    if key == count_name(group, plural) {
+        return true;
+    }
+    match (group, plural) {
+        ("", "pods") => {
+            key == "pods"
+                || COMPUTE.iter().any(|r| key == *r || key == format!("requests.{r}") || key == format!("limits.{r}"))
+                || key.starts_with("hugepages-")
+                || key.starts_with("requests.hugepages-")
+        }
+        ("", "services") => matches!(key, "services" | "services.loadbalancers" | "services.nodeports"),
+        ("", "persistentvolumeclaims") => {
+            matches!(key, "persistentvolumeclaims" | "requests.storage")
+                || key.ends_with(".storageclass.storage.k8s.io/persistentvolumeclaims")
+                || key.ends_with(".storageclass.storage.k8s.io/requests.storage")
+        }
+        ("", "configmaps" | "secrets" | "replicationcontrollers" | "resourcequotas") => key == plural,
+        _ => false,
+    }
+}
+
+/// `count/<resource>` for the core group, `count/<resource>.<group>` otherwise.
+fn count_name(group: &str, plural: &str) -> String {
+    if group.is_empty() {
+        format!("count/{plural}")
+    } else {
+        format!("count/{plural}.{group}")
+    }
+}
+
+/// What `obj`, an object of (group, plural), uses at `now` (Unix seconds).
+pub fn usage(group: &str, plural: &str, obj: &Object, now: i64) -> Usage {
+    let mut u = Usage::new();
+    u.insert(count_name(group, plural), ONE);
+    match (group, plural) {
+        ("", "pods") => pod_usage(obj, now, &mut u),
+        ("", "services") => {
+            u.insert("services".into(), ONE);
+            let spec = obj.get("spec");
+            let kind = spec.and_then(|s| s.get("type")).and_then(Value::as_str).unwrap_or("ClusterIP");
+            let ports = spec.and_then(|s| s.get("ports")).and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+            match kind {
+                "LoadBalancer" => {
+                    u.insert("services.loadbalancers".into(), ONE);
+                    let allocate = spec.and_then(|s| s.get("allocateLoadBalancerNodePorts")).and_then(Value::as_bool);
+                    let n = if allocate == Some(false) {
+                        ports
+                            .iter()
+                            .filter(|p| p.get("nodePort").and_then(Value::as_i64).is_some_and(|n| n != 0))
+                            .count()
+                    } else {
+                        ports.len()
+                    };
+                    u.insert("services.nodeports".into(), n as i128 * ONE);
+                }
+                "NodePort" => {
+                    u.insert("services.nodeports".into(), ports.len() as i128 * ONE);
+                }
+                _ => {}
+            }
+        }
+        ("", "persistentvolumeclaims") => {
+            u.insert("persistentvolumeclaims".into(), ONE);
+            let asked = amount(obj.pointer_value("/spec/resources/requests/storage")).unwrap_or(0);
+            let allocated = amount(obj.pointer_value("/status/allocatedResources/storage")).unwrap_or(0);
+            // Whole bytes, rounded up.
+            let storage = (asked.max(allocated) + ONE - 1) / ONE * ONE;
+            if storage > 0 {
+                u.insert("requests.storage".into(), storage);
+            }
+            let class = obj
+                .pointer_value("/metadata/annotations/volume.beta.kubernetes.io~1storage-class")
+                .as_str()
+                .or_else(|| obj.pointer_value("/spec/storageClassName").as_str())
+                .filter(|c| !c.is_empty());
+            if let Some(class) = class {
+                u.insert(format!("{class}{STORAGE_CLASS_SUFFIX}persistentvolumeclaims"), ONE);
+                if storage > 0 {
+                    u.insert(format!("{class}{STORAGE_CLASS_SUFFIX}requests.storage"), storage);
+                }
+            }
+        }
+        ("", "configmaps" | "secrets" | "replicationcontrollers" | "resourcequotas") => {
+            u.insert(plural.to_string(), ONE);
+        }
+        _ => {}
+    }
+    u
+}
+
+/// A value at a JSON pointer of an object (`Null` when absent).
+trait PointerValue {
+    fn pointer_value(&self, pointer: &str) -> &Value;
+}
+
+impl PointerValue for Object {
+    fn pointer_value(&self, pointer: &str) -> &Value {
+        static NULL: Value = Value::Null;
+        let mut parts = pointer.split('/').skip(1).map(|p| p.replace("~1", "/").replace("~0", "~"));
+        let Some(first) = parts.next() else { return &NULL };
+        let mut v = match self.get(&first) {
+            Some(v) => v,
+            None => return &NULL,
+        };
+        for p in parts {
+            v = match v.get(&p) {
+                Some(v) => v,
+                None => return &NULL,
+            };
+        }
+        v
+    }
+}
+
+/// kube's `QuotaV1Pod`: a pod counts for compute and `pods` unless it finished, or its
+/// graceful deletion has run out.
+fn pod_counts(pod: &Object, now: i64) -> bool {
+    let phase = pod.pointer_value("/status/phase").as_str();
+    if matches!(phase, Some("Succeeded" | "Failed")) {
+        return false;
+    }
+    let at = pod.pointer_value("/metadata/deletionTimestamp").as_str().and_then(kuorum_api::time::unix_seconds);
+    let grace = pod.pointer_value("/metadata/deletionGracePeriodSeconds").as_i64();
+    !matches!((at, grace), (Some(at), Some(g)) if now > at + g)
+}
+
+fn pod_usage(pod: &Object, now: i64, u: &mut Usage) {
+    if !pod_counts(pod, now) {
+        return;
+    }
+    u.insert("pods".into(), ONE);
+    let (requests, limits) = (pod_resources(pod, "requests", true), pod_resources(pod, "limits", true));
+    for r in COMPUTE {
+        if let Some(v) = requests.get(*r) {
+            u.insert((*r).to_string(), *v);
+            u.insert(format!("requests.{r}"), *v);
+        }
+        if let Some(v) = limits.get(*r) {
+            u.insert(format!("limits.{r}"), *v);
+        }
+    }
+    for (k, v) in &requests {
+        if k.starts_with("hugepages-") {
+            u.insert(k.clone(), *v);
+            u.insert(format!("requests.{k}"), *v);
+        } else if !COMPUTE.contains(&k.as_str()) && k.contains('/') {
+            u.insert(format!("requests.{k}"), *v);
+        }
+    }
+}
+
+/// kube's `PodRequests`/`PodLimits`: the larger of the containers' sum (with sidecars) and
+/// each init container's need (with the sidecars started before it); with `overhead`,
+/// `spec.overhead` on top (for limits, only where there is a limit).
+pub(crate) fn pod_resources(pod: &Object, field: &str, overhead: bool) -> Usage {
+    let of = |c: &Value| resource_list(c.get("resources").and_then(|r| r.get(field)));
+    let add = |into: &mut Usage, from: &Usage| {
+        for (k, v) in from {
+            *into.entry(k.clone()).or_default() += v;
+        }
+    };
+    let max = |into: &mut Usage, from: &Usage| {
+        for (k, v) in from {
+            let e = into.entry(k.clone()).or_default();
+            *e = (*e).max(*v);
+        }
+    };
+    let list =
+        |name: &str| pod.get("spec").and_then(|s| s.get(name)).and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut total = Usage::new();
+    for c in list("containers") {
+        add(&mut total, &of(&c));
+    }
+    let mut sidecars = Usage::new();
+    let mut init_need = Usage::new();
+    for c in list("initContainers") {
+        let own = of(&c);
+        if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+            add(&mut sidecars, &own);
+            max(&mut init_need, &sidecars);
+        } else {
+            let mut need = sidecars.clone();
+            add(&mut need, &own);
+            max(&mut init_need, &need);
+        }
+    }
+    add(&mut total, &sidecars);
+    max(&mut total, &init_need);
+    if !overhead {
+        return total;
+    }
+    let requests = field == "requests";
+    for (k, v) in resource_list(pod.get("spec").and_then(|s| s.get("overhead"))) {
+        if requests || total.get(&k).is_some_and(|l| *l != 0) {
+            *total.entry(k).or_default() += v;
+        }
+    }
+    total
+}
+
+/// kube's pod `Constraints`: the tracked compute resources some container leaves out,
+/// as `limits.cpu for: a,b; requests.memory for: c`.
+fn unspecified(pod: &Object, hard: &Usage) -> Option<String> {
+    let mut parts = Vec::new();
+    for r in REQUIRED.iter().filter(|r| hard.contains_key(**r)) {
+        let (field, name) = match r.split_once('.') {
+            Some((f, n)) => (if f == "limits" { "limits" } else { "requests" }, n),
+            None => ("requests", *r),
+        };
+        let mut missing: Vec<&str> = ["initContainers", "containers"]
+            .iter()
+            .filter_map(|l| pod.get("spec").and_then(|s| s.get(*l)).and_then(Value::as_array))
+            .flatten()
+            .filter(|c| c.get("resources").and_then(|x| x.get(field)).and_then(|x| x.get(name)).is_none())
+            .map(|c| c.get("name").and_then(Value::as_str).unwrap_or(""))
+            .collect();
+        if !missing.is_empty() {
+            missing.sort();
+            parts.push(format!("{r} for: {}", missing.join(",")));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// Whether the quota's scopes (and scope selector) match `obj`. Only pods match scoped
+/// quotas (kube's services and object counts match none; PVCs only a gated scope).
+pub fn scopes_match(quota: &Object, group: &str, plural: &str, obj: &Object) -> bool {
+    let spec = quota.get("spec");
+    let mut terms: Vec<(String, String, Vec<String>)> = Vec::new();
+    for s in spec.and_then(|s| s.get("scopes")).and_then(Value::as_array).into_iter().flatten() {
+        terms.push((s.as_str().unwrap_or("").to_string(), "Exists".into(), Vec::new()));
+    }
+    let exprs = spec.and_then(|s| s.pointer("/scopeSelector/matchExpressions")).and_then(Value::as_array);
+    for e in exprs.into_iter().flatten() {
+        let field = |f: &str| e.get(f).and_then(Value::as_str).unwrap_or("").to_string();
+        let values = e.get("values").and_then(Value::as_array).into_iter().flatten();
+        terms.push((
+            field("scopeName"),
+            field("operator"),
+            values.filter_map(Value::as_str).map(str::to_string).collect(),
+        ));
+    }
+    if terms.is_empty() {
+        return true;
+    }
+    if (group, plural) != ("", "pods") {
+        return false;
+    }
+    terms.iter().all(|(scope, op, values)| {
+        let spec = obj.get("spec");
+        match scope.as_str() {
+            "Terminating" | "NotTerminating" => {
+                let t =
+                    spec.and_then(|s| s.get("activeDeadlineSeconds")).and_then(Value::as_i64).is_some_and(|d| d >= 0);
+                t == (scope == "Terminating")
+            }
+            "BestEffort" | "NotBestEffort" => {
+                let best = pod_resources(obj, "requests", false)
+                    .keys()
+                    .chain(pod_resources(obj, "limits", false).keys())
+                    .all(|k| k != "cpu" && k != "memory");
+                best == (scope == "BestEffort")
+            }
+            "PriorityClass" => {
+                let class = spec.and_then(|s| s.get("priorityClassName")).and_then(Value::as_str).unwrap_or("");
+                match op.as_str() {
+                    "Exists" => !class.is_empty(),
+                    "DoesNotExist" => class.is_empty(),
+                    "In" => !class.is_empty() && values.iter().any(|v| v == class),
+                    "NotIn" => class.is_empty() || !values.iter().any(|v| v == class),
+                    _ => false,
+                }
+            }
+            "CrossNamespacePodAffinity" => {
+                let affinity = spec.and_then(|s| s.get("affinity"));
+                ["podAffinity", "podAntiAffinity"].iter().any(|a| {
+                    let at = affinity.and_then(|x| x.get(*a));
+                    let req = at
+                        .and_then(|x| x.get("requiredDuringSchedulingIgnoredDuringExecution"))
+                        .and_then(Value::as_array);
+                    let pref = at
+                        .and_then(|x| x.get("preferredDuringSchedulingIgnoredDuringExecution"))
+                        .and_then(Value::as_array)
+                        .map(|l| l.iter().filter_map(|p| p.get("podAffinityTerm")).cloned().collect::<Vec<_>>());
+                    req.cloned().unwrap_or_default().iter().chain(pref.unwrap_or_default().iter()).any(|t| {
+                        t.get("namespaces").and_then(Value::as_array).is_some_and(|n| !n.is_empty())
+                            || t.get("namespaceSelector").is_some_and(|s| !s.is_null())
+                    })
+                })
+            }
+            _ => false,
+        }
+    })
+}
+
+/// What the objects in `namespace` use of the resources `hard` names, read from this
+/// node's cache: the quota controller's recomputation.
+pub fn used_in(st: &RestState, namespace: &str, quota: &Object, hard: &Usage) -> Usage {
+    let now = st.clock.now_unix_seconds();
+    let mut resources: Vec<(&'static str, &'static str)> = Vec::new();
+    for key in hard.keys() {
+        let r = resource_of(key);
+        if let Some(r) = r.filter(|r| !resources.contains(r)) {
+            resources.push(r);
+        }
+    }
+    let mut used: Usage = hard.keys().map(|k| (k.clone(), 0)).collect();
+    for (group, plural) in resources {
+        for obj in cached_list(st, group, plural, Some(namespace)) {
+            if !scopes_match(quota, group, plural, &obj) {
+                continue;
+            }
+            for (k, v) in usage(group, plural, &obj, now) {
+                if let Some(e) = used.get_mut(&k) {
+                    *e += v;
+                }
+            }
+        }
+    }
+    used
+}
+
+/// The resource a quota key counts: (group, plural) of a known kind.
+fn resource_of(key: &str) -> Option<(&'static str, &'static str)> {
+    if let Some(counted) = key.strip_prefix("count/") {
+        let (plural, group) = counted.split_once('.').unwrap_or((counted, ""));
+        let def = kuorum_api::registry::builtin().into_iter().find(|d| d.group == group && d.plural == plural)?;
+        return Some((def.group, def.plural));
+    }
+    ["pods", "services", "persistentvolumeclaims", "configmaps", "secrets", "replicationcontrollers", "resourcequotas"]
+        .into_iter()
+        .find(|p| counts_toward("", p, key))
+        .map(|p| ("", p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(v: Value) -> Object {
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_pod_uses_its_containers_and_its_largest_init_container() {
+        let pod = obj(json!({"spec": {
+            "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "2"}}}],
+            "containers": [
+                {"name": "a", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}}},
+                {"name": "b", "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}}}
+            ],
+            "overhead": {"cpu": "100m"}
+        }}));
+        let u = usage("", "pods", &pod, 0);
+        assert_eq!(u["pods"], ONE);
+        assert_eq!(u["count/pods"], ONE);
+        assert_eq!(u["requests.cpu"], 2100, "the init container needs more than the two together, plus overhead");
+        assert_eq!(format_amount("requests.memory", u["requests.memory"]), "1536Mi");
+        assert_eq!(format_amount("limits.memory", u["limits.memory"]), "1Gi");
+        assert_eq!(format_amount("requests.cpu", 750), "750m");
+        assert_eq!(format_amount("pods", 10 * ONE), "10");
+        let done = obj(json!({"spec": {}, "status": {"phase": "Failed"}}));
+        assert_eq!(usage("", "pods", &done, 0).get("pods"), None);
+        assert_eq!(usage("", "pods", &done, 0)["count/pods"], ONE);
+    }
+
+    #[test]
+    fn services_claims_and_counts() {
+        let lb = obj(json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 80}, {"port": 443}]}}));
+        let u = usage("", "services", &lb, 0);
+        assert_eq!((u["services"], u["services.loadbalancers"], u["services.nodeports"]), (ONE, ONE, 2 * ONE));
+        let pvc = obj(json!({"spec": {"storageClassName": "fast", "resources": {"requests": {"storage": "10Gi"}}}}));
+        let u = usage("", "persistentvolumeclaims", &pvc, 0);
+        assert_eq!(format_amount("requests.storage", u["fast.storageclass.storage.k8s.io/requests.storage"]), "10Gi");
+        assert_eq!(usage("apps", "deployments", &obj(json!({})), 0)["count/deployments.apps"], ONE);
+        assert!(counts_toward("", "configmaps", "configmaps"));
+        assert!(counts_toward("apps", "deployments", "count/deployments.apps"));
+        assert!(!counts_toward("apps", "deployments", "pods"));
+        assert_eq!(resource_of("count/deployments.apps"), Some(("apps", "deployments")));
+        assert_eq!(resource_of("requests.cpu"), Some(("", "pods")));
+        assert_eq!(resource_of("services.nodeports"), Some(("", "services")));
+    }
+
+    #[test]
+    fn a_pod_must_name_what_a_quota_tracks() {
+        let pod = obj(json!({"spec": {"containers": [
+            {"name": "b", "resources": {"requests": {"cpu": "1"}}},
+            {"name": "a", "resources": {}}
+        ]}}));
+        let hard: Usage = [("requests.cpu".to_string(), 4), ("limits.memory".to_string(), 4)].into();
+        assert_eq!(unspecified(&pod, &hard).unwrap(), "requests.cpu for: a; limits.memory for: a,b");
+        assert_eq!(unspecified(&pod, &[("pods".to_string(), ONE)].into()), None);
+    }
+
+    #[test]
+    fn scopes() {
+        let q = |spec: Value| obj(json!({"spec": spec}));
+        let best = obj(json!({"spec": {"containers": [{"name": "a"}]}}));
+        let burst = obj(json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}],
+                                        "priorityClassName": "high"}}));
+        assert!(scopes_match(&q(json!({"scopes": ["BestEffort"]})), "", "pods", &best));
+        assert!(!scopes_match(&q(json!({"scopes": ["BestEffort"]})), "", "pods", &burst));
+        assert!(scopes_match(&q(json!({"scopes": ["NotTerminating"]})), "", "pods", &best));
+        let pc = q(
+            json!({"scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}}),
+        );
+        assert!(scopes_match(&pc, "", "pods", &burst));
+        assert!(!scopes_match(&pc, "", "pods", &best));
+        assert!(!scopes_match(&pc, "", "services", &best));
+        assert!(scopes_match(&q(json!({"hard": {}})), "", "services", &best));
+    }
+}
