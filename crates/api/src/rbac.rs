@@ -293,6 +293,31 @@ pub fn validate_binding(binding: &Value, old: Option<&Value>, namespaced: bool) 
     errs
 }
 
+/// kube's ClusterRole aggregation: the rules `role` aggregates from `roles` (sorted by
+/// key, so by name), each rule once, in the order met, or `None` when it has no
+/// `aggregationRule`.
+pub fn aggregated(role: &Value, roles: &[(String, Value)]) -> Option<Value> {
+    use crate::kinds::common::selector_matches;
+    let selectors = role.pointer("/aggregationRule/clusterRoleSelectors")?.as_array()?;
+    let name = role.pointer("/metadata/name");
+    let mut rules: Vec<Value> = Vec::new();
+    for (_, other) in roles {
+        if other.pointer("/metadata/name") == name {
+            continue;
+        }
+        let labels = other.pointer("/metadata/labels");
+        if !selectors.iter().any(|s| selector_matches(s, labels)) {
+            continue;
+        }
+        for rule in other.get("rules").and_then(Value::as_array).into_iter().flatten() {
+            if !rules.contains(rule) {
+                rules.push(rule.clone());
+            }
+        }
+    }
+    Some(Value::Array(rules))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -388,5 +413,26 @@ mod tests {
         moved["roleRef"]["name"] = json!("other");
         let errs = validate_binding(&moved, Some(&binding), true);
         assert_eq!(errs[0].field, "roleRef");
+    }
+
+    fn named_role(name: &str, labels: Value, rules: Value) -> (String, Value) {
+        (format!("/r/{name}"), json!({"metadata": {"name": name, "labels": labels}, "rules": rules}))
+    }
+
+    #[test]
+    fn an_aggregated_role_takes_the_rules_of_the_roles_it_selects_once_each() {
+        let read = json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]});
+        let write = json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]});
+        let roles = vec![
+            named_role("a-read", json!({"agg": "view"}), json!([read])),
+            named_role("b-write", json!({"agg": "edit"}), json!([write, read])),
+            named_role("c-other", json!({}), json!([{"apiGroups": ["x"], "resources": ["y"], "verbs": ["*"]}])),
+        ];
+        let edit = json!({"metadata": {"name": "edit"}, "aggregationRule": {"clusterRoleSelectors": [
+            {"matchLabels": {"agg": "edit"}}, {"matchLabels": {"agg": "view"}}]}});
+        assert_eq!(aggregated(&edit, &roles).unwrap(), json!([read, write]));
+        assert_eq!(aggregated(&json!({"metadata": {"name": "plain"}}), &roles), None);
+        let none = json!({"metadata": {"name": "n"}, "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"agg": "no"}}]}});
+        assert_eq!(aggregated(&none, &roles).unwrap(), json!([]));
     }
 }

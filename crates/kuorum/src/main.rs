@@ -4,6 +4,7 @@
 //! backups; `chaos` injects faults into nodes started with `--enable-chaos`.
 
 mod chaos;
+mod csr_signer;
 mod member;
 mod pki;
 mod serve;

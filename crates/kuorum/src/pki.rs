@@ -138,6 +138,14 @@ impl Ca {
     }
 }
 
+impl Ca {
+    /// Signs a certificate request as it stands (subject, key, validity and usages set by
+    /// the caller): the certificate's PEM.
+    pub fn sign_request(&self, request: rcgen::CertificateSigningRequestParams) -> anyhow::Result<String> {
+        Ok(request.signed_by(&self.cert, &self.key)?.pem())
+    }
+}
+
 /// Makes what a local cluster of `nodes` needs in `dir` unless it is all there: a CA, a
 /// certificate per node valid for localhost and 127.0.0.1 (and `hosts`), and the admin's.
 pub fn ensure_cluster(dir: &Path, nodes: u64, hosts: &[String]) -> anyhow::Result<()> {
@@ -162,9 +170,13 @@ pub fn ensure_cluster(dir: &Path, nodes: u64, hosts: &[String]) -> anyhow::Resul
 }
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct CertsArgs {
+    /// Sign approved CertificateSigningRequests (kubelets', users') with the CA.
+    #[command(subcommand)]
+    pub action: Option<CertsAction>,
     /// Where the CA and certificates are (created if missing).
-    #[arg(long)]
+    #[arg(long, default_value = "")]
     pub dir: PathBuf,
     /// Node certificates to make (node1 .. nodeN), with the admin's.
     #[arg(long, default_value_t = 3)]
@@ -182,7 +194,21 @@ pub struct CertsArgs {
     pub groups: Vec<String>,
 }
 
+#[derive(clap::Subcommand, Debug)]
+pub enum CertsAction {
+    /// Sign the approved, unsigned CertificateSigningRequests of the client signers
+    /// (`kubernetes.io/kube-apiserver-client-kubelet`, `kubernetes.io/kube-apiserver-client`)
+    /// with the CA in --dir, as kube-controller-manager's signer would.
+    SignCsr(crate::csr_signer::SignArgs),
+}
+
 pub fn run(args: CertsArgs) -> anyhow::Result<()> {
+    if let Some(CertsAction::SignCsr(sign)) = args.action {
+        return crate::csr_signer::run(sign);
+    }
+    if args.dir.as_os_str().is_empty() {
+        bail!("--dir is required");
+    }
     match &args.user {
         Some(user) => {
             if user.is_empty() || user.contains('/') {

@@ -1,10 +1,12 @@
 //! What every Kubernetes cluster has from the start: the system namespaces (with
 //! `kube-node-lease`, where kubelets keep their heartbeats), the two system
-//! PriorityClasses, and the default roles and bindings of kube-apiserver's bootstrap
-//! policy ([`policy`]). Whichever
-//! node leads creates them; a create that meets an existing object is done too, so every
-//! node may try. An object an administrator changed or deleted later is left as it is
-//! once it existed (kube-apiserver reconciles its roles at each start; kuorum does not).
+//! PriorityClasses, and the roles and bindings of kube-apiserver's bootstrap policy
+//! ([`policy`]). Whichever node leads creates them; a create that meets an existing
+//! object is done too, so every node may try. At every start the roles and bindings are
+//! reconciled as kube-apiserver does: one that was deleted is made again, and what a
+//! stored one lacks of the policy is added back (what it has more is kept; one annotated
+//! `rbac.authorization.kubernetes.io/autoupdate: "false"` is left alone). A namespace or
+//! PriorityClass an administrator changed is left as it is.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +17,7 @@ use kuorum_api::registry::RBAC_GROUP;
 use kuorum_api::seams::{new_uid, Clock, Entropy};
 use kuorum_raft::Cluster;
 use kuorum_store::keys::{namespace_key, ObjectKey};
-use kuorum_store::{Command, WriteError};
+use kuorum_store::{Command, Precondition, WriteError};
 use serde_json::{json, Value};
 
 pub const SYSTEM_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -58,15 +60,57 @@ pub async fn ensure_bootstrap_objects(cluster: Cluster, clock: Arc<dyn Clock>, e
         let key = ObjectKey { group: "scheduling.k8s.io", resource: "priorityclasses", namespace: None, name }.encode();
         ensure(&cluster, clock.as_ref(), entropy.as_ref(), key, object).await;
     }
-    for (resource, object) in policy::cluster_roles().into_iter().chain(policy::cluster_role_bindings()) {
-        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
-        let key = ObjectKey { group: RBAC_GROUP, resource, namespace: None, name: &name }.encode();
-        ensure(&cluster, clock.as_ref(), entropy.as_ref(), key, object).await;
+    for b in policy::policy() {
+        let name = b.object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let namespace = b.namespace.as_deref();
+        let key = ObjectKey { group: RBAC_GROUP, resource: b.resource, namespace, name: &name }.encode();
+        ensure_in(&cluster, clock.as_ref(), entropy.as_ref(), key.clone(), namespace, b.object.clone()).await;
+        reconcile(&cluster, &key, &b.object).await;
+    }
+}
+
+/// kube's start-up reconciliation of one bootstrap role or binding (on the leader).
+async fn reconcile(cluster: &Cluster, key: &str, wanted: &Value) {
+    for _ in 0..5 {
+        if cluster.leader() != Some(cluster.node_id()) {
+            return;
+        }
+        let Ok(Some(bytes)) = cluster.get(key) else { return };
+        let Ok(stored) = serde_json::from_slice::<Value>(&bytes) else { return };
+        let Some(updated) = policy::reconcile(&stored, wanted) else { return };
+        let rv = stored.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|v| v.parse().ok());
+        let cmd = Command::Update {
+            key: key.to_string(),
+            object: Bytes::from(serde_json::to_vec(&updated).expect("json")),
+            precondition: Precondition { resource_version: rv, uid: None },
+            finalizing: Default::default(),
+        };
+        match cluster.write(cmd, Duration::from_secs(5)).await {
+            Ok(Ok(_)) => {
+                tracing::info!("reconciled the bootstrap policy's {key}");
+                return;
+            }
+            Ok(Err(WriteError::Conflict)) => continue,
+            Ok(Err(e)) => return tracing::warn!("reconciling {key}: {e}"),
+            Err(e) => return tracing::debug!("reconciling {key}: {e}"),
+        }
     }
 }
 
 /// Creates the cluster-scoped `object` at `key` unless it exists, retrying until it does.
-async fn ensure(cluster: &Cluster, clock: &dyn Clock, entropy: &dyn Entropy, key: String, mut object: Value) {
+async fn ensure(cluster: &Cluster, clock: &dyn Clock, entropy: &dyn Entropy, key: String, object: Value) {
+    ensure_in(cluster, clock, entropy, key, None, object).await
+}
+
+/// Creates `object` at `key` (in `namespace`) unless it exists, retrying until it does.
+async fn ensure_in(
+    cluster: &Cluster,
+    clock: &dyn Clock,
+    entropy: &dyn Entropy,
+    key: String,
+    namespace: Option<&str>,
+    mut object: Value,
+) {
     loop {
         if matches!(cluster.get(&key), Ok(Some(_))) {
             return;
@@ -80,7 +124,7 @@ async fn ensure(cluster: &Cluster, clock: &dyn Clock, entropy: &dyn Entropy, key
         object["metadata"]["creationTimestamp"] = json!(clock.now_rfc3339());
         let cmd = Command::Create {
             key: key.clone(),
-            namespace: None,
+            namespace: namespace.map(str::to_string),
             object: Bytes::from(serde_json::to_vec(&object).expect("json")),
         };
         match cluster.write(cmd, Duration::from_secs(5)).await {

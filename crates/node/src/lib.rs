@@ -20,6 +20,8 @@ mod debug;
 pub mod http_server;
 mod members;
 mod namespace_controller;
+mod quota_controller;
+mod role_aggregation;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -254,6 +256,7 @@ where
         rest.chaos = Some(kuorum_rest::chaos::Chaos::new(gate, rest.entropy.clone(), &rest.metrics));
     }
     let chaos = rest.chaos.clone();
+    tasks.push(tokio::spawn(quota_controller::run(rest.clone())));
     let mut own = debug::router(started.raft.clone())
         .merge(members::router(started.raft.clone()))
         .merge(backup::router(started.state_machine.clone(), cluster.clone()));
@@ -273,6 +276,7 @@ where
     tasks.push(tokio::spawn(crd_controller::run(cluster.clone(), seams.clock)));
     tasks.push(tokio::spawn(compaction::run(cluster.clone(), cfg.compaction_window)));
     tasks.push(tokio::spawn(claim_repair::run(cluster.clone())));
+    tasks.push(tokio::spawn(role_aggregation::run(cluster.clone())));
     let ticking = cache.clone();
     tasks.push(tokio::spawn(async move {
         loop {

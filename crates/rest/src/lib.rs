@@ -101,6 +101,9 @@ pub struct RestState {
     pub pools: kuorum_api::kinds::allocation::Pools,
     /// Which admission plugins run (`--disable-admission-plugins`).
     pub admission: admission::Plugins,
+    /// Held while this node charges a ResourceQuota, so its own creates queue rather than
+    /// race each other for the quota's version (other nodes' creates still may).
+    pub quota_charging: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl RestState {
@@ -119,6 +122,7 @@ impl RestState {
             chaos: None,
             pools: Default::default(),
             admission: Default::default(),
+            quota_charging: Default::default(),
         }
     }
 }

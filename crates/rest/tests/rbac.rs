@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::Method;
-use kuorum_api::bootstrap_policy::{cluster_role_bindings, cluster_roles};
+use kuorum_api::bootstrap_policy::{cluster_role_bindings, cluster_roles_aggregated};
 use kuorum_rest::auth::Authenticator;
 use kuorum_rest::authz::Authorization;
 use serde_json::{json, Value};
@@ -33,7 +33,7 @@ async fn app() -> common::App {
     };
     let app = common::App { router: kuorum_rest::router(state.clone()), state };
     // The bootstrap policy a node creates: reviews for every authenticated user.
-    for (resource, object) in cluster_roles().into_iter().chain(cluster_role_bindings()) {
+    for (resource, object) in cluster_roles_aggregated().into_iter().chain(cluster_role_bindings()) {
         admin(&app, &format!("{RBAC}/{resource}"), object).await;
     }
     app

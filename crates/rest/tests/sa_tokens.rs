@@ -14,7 +14,7 @@ use axum::body::Body;
 use axum::http::Method;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use kuorum_api::bootstrap_policy::{cluster_role_bindings, cluster_roles};
+use kuorum_api::bootstrap_policy::{cluster_role_bindings, cluster_roles_aggregated};
 use kuorum_api::seams::Clock;
 use kuorum_rest::auth::Authenticator;
 use kuorum_rest::authz::Authorization;
@@ -101,7 +101,7 @@ async fn app(tokens: Option<ServiceAccountConfig>) -> common::App {
     let state =
         kuorum_rest::RestState { auth: Arc::new(auth), authorization: Authorization::Rbac, ..base.state.clone() };
     let app = common::App { router: kuorum_rest::router(state.clone()), state };
-    for (resource, object) in cluster_roles().into_iter().chain(cluster_role_bindings()) {
+    for (resource, object) in cluster_roles_aggregated().into_iter().chain(cluster_role_bindings()) {
         let r =
             call(&app, ADMIN, Method::POST, &format!("/apis/rbac.authorization.k8s.io/v1/{resource}"), Some(object))
                 .await;

@@ -36,9 +36,10 @@ use crate::object::{self, Object};
 use crate::target::Target;
 use crate::RestState;
 
-/// How often charging is redone when a quota moves on (kube retries 3 times, but waits
-/// for its informer; here each attempt reads behind a barrier).
-const ATTEMPTS: usize = 8;
+/// How often charging is redone when a quota moves on under it (kube retries 3 times, but
+/// batches a node's evaluations; here a node charges one at a time, so only other nodes'
+/// charges move a quota on, and each attempt after the first reads behind a barrier).
+const ATTEMPTS: usize = 32;
 
 /// Resource names and their amounts.
 pub type Usage = BTreeMap<String, i128>;
@@ -58,7 +59,13 @@ pub(crate) async fn charge(st: &RestState, t: &Target, obj: &Object, dry_run: bo
     let (group, plural) = (t.storage_def().group, t.storage_def().plural);
     let now = st.clock.now_unix_seconds();
     let wanted = usage(group, plural, obj, now);
+    let mut held = None;
     for attempt in 1..=ATTEMPTS {
+        if attempt > 1 {
+            // Another node charged first: let it finish before reading again.
+            let jitter = st.entropy.next_u64() % (2 * attempt as u64);
+            tokio::time::sleep(std::time::Duration::from_millis(jitter)).await;
+        }
         let quotas = if attempt == 1 {
             cached_list(st, "", "resourcequotas", Some(namespace))
         } else {
@@ -112,6 +119,13 @@ pub(crate) async fn charge(st: &RestState, t: &Target, obj: &Object, dry_run: bo
         }
         if dry_run || charges.is_empty() {
             return Ok(());
+        }
+        if held.is_none() {
+            // Charge one at a time on this node; what was read may be stale once held.
+            held = Some(st.quota_charging.lock().await);
+            if attempt == 1 {
+                continue;
+            }
         }
         let mut moved_on = false;
         for (quota, used, requested) in charges {
@@ -417,6 +431,7 @@ fn unspecified(pod: &Object, hard: &Usage) -> Option<String> {
             parts.push(format!("{r} for: {}", missing.join(",")));
         }
     }
+    parts.sort();
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
@@ -518,6 +533,42 @@ pub fn used_in(st: &RestState, namespace: &str, quota: &Object, hard: &Usage) ->
     used
 }
 
+/// Every ResourceQuota in this node's cache.
+pub fn all_quotas(st: &RestState) -> Vec<Object> {
+    cached_list(st, "", "resourcequotas", None)
+}
+
+/// Where `quota` is stored.
+pub fn key_of(quota: &Object) -> String {
+    let (namespace, name) = (object::meta_str(quota, "namespace"), object::meta_str(quota, "name").unwrap_or(""));
+    ObjectKey { group: "", resource: "resourcequotas", namespace, name }.encode()
+}
+
+/// The quota controller's view of `quota`: `status.hard` as `spec.hard` says and
+/// `status.used` as counted, when either differs from what is stored (`None` otherwise).
+/// A count that differs only in `used` is written when `stable`: the same count was made
+/// a pass ago, so a charge whose object was on its way has had time to be stored.
+pub fn recount(st: &RestState, quota: &Object, stable: Option<&Usage>) -> (Usage, Option<Object>) {
+    let spec_hard = quota.get("spec").and_then(|s| s.get("hard")).cloned().unwrap_or_else(|| json!({}));
+    let hard = resource_list(Some(&spec_hard));
+    let namespace = object::meta_str(quota, "namespace").unwrap_or("");
+    let counted = used_in(st, namespace, quota, &hard);
+    let status = quota.get("status");
+    let stored_hard = status.and_then(|s| s.get("hard")).cloned().unwrap_or_else(|| json!({}));
+    let stored_used = resource_list(status.and_then(|s| s.get("used")));
+    let hard_moved = stored_hard != spec_hard || !stored_used.keys().eq(counted.keys());
+    let used_moved = stored_used != counted && stable == Some(&counted);
+    if !hard_moved && !used_moved {
+        return (counted, None);
+    }
+    let mut q = quota.clone();
+    set_used(&mut q, &counted);
+    if let Some(Value::Object(status)) = q.get_mut("status") {
+        status.insert("hard".into(), spec_hard);
+    }
+    (counted, Some(q))
+}
+
 /// The resource a quota key counts: (group, plural) of a known kind.
 fn resource_of(key: &str) -> Option<(&'static str, &'static str)> {
     if let Some(counted) = key.strip_prefix("count/") {
@@ -589,7 +640,7 @@ mod tests {
             {"name": "a", "resources": {}}
         ]}}));
         let hard: Usage = [("requests.cpu".to_string(), 4), ("limits.memory".to_string(), 4)].into();
-        assert_eq!(unspecified(&pod, &hard).unwrap(), "requests.cpu for: a; limits.memory for: a,b");
+        assert_eq!(unspecified(&pod, &hard).unwrap(), "limits.memory for: a,b; requests.cpu for: a");
         assert_eq!(unspecified(&pod, &[("pods".to_string(), ONE)].into()), None);
     }
 
