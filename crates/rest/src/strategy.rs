@@ -55,7 +55,7 @@ pub(crate) fn before_write(
     }
     let Some(kind) = t.strategy() else { return Ok(Vec::new()) };
     let attributes = crate::admission::Attributes { st, target: t, old };
-    let warnings = crate::admission::admit(&attributes, obj)?;
+    crate::admission::mutate(&attributes, obj)?;
     if let (Some(a), Some(old)) = (kind.allocating(), old) {
         a.carry(old, obj);
     }
@@ -73,6 +73,7 @@ pub(crate) fn before_write(
         let name = object::meta_str(obj, "name").unwrap_or("");
         return Err(ApiError::invalid(t.def.group_kind(), name, &errs));
     }
+    let warnings = crate::admission::validate(&attributes, obj)?;
     if t.def.group == RBAC_GROUP {
         crate::authz::check_escalation(st, user, t, &Value::Object(obj.clone()))?;
     }

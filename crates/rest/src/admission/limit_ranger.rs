@@ -13,19 +13,23 @@ use crate::object::Object;
 
 const ANNOTATION: &str = "kubernetes.io/limit-ranger";
 
-pub(crate) fn admit(a: &Attributes, obj: &mut Object) -> Result<(), ApiError> {
+/// Mutating: the ranges' `Container` defaults.
+pub(crate) fn admit(a: &Attributes, obj: &mut Object) {
+    if !a.creates("", "pods") {
+        return;
+    }
+    for range in &cached_list(a.st, "", "limitranges", Some(a.namespace())) {
+        set_defaults(range, obj);
+    }
+}
+
+/// Validating: the ranges' bounds.
+pub(crate) fn validate(a: &Attributes, obj: &Object) -> Result<(), ApiError> {
     if !a.creates("", "pods") {
         return Ok(());
     }
-    let ranges = cached_list(a.st, "", "limitranges", Some(a.namespace()));
-    if ranges.is_empty() {
-        return Ok(());
-    }
-    for range in &ranges {
-        set_defaults(range, obj);
-    }
     // The first range a pod breaks refuses it, with all it breaks there.
-    for range in &ranges {
+    for range in &cached_list(a.st, "", "limitranges", Some(a.namespace())) {
         let mut errs: Vec<String> = Vec::new();
         for item in items(range) {
             check(item, obj, &mut errs);

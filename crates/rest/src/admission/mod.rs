@@ -1,6 +1,7 @@
 //! Owns admission: the plugins kube-apiserver runs by default that need no webhook, each
-//! in its own module, run on every write after defaults and before the kind's validation
-//! ([`crate::strategy::before_write`]), in kube's order:
+//! in its own module, run on every write ([`crate::strategy::before_write`]) in kube's
+//! order: the mutating ones after defaults and before the kind's validation, the
+//! validating ones after it:
 //!
 //! | plugin | what it does here |
 //! |---|---|
@@ -118,15 +119,15 @@ impl Attributes<'_> {
     }
 }
 
-/// The mutating plugins, then the validating ones, on `obj` before its kind validates it.
-/// Answers the warnings the plugins give.
-pub(crate) fn admit(a: &Attributes, obj: &mut Object) -> Result<Vec<String>, ApiError> {
+/// The mutating plugins, on `obj` before its kind validates it (kube's mutating
+/// admission).
+pub(crate) fn mutate(a: &Attributes, obj: &mut Object) -> Result<(), ApiError> {
     let plugins = &a.st.admission;
     if plugins.on("ServiceAccount") {
         service_account::admit(a, obj)?;
     }
     if plugins.on("LimitRanger") {
-        limit_ranger::admit(a, obj)?;
+        limit_ranger::admit(a, obj);
     }
     if plugins.on("Priority") {
         priority::admit(a, obj)?;
@@ -134,11 +135,21 @@ pub(crate) fn admit(a: &Attributes, obj: &mut Object) -> Result<Vec<String>, Api
     if plugins.on("DefaultTolerationSeconds") {
         default_toleration_seconds::admit(a, obj);
     }
-    let mut warnings = Vec::new();
-    if plugins.on("PodSecurity") {
-        warnings.extend(pod_security::validate(a, obj)?);
+    Ok(())
+}
+
+/// The validating plugins, on `obj` once its kind found it valid (kube's validating
+/// admission; ResourceQuota's charge comes last, in the verbs, just before the write).
+/// Answers the warnings they give.
+pub(crate) fn validate(a: &Attributes, obj: &Object) -> Result<Vec<String>, ApiError> {
+    let plugins = &a.st.admission;
+    if plugins.on("LimitRanger") {
+        limit_ranger::validate(a, obj)?;
     }
-    Ok(warnings)
+    if plugins.on("PodSecurity") {
+        return pod_security::validate(a, obj);
+    }
+    Ok(Vec::new())
 }
 
 /// A core/v1 object from this node's cache.
