@@ -6,8 +6,8 @@
 //!   kube's `exceeded quota` 403); every node reads `used: pods=10`; deleting 5 gives 5
 //!   back, and exactly 5 more get in.
 //! - LimitRanger: `kubectl run` in a namespace with a LimitRange gets its defaults.
-//! - PodSecurity: `kubectl run --privileged` in a `restricted` namespace is refused with
-//!   kube's message.
+//! - PodSecurity: `kubectl create` of a privileged pod in a `restricted` namespace is
+//!   refused with kube's message.
 //! - A bound pod's delete marks it (`kubectl delete --wait=false`); it stays on every node
 //!   until the kubelet's confirmation (`--grace-period=0 --force`) removes it.
 
@@ -120,7 +120,13 @@ fn quotas_limits_pod_security_and_graceful_deletion_on_three_nodes() {
     c.kubectl(1, &["label", "namespace", "secure", "pod-security.kubernetes.io/enforce=restricted"])
         .unwrap()
         .ok("label");
-    let out = c.kubectl(2, &["run", "root", "-n", "secure", "--image=nginx:1.27", "--privileged"]).unwrap();
+    let privileged = c.write_file(
+        "root.json",
+        &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "root", "namespace": "secure"},
+                "spec": {"containers": [{"name": "root", "image": "nginx:1.27", "securityContext": {"privileged": true}}]}})
+        .to_string(),
+    );
+    let out = c.kubectl(2, &["create", "-f", &privileged]).unwrap();
     assert!(!out.success(), "a privileged pod got in: {}", out.stdout);
     assert!(
         out.stderr.contains(r#"pods "root" is forbidden: violates PodSecurity "restricted:latest": privileged (container "root" must not set securityContext.privileged=true)"#),
