@@ -1,7 +1,8 @@
 //! Who may do what: the authorization layer, after authentication, and the access reviews
 //! (`kubectl auth can-i`, `kubectl auth can-i --list`, `kubectl auth whoami`).
 //!
-//! With [`Authorization::Rbac`] every request is checked against the Roles,
+//! With [`Authorization::Rbac`] a node's credentials are first asked of the Node
+//! authorizer ([`crate::node_authz`]), then every request is checked against the Roles,
 //! ClusterRoles and their bindings in this node's watch cache (as kube-apiserver checks
 //! its informers' copies: a binding takes effect on a node once the node has applied it).
 //! `system:masters` is allowed everything without a look, as in kube-apiserver. A
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use crate::auth::UserInfo;
 use crate::error::RestError;
 use crate::negotiate::{self, json_response};
+use crate::node_authz;
 use crate::object::{self, BodyFormat};
 use crate::request::RequestInfo;
 use crate::target::Ctx;
@@ -55,16 +57,34 @@ pub(crate) async fn authorize(State(st): State<Arc<RestState>>, req: Request, ne
         // A router used without the front layer (no tests do): parse here.
         None => RequestInfo::parse(req.method().as_str(), req.uri().path(), req.uri().query()).attributes(),
     };
-    if allowed(&st.cache, user, &attrs) {
+    let (ok, why) = decide(&st.cache, user, &attrs);
+    if ok {
         return next.run(req).await;
     }
     let gr = GroupResource { group: &attrs.api_group, resource: &attrs.resource };
-    RestError(ApiError::forbidden(gr, &attrs.name, &attrs.denial(&user.name))).into_response()
+    let mut denial = attrs.denial(&user.name);
+    if !why.is_empty() {
+        denial = format!("{denial}: {why}");
+    }
+    RestError(ApiError::forbidden(gr, &attrs.name, &denial)).into_response()
 }
 
-/// Whether RBAC lets `user` do what `attrs` asks.
+/// Whether the Node authorizer or RBAC lets `user` do what `attrs` asks.
 pub(crate) fn allowed(cache: &WatchCache, user: &UserInfo, attrs: &Attributes) -> bool {
-    user.is_master() || rules_of(cache, user, &attrs.namespace).iter().any(|r| r.allows(attrs))
+    decide(cache, user, attrs).0
+}
+
+/// kube's `Node,RBAC` chain: `system:masters`, then the Node authorizer, then RBAC; with
+/// the Node authorizer's reason when neither allows.
+fn decide(cache: &WatchCache, user: &UserInfo, attrs: &Attributes) -> (bool, String) {
+    if user.is_master() {
+        return (true, String::new());
+    }
+    let why = match node_authz::decide(cache, user, attrs) {
+        node_authz::Decision::Allow => return (true, String::new()),
+        node_authz::Decision::NoOpinion(why) => why,
+    };
+    (rules_of(cache, user, &attrs.namespace).iter().any(|r| r.allows(attrs)), why)
 }
 
 /// Every rule granted to `user`: by ClusterRoleBindings everywhere, and by RoleBindings
@@ -173,8 +193,18 @@ fn access_review(st: &RestState, user: &UserInfo, spec: &Value) -> Result<Value,
             ));
         }
     };
-    let allowed = st.authorization == Authorization::AlwaysAllow || allowed(&st.cache, user, &attrs);
-    Ok(if allowed { json!({"allowed": true, "reason": allow_reason(st, user)}) } else { json!({"allowed": false}) })
+    if st.authorization == Authorization::AlwaysAllow {
+        return Ok(json!({"allowed": true, "reason": allow_reason(st, user)}));
+    }
+    let by_node = node_authz::decide(&st.cache, user, &attrs) == node_authz::Decision::Allow;
+    let (allowed, why) = decide(&st.cache, user, &attrs);
+    Ok(match (allowed, by_node) {
+        // kube's Node authorizer gives no reason when it allows.
+        (true, true) => json!({"allowed": true}),
+        (true, false) => json!({"allowed": true, "reason": allow_reason(st, user)}),
+        (false, _) if why.is_empty() => json!({"allowed": false}),
+        (false, _) => json!({"allowed": false, "reason": why}),
+    })
 }
 
 /// A SubjectAccessReview (or, with the URL's `namespace`, a LocalSubjectAccessReview):

@@ -49,6 +49,7 @@ mod history;
 mod list;
 pub mod metrics;
 pub mod negotiate;
+mod node_authz;
 mod object;
 mod openapi;
 pub mod parse;

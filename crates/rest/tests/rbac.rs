@@ -18,6 +18,7 @@ const TOKENS: &str = "\
 root-token,root,u-0,\"system:masters\"
 alice-token,alice,u-1,\"dev\"
 ci-token,system:serviceaccount:dev:ci,u-2
+n1-token,system:node:n1,u-3,\"system:nodes\"
 ";
 
 async fn app() -> common::App {
@@ -512,4 +513,62 @@ async fn subject_access_and_token_reviews_answer_for_whom_they_name() {
     );
     let r = ask(review("forged"), TR).await;
     assert_eq!(r.json()["status"]["authenticated"], false, "{}", r.json());
+}
+
+/// kube's Node authorizer before RBAC, as a SubjectAccessReview and a kubelet's own
+/// requests see it: a node reads the secrets and configmaps its pods use and no others,
+/// creates tokens for its pods' service accounts, keeps its own lease, and otherwise has
+/// the `system:node` role's rules.
+#[tokio::test]
+async fn the_node_authorizer_answers_for_kubelets() {
+    let app = app().await;
+    admin(&app, "/api/v1/namespaces/dev/serviceaccounts", json!({"metadata": {"name": "runner"}})).await;
+    let pod = json!({"metadata": {"name": "web"}, "spec": {"nodeName": "n1", "serviceAccountName": "runner",
+        "volumes": [{"name": "db", "secret": {"secretName": "db"}}],
+        "containers": [{"name": "c", "image": "x", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}});
+    admin(&app, "/api/v1/namespaces/dev/pods", pod).await;
+    for (plural, name) in [("secrets", "db"), ("secrets", "other"), ("configmaps", "cfg")] {
+        admin(&app, &format!("/api/v1/namespaces/dev/{plural}"), json!({"metadata": {"name": name}})).await;
+    }
+    const SAR: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+    let ask = |user: &str, attrs: Value| {
+        let app = &app;
+        let body = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                          "spec": {"user": user, "groups": ["system:nodes", "system:authenticated"], "resourceAttributes": attrs}});
+        async move { as_user(app, "root-token", Method::POST, SAR, Some(body)).await.json()["status"].clone() }
+    };
+    let get = |resource: &str, ns: &str, name: &str| json!({"verb": "get", "resource": resource, "namespace": ns, "name": name});
+    let n1 = "system:node:n1";
+    assert_eq!(ask(n1, get("secrets", "dev", "db")).await, json!({"allowed": true}));
+    assert_eq!(ask(n1, get("configmaps", "dev", "cfg")).await["allowed"], true);
+    assert_eq!(
+        ask(n1, get("secrets", "dev", "other")).await,
+        json!({"allowed": false, "reason": "no relationship found between node 'n1' and this object"})
+    );
+    assert_eq!(ask("system:node:n2", get("secrets", "dev", "db")).await["allowed"], false);
+    let list = json!({"verb": "list", "resource": "secrets", "namespace": "dev"});
+    assert_eq!(ask(n1, list).await["reason"], "No Object name found");
+    let token = |sa: &str| json!({"verb": "create", "resource": "serviceaccounts", "subresource": "token", "namespace": "dev", "name": sa});
+    assert_eq!(ask(n1, token("runner")).await["allowed"], true);
+    assert_eq!(ask(n1, token("default")).await["allowed"], false);
+    let lease = |name: &str| json!({"verb": "update", "group": "coordination.k8s.io", "resource": "leases", "namespace": "kube-node-lease", "name": name});
+    assert_eq!(ask(n1, lease("n1")).await["allowed"], true);
+    assert_eq!(
+        ask(n1, lease("n2")).await["reason"],
+        "can only access node lease with the same name as the requesting node"
+    );
+    // The rest: the system:node role's rules.
+    assert_eq!(ask(n1, get("nodes", "", "n1")).await["allowed"], true);
+    assert_eq!(ask(n1, json!({"verb": "delete", "resource": "namespaces", "name": "dev"})).await["allowed"], false);
+    // Not a node: RBAC alone.
+    let alice = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                       "spec": {"user": "alice", "groups": ["dev"], "resourceAttributes": get("secrets", "dev", "db")}});
+    let r = as_user(&app, "root-token", Method::POST, SAR, Some(alice)).await.json();
+    assert_eq!(r["status"]["allowed"], false);
+
+    // The kubelet's own requests.
+    let r = as_user(&app, "n1-token", Method::GET, "/api/v1/namespaces/dev/secrets/db", None).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.json());
+    let r = as_user(&app, "n1-token", Method::GET, "/api/v1/namespaces/dev/secrets/other", None).await;
+    r.status_of(403, "Forbidden", "secrets \"other\" is forbidden: User \"system:node:n1\" cannot get resource \"secrets\" in API group \"\" in the namespace \"dev\": no relationship found between node 'n1' and this object");
 }
