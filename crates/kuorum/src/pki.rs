@@ -176,8 +176,8 @@ pub struct CertsArgs {
     #[command(subcommand)]
     pub action: Option<CertsAction>,
     /// Where the CA and certificates are (created if missing).
-    #[arg(long, default_value = "")]
-    pub dir: PathBuf,
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
     /// Node certificates to make (node1 .. nodeN), with the admin's.
     #[arg(long, default_value_t = 3)]
     pub nodes: u64,
@@ -206,9 +206,7 @@ pub fn run(args: CertsArgs) -> anyhow::Result<()> {
     if let Some(CertsAction::SignCsr(sign)) = args.action {
         return crate::csr_signer::run(sign);
     }
-    if args.dir.as_os_str().is_empty() {
-        bail!("--dir is required");
-    }
+    let Some(dir) = &args.dir else { bail!("--dir is required") };
     match &args.user {
         Some(user) => {
             if user.is_empty() || user.contains('/') {
@@ -217,17 +215,17 @@ pub fn run(args: CertsArgs) -> anyhow::Result<()> {
             if args.groups.len() > 1 {
                 bail!("one --group per certificate (issue another certificate for another group)");
             }
-            let ca = Ca::load(&args.dir)?;
-            ca.issue(&args.dir, user, user, &args.groups, &[], false)?;
-            println!("wrote {0}/{user}.crt and {0}/{user}.key", args.dir.display());
+            let ca = Ca::load(dir)?;
+            ca.issue(dir, user, user, &args.groups, &[], false)?;
+            println!("wrote {0}/{user}.crt and {0}/{user}.key", dir.display());
         }
         None => {
-            fs::create_dir_all(&args.dir)?;
-            ensure_cluster(&args.dir, args.nodes, &args.hosts)?;
+            fs::create_dir_all(dir)?;
+            ensure_cluster(dir, args.nodes, &args.hosts)?;
             println!(
                 "certificates for {} nodes and the admin, and the service-account key sa.key, are in {}",
                 args.nodes,
-                args.dir.display()
+                dir.display()
             );
         }
     }
