@@ -20,8 +20,8 @@
 use std::sync::LazyLock;
 
 use kuorum_api::rbac::{Attributes, PolicyRule};
-use kuorum_store::keys::{collection_prefix, ObjectKey};
-use kuorum_watch::{WatchCache, WatchFilter};
+use kuorum_store::keys::ObjectKey;
+use kuorum_watch::WatchCache;
 use serde_json::Value;
 
 use crate::auth::UserInfo;
@@ -190,11 +190,9 @@ fn related(cache: &WatchCache, node: &str, attrs: &Attributes, kind: Ref) -> Dec
 
 /// The pods bound to `node`, in `namespace` (every namespace when `None`).
 fn pods_on(cache: &WatchCache, node: &str, namespace: Option<&str>) -> Vec<Value> {
-    let listed = cache.list(&WatchFilter::prefix(collection_prefix("", "pods", namespace)), None, usize::MAX);
-    listed
-        .items
+    crate::admission::cached_list(cache, "", "pods", namespace)
         .into_iter()
-        .filter_map(|i| i.value().cloned())
+        .map(Value::Object)
         .filter(|p| p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node))
         .collect()
 }

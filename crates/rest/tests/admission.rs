@@ -312,3 +312,21 @@ async fn disabled_plugins_do_nothing() {
         assert!(p["spec"].get(field).is_none(), "{field}: {p}");
     }
 }
+
+/// A create that cannot get its quota charged (here: this node's charging turn held)
+/// gives up at the request timeout with a 504, and stores nothing.
+#[tokio::test]
+async fn a_charge_that_cannot_proceed_times_out() {
+    let mut app = app().await;
+    app.state.request_timeout = std::time::Duration::from_millis(300);
+    app.router = kuorum_rest::router(app.state.clone());
+    app.namespace("default").await;
+    quota(&app, "pods", json!({"pods": "10"})).await;
+    let turn = app.state.quota_charging.clone();
+    let _held = turn.lock().await;
+    let started = std::time::Instant::now();
+    let r = app.post(PODS, pod("waits", json!({}))).await;
+    assert_eq!(r.status, StatusCode::GATEWAY_TIMEOUT, "{}", r.json());
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(app.get(&format!("{PODS}/waits")).await.status, StatusCode::NOT_FOUND);
+}

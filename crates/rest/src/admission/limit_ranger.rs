@@ -7,7 +7,7 @@
 use kuorum_api::ApiError;
 use serde_json::{json, Map, Value};
 
-use super::resource_quota::{self, Usage};
+use super::resource_quota::{self, amount, Usage};
 use super::{cached_list, containers_mut, Attributes};
 use crate::object::Object;
 
@@ -18,7 +18,7 @@ pub(crate) fn admit(a: &Attributes, obj: &mut Object) {
     if !a.creates("", "pods") {
         return;
     }
-    for range in &cached_list(a.st, "", "limitranges", Some(a.namespace())) {
+    for range in &cached_list(&a.st.cache, "", "limitranges", Some(a.namespace())) {
         set_defaults(range, obj);
     }
 }
@@ -29,7 +29,7 @@ pub(crate) fn validate(a: &Attributes, obj: &Object) -> Result<(), ApiError> {
         return Ok(());
     }
     // The first range a pod breaks refuses it, with all it breaks there.
-    for range in &cached_list(a.st, "", "limitranges", Some(a.namespace())) {
+    for range in &cached_list(&a.st.cache, "", "limitranges", Some(a.namespace())) {
         let mut errs: Vec<String> = Vec::new();
         for item in items(range) {
             check(item, obj, &mut errs);
@@ -121,15 +121,6 @@ fn fill(resources: &mut Map<String, Value>, field: &str, defaults: &Map<String, 
     }
     set.sort();
     set
-}
-
-/// A quantity in thousandths, as kube compares them.
-fn amount(v: &Value) -> Option<i128> {
-    match v {
-        Value::String(s) => kuorum_api::quantity::parse(s.trim()).ok().and_then(|q| q.milli()),
-        Value::Number(n) => n.as_i64().map(|i| i128::from(i) * 1000),
-        _ => None,
-    }
 }
 
 /// A limit item's quantity as kube prints it.

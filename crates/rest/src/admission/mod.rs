@@ -27,7 +27,7 @@ use std::collections::BTreeSet;
 
 use kuorum_api::ApiError;
 use kuorum_store::keys::ObjectKey;
-use kuorum_watch::WatchFilter;
+use kuorum_watch::{WatchCache, WatchFilter};
 use serde_json::Value;
 
 use crate::object::{self, Object};
@@ -161,10 +161,10 @@ pub(crate) fn cached(st: &RestState, group: &str, plural: &str, namespace: Optio
     }
 }
 
-/// Every object of a resource in a namespace (or cluster-wide), from this node's cache.
-pub(crate) fn cached_list(st: &RestState, group: &str, plural: &str, namespace: Option<&str>) -> Vec<Object> {
+/// Every object of a resource in a namespace (or cluster-wide), from a node's cache.
+pub(crate) fn cached_list(cache: &WatchCache, group: &str, plural: &str, namespace: Option<&str>) -> Vec<Object> {
     let prefix = kuorum_store::keys::collection_prefix(group, plural, namespace);
-    let listed = st.cache.list(&WatchFilter::prefix(prefix), None, usize::MAX);
+    let listed = cache.list(&WatchFilter::prefix(prefix), None, usize::MAX);
     listed
         .items
         .into_iter()

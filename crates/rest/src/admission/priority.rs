@@ -35,7 +35,7 @@ pub(crate) fn admit(a: &Attributes, obj: &mut Object) -> Result<(), ApiError> {
             cached(a.st, GROUP, PLURAL, None, name)
                 .ok_or_else(|| a.forbidden(obj, &format!("no PriorityClass with name {name} was found")))?,
         ),
-        None => cached_list(a.st, GROUP, PLURAL, None)
+        None => cached_list(&a.st.cache, GROUP, PLURAL, None)
             .into_iter()
             .filter(|c| c.get("globalDefault").and_then(Value::as_bool) == Some(true))
             .min_by_key(|c| c.get("value").and_then(Value::as_i64).unwrap_or(0)),

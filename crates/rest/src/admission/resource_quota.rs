@@ -51,7 +51,19 @@ const STORAGE_CLASS_SUFFIX: &str = ".storageclass.storage.k8s.io/";
 
 /// Checks `obj`, a new object of `t`, against its namespace's quotas and (unless a dry
 /// run) charges them.
+///
+/// The whole charge (waiting for this node's turn, the reads and writes it redoes) takes
+/// at most the request timeout, then 504.
 pub(crate) async fn charge(st: &RestState, t: &Target, obj: &Object, dry_run: bool) -> Result<(), ApiError> {
+    match tokio::time::timeout(st.request_timeout, charge_within(st, t, obj, dry_run)).await {
+        Ok(done) => done,
+        Err(_) => {
+            Err(ApiError::timeout("request did not complete within requested timeout - charging the resource quota", 0))
+        }
+    }
+}
+
+async fn charge_within(st: &RestState, t: &Target, obj: &Object, dry_run: bool) -> Result<(), ApiError> {
     let Some(namespace) = t.namespace.as_deref() else { return Ok(()) };
     if !st.admission.on("ResourceQuota") || t.subresource.is_some() {
         return Ok(());
@@ -67,10 +79,10 @@ pub(crate) async fn charge(st: &RestState, t: &Target, obj: &Object, dry_run: bo
             tokio::time::sleep(std::time::Duration::from_millis(jitter)).await;
         }
         let quotas = if attempt == 1 {
-            cached_list(st, "", "resourcequotas", Some(namespace))
+            cached_list(&st.cache, "", "resourcequotas", Some(namespace))
         } else {
             crate::consistency::wait_fresh(st, crate::consistency::Freshness::MostRecent).await?;
-            cached_list(st, "", "resourcequotas", Some(namespace))
+            cached_list(&st.cache, "", "resourcequotas", Some(namespace))
         };
         let mut charges = Vec::new();
         for quota in &quotas {
@@ -172,7 +184,7 @@ pub fn resource_list(v: Option<&Value>) -> Usage {
 }
 
 /// A quantity in thousandths.
-fn amount(v: &Value) -> Option<i128> {
+pub(crate) fn amount(v: &Value) -> Option<i128> {
     match v {
         Value::String(s) => kuorum_api::quantity::parse(s.trim()).ok().and_then(|q| q.milli()),
         Value::Number(n) => n.as_i64().map(|i| i128::from(i) * 1000),
@@ -273,17 +285,16 @@ pub fn usage(group: &str, plural: &str, obj: &Object, now: i64) -> Usage {
         }
         ("", "persistentvolumeclaims") => {
             u.insert("persistentvolumeclaims".into(), ONE);
-            let asked = amount(obj.pointer_value("/spec/resources/requests/storage")).unwrap_or(0);
-            let allocated = amount(obj.pointer_value("/status/allocatedResources/storage")).unwrap_or(0);
+            let asked = amount(at(obj, "/spec/resources/requests/storage")).unwrap_or(0);
+            let allocated = amount(at(obj, "/status/allocatedResources/storage")).unwrap_or(0);
             // Whole bytes, rounded up.
             let storage = (asked.max(allocated) + ONE - 1) / ONE * ONE;
             if storage > 0 {
                 u.insert("requests.storage".into(), storage);
             }
-            let class = obj
-                .pointer_value("/metadata/annotations/volume.beta.kubernetes.io~1storage-class")
+            let class = at(obj, "/metadata/annotations/volume.beta.kubernetes.io~1storage-class")
                 .as_str()
-                .or_else(|| obj.pointer_value("/spec/storageClassName").as_str())
+                .or_else(|| at(obj, "/spec/storageClassName").as_str())
                 .filter(|c| !c.is_empty());
             if let Some(class) = class {
                 u.insert(format!("{class}{STORAGE_CLASS_SUFFIX}persistentvolumeclaims"), ONE);
@@ -300,40 +311,25 @@ pub fn usage(group: &str, plural: &str, obj: &Object, now: i64) -> Usage {
     u
 }
 
-/// A value at a JSON pointer of an object (`Null` when absent).
-trait PointerValue {
-    fn pointer_value(&self, pointer: &str) -> &Value;
-}
-
-impl PointerValue for Object {
-    fn pointer_value(&self, pointer: &str) -> &Value {
-        static NULL: Value = Value::Null;
-        let mut parts = pointer.split('/').skip(1).map(|p| p.replace("~1", "/").replace("~0", "~"));
-        let Some(first) = parts.next() else { return &NULL };
-        let mut v = match self.get(&first) {
-            Some(v) => v,
-            None => return &NULL,
-        };
-        for p in parts {
-            v = match v.get(&p) {
-                Some(v) => v,
-                None => return &NULL,
-            };
-        }
-        v
-    }
+/// The value at a JSON pointer of `obj` (`Null` when absent).
+fn at<'a>(obj: &'a Object, pointer: &str) -> &'a Value {
+    static NULL: Value = Value::Null;
+    let (first, rest) =
+        pointer.trim_start_matches('/').split_once('/').unwrap_or((pointer.trim_start_matches('/'), ""));
+    let found = obj.get(first).and_then(|v| if rest.is_empty() { Some(v) } else { v.pointer(&format!("/{rest}")) });
+    found.unwrap_or(&NULL)
 }
 
 /// kube's `QuotaV1Pod`: a pod counts for compute and `pods` unless it finished, or its
 /// graceful deletion has run out.
 fn pod_counts(pod: &Object, now: i64) -> bool {
-    let phase = pod.pointer_value("/status/phase").as_str();
+    let phase = at(pod, "/status/phase").as_str();
     if matches!(phase, Some("Succeeded" | "Failed")) {
         return false;
     }
-    let at = pod.pointer_value("/metadata/deletionTimestamp").as_str().and_then(kuorum_api::time::unix_seconds);
-    let grace = pod.pointer_value("/metadata/deletionGracePeriodSeconds").as_i64();
-    !matches!((at, grace), (Some(at), Some(g)) if now > at + g)
+    let marked = at(pod, "/metadata/deletionTimestamp").as_str().and_then(kuorum_api::time::unix_seconds);
+    let grace = at(pod, "/metadata/deletionGracePeriodSeconds").as_i64();
+    !matches!((marked, grace), (Some(marked), Some(g)) if now > marked + g)
 }
 
 fn pod_usage(pod: &Object, now: i64, u: &mut Usage) {
@@ -519,7 +515,7 @@ pub fn used_in(st: &RestState, namespace: &str, quota: &Object, hard: &Usage) ->
     }
     let mut used: Usage = hard.keys().map(|k| (k.clone(), 0)).collect();
     for (group, plural) in resources {
-        for obj in cached_list(st, group, plural, Some(namespace)) {
+        for obj in cached_list(&st.cache, group, plural, Some(namespace)) {
             if !scopes_match(quota, group, plural, &obj) {
                 continue;
             }
@@ -535,7 +531,7 @@ pub fn used_in(st: &RestState, namespace: &str, quota: &Object, hard: &Usage) ->
 
 /// Every ResourceQuota in this node's cache.
 pub fn all_quotas(st: &RestState) -> Vec<Object> {
-    cached_list(st, "", "resourcequotas", None)
+    cached_list(&st.cache, "", "resourcequotas", None)
 }
 
 /// Where `quota` is stored.
