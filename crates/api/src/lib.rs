@@ -10,6 +10,7 @@
 //! - [`rbac`]: role-based access control: request attributes, rules, subjects, and the
 //!   validation of roles and bindings.
 //! - [`bootstrap_policy`]: the ClusterRoles and bindings every cluster starts with.
+//! - [`bootstrap_flowcontrol`]: the priority levels and flow schemas every cluster starts with.
 //! - [`discovery`]: the discovery documents and `/version`, built from the registry.
 //! - [`status`]: [`ApiError`], every failure as the `metav1.Status` kube-apiserver sends.
 //! - [`validation`]: name rules with kube-apiserver's exact error text.
@@ -18,6 +19,7 @@
 //! - [`time`]: timestamps as text: `metav1.Time` written, `Time`/`MicroTime` read as Go reads them.
 //! - [`mutation`]: deliberate bugs, compiled in only for the simulator's checker tests.
 
+pub mod bootstrap_flowcontrol;
 pub mod bootstrap_policy;
 pub mod crd;
 pub mod discovery;

@@ -5,18 +5,22 @@
 //! object is done too, so every node may try. At every start the roles and bindings are
 //! reconciled as kube-apiserver does: one that was deleted is made again, and what a
 //! stored one lacks of the policy is added back (what it has more is kept; one annotated
-//! `rbac.authorization.kubernetes.io/autoupdate: "false"` is left alone). A namespace or
-//! PriorityClass an administrator changed is left as it is.
+//! `rbac.authorization.kubernetes.io/autoupdate: "false"` is left alone). So is the
+//! default API Priority and Fairness configuration ([`flowcontrol`]): a mandatory object's
+//! spec is put back, a suggested one's while it is annotated for auto-update, and an
+//! annotated one kube no longer ships is deleted. A namespace or PriorityClass an
+//! administrator changed is left as it is.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use kuorum_api::bootstrap_flowcontrol as flowcontrol;
 use kuorum_api::bootstrap_policy as policy;
 use kuorum_api::registry::RBAC_GROUP;
 use kuorum_api::seams::{new_uid, Clock, Entropy};
 use kuorum_raft::Cluster;
-use kuorum_store::keys::{namespace_key, ObjectKey};
+use kuorum_store::keys::{collection_prefix, namespace_key, ObjectKey};
 use kuorum_store::{Command, Precondition, WriteError};
 use serde_json::{json, Value};
 
@@ -36,7 +40,8 @@ const SYSTEM_PRIORITY_CLASSES: [(&str, i64, &str); 2] = [
     ),
 ];
 
-/// Creates the system namespaces, then the bootstrap roles and bindings.
+/// Creates the system namespaces, then the bootstrap roles and bindings, then the default
+/// priority levels and flow schemas.
 pub async fn ensure_bootstrap_objects(cluster: Cluster, clock: Arc<dyn Clock>, entropy: Arc<dyn Entropy>) {
     for name in SYSTEM_NAMESPACES {
         let object = json!({
@@ -65,19 +70,58 @@ pub async fn ensure_bootstrap_objects(cluster: Cluster, clock: Arc<dyn Clock>, e
         let namespace = b.namespace.as_deref();
         let key = ObjectKey { group: RBAC_GROUP, resource: b.resource, namespace, name: &name }.encode();
         ensure_in(&cluster, clock.as_ref(), entropy.as_ref(), key.clone(), namespace, b.object.clone()).await;
-        reconcile(&cluster, &key, &b.object).await;
+        reconcile(&cluster, &key, |stored| policy::reconcile(stored, &b.object)).await;
+    }
+    for b in flowcontrol::configuration() {
+        let name = b.object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let key = ObjectKey { group: flowcontrol::GROUP, resource: b.resource, namespace: None, name: &name }.encode();
+        ensure(&cluster, clock.as_ref(), entropy.as_ref(), key.clone(), b.object.clone()).await;
+        reconcile(&cluster, &key, |stored| flowcontrol::reconcile(stored, &b.object, b.mandatory)).await;
+    }
+    for resource in ["flowschemas", "prioritylevelconfigurations"] {
+        remove_unwanted(&cluster, clock.as_ref(), resource).await;
     }
 }
 
-/// kube's start-up reconciliation of one bootstrap role or binding (on the leader).
-async fn reconcile(cluster: &Cluster, key: &str, wanted: &Value) {
+/// Deletes the flow-control objects of `resource` kube no longer ships that are annotated
+/// for auto-update (on the leader).
+async fn remove_unwanted(cluster: &Cluster, clock: &dyn Clock, resource: &str) {
+    if cluster.leader() != Some(cluster.node_id()) {
+        return;
+    }
+    let Ok(stored) = cluster.scan(&collection_prefix(flowcontrol::GROUP, resource, None), None, usize::MAX) else {
+        return;
+    };
+    for (key, bytes) in stored {
+        let Ok(obj) = serde_json::from_slice::<Value>(&bytes) else { continue };
+        if !flowcontrol::unwanted(&obj, resource) {
+            continue;
+        }
+        let uid = obj.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_string);
+        let cmd = Command::Delete {
+            key: key.clone(),
+            precondition: Precondition { resource_version: None, uid },
+            deletion_timestamp: Some(clock.now_rfc3339()),
+            finalizing: Default::default(),
+        };
+        match cluster.write(cmd, Duration::from_secs(5)).await {
+            Ok(Ok(_)) => tracing::info!("removed {key}, no longer in the default flow-control configuration"),
+            Ok(Err(e)) => tracing::debug!("removing {key}: {e}"),
+            Err(e) => tracing::debug!("removing {key}: {e}"),
+        }
+    }
+}
+
+/// kube's start-up reconciliation of one bootstrap object (on the leader): `reconciled`
+/// gives what to write in place of the stored object, if anything.
+async fn reconcile(cluster: &Cluster, key: &str, reconciled: impl Fn(&Value) -> Option<Value>) {
     for _ in 0..5 {
         if cluster.leader() != Some(cluster.node_id()) {
             return;
         }
         let Ok(Some(bytes)) = cluster.get(key) else { return };
         let Ok(stored) = serde_json::from_slice::<Value>(&bytes) else { return };
-        let Some(updated) = policy::reconcile(&stored, wanted) else { return };
+        let Some(updated) = reconciled(&stored) else { return };
         let rv = stored.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|v| v.parse().ok());
         let cmd = Command::Update {
             key: key.to_string(),
@@ -87,7 +131,7 @@ async fn reconcile(cluster: &Cluster, key: &str, wanted: &Value) {
         };
         match cluster.write(cmd, Duration::from_secs(5)).await {
             Ok(Ok(_)) => {
-                tracing::info!("reconciled the bootstrap policy's {key}");
+                tracing::info!("reconciled the bootstrap {key}");
                 return;
             }
             Ok(Err(WriteError::Conflict)) => continue,

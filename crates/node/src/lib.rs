@@ -4,11 +4,12 @@
 //! TCP and RocksDB, the simulator passes turmoil and the in-memory engines.
 //!
 //! [`start_node`] wires replication (kuorum-raft) under the REST router (kuorum-rest),
-//! serves both, creates what every cluster has (the system namespaces, PriorityClasses
-//! and roles) once a leader exists, and, on the leader, empties and removes namespaces
-//! and CustomResourceDefinitions that are being deleted, proposes compaction of history
-//! older than the window, frees leaked pool values and keeps the `kubernetes` Service's
-//! endpoints.
+//! serves both, creates what every cluster has (the system namespaces, PriorityClasses,
+//! roles and flow-control configuration) once a leader exists, and, on the leader,
+//! empties and removes namespaces and CustomResourceDefinitions that are being deleted,
+//! proposes compaction of history older than the window, frees leaked pool values, keeps
+//! the `kubernetes` Service's endpoints, quotas' usage and aggregated roles, and releases
+//! claims and volumes no longer in use.
 
 pub mod apiserver_endpoints;
 mod backup;
@@ -22,6 +23,7 @@ mod members;
 mod namespace_controller;
 mod quota_controller;
 mod role_aggregation;
+mod storage_protection;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -277,6 +279,7 @@ where
     tasks.push(tokio::spawn(compaction::run(cluster.clone(), cfg.compaction_window)));
     tasks.push(tokio::spawn(claim_repair::run(cluster.clone())));
     tasks.push(tokio::spawn(role_aggregation::run(cluster.clone())));
+    tasks.push(tokio::spawn(storage_protection::run(cluster.clone())));
     let ticking = cache.clone();
     tasks.push(tokio::spawn(async move {
         loop {

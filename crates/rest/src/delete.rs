@@ -56,6 +56,7 @@ pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, Api
     if let Some(s) = t.strategy() {
         s.check_delete(&name)?;
     }
+    crate::admission::validate_delete(st, ctx.user.as_ref(), t, None)?;
     if opts.dry_run {
         crate::consistency::wait_fresh(st, crate::consistency::Freshness::MostRecent).await?;
         return match st.cluster.get(&t.key()).map_err(cluster_error)? {
@@ -136,6 +137,7 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
         if kept {
             continue;
         }
+        crate::admission::validate_delete(st, ctx.user.as_ref(), &ctx.target, Some(&obj))?;
         if opts.dry_run {
             let mut obj = obj;
             object::to_served(&mut obj, def);

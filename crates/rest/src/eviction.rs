@@ -152,6 +152,7 @@ pub(crate) async fn evict(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
     // The time the pod's DisruptionTarget condition changes: the eviction's creation.
     object::meta_mut(&mut eviction).insert("creationTimestamp".into(), Value::from(st.clock.now_rfc3339()));
     let pod_t = pod_target(t.namespace.clone(), t.name())?;
+    crate::admission::validate_eviction(st, ctx.user.as_ref(), &pod_t)?;
     let e = Evicting { st, pod: &pod_t, eviction: &eviction, user: ctx.user.as_ref() };
 
     // A pod that disrupts nothing any more (or not yet) goes at once.

@@ -114,7 +114,7 @@ fn no(why: &str) -> Decision {
 
 /// What a node may reach from its pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ref {
+pub(crate) enum Ref {
     Secret,
     ConfigMap,
     Claim,
@@ -225,13 +225,23 @@ fn containers(pod: &Value) -> impl Iterator<Item = &Value> {
 
 /// Whether `pod` refers to the object `name` of `kind` (in its own namespace).
 fn refers(pod: &Value, kind: Ref, name: &str) -> bool {
-    let is = |v: Option<&Value>| v.and_then(Value::as_str) == Some(name);
+    refers_where(pod, kind, &|n| n == name)
+}
+
+/// Whether `pod` refers to any object of `kind` (NodeRestriction's mirror pods may not).
+pub(crate) fn refers_to_any(pod: &Value, kind: Ref) -> bool {
+    refers_where(pod, kind, &|_| true)
+}
+
+/// Whether `pod` refers to an object of `kind` whose name `wanted` accepts.
+fn refers_where(pod: &Value, kind: Ref, wanted: &dyn Fn(&str) -> bool) -> bool {
+    let is = |v: Option<&Value>| v.and_then(Value::as_str).is_some_and(wanted);
     match kind {
         Ref::Account => {
             let account = pod.pointer("/spec/serviceAccountName").and_then(Value::as_str).unwrap_or("default");
-            account == name
+            wanted(account)
         }
-        Ref::Claim => claims_of(pod).iter().any(|c| c == name),
+        Ref::Claim => claims_of(pod).iter().any(|c| wanted(c)),
         Ref::Secret => {
             volumes(pod).any(|v| {
                 is(v.pointer("/secret/secretName"))
@@ -243,12 +253,12 @@ fn refers(pod: &Value, kind: Ref, name: &str) -> bool {
                 .into_iter()
                 .flatten()
                 .any(|s| is(s.get("name")))
-                || containers(pod).any(|c| env_refers(c, "secretRef", "secretKeyRef", name))
+                || containers(pod).any(|c| env_refers(c, "secretRef", "secretKeyRef", wanted))
         }
         Ref::ConfigMap => {
             volumes(pod)
                 .any(|v| is(v.pointer("/configMap/name")) || projected(v).any(|s| is(s.pointer("/configMap/name"))))
-                || containers(pod).any(|c| env_refers(c, "configMapRef", "configMapKeyRef", name))
+                || containers(pod).any(|c| env_refers(c, "configMapRef", "configMapKeyRef", wanted))
         }
         Ref::Volume | Ref::Attachment => false,
     }
@@ -258,9 +268,10 @@ fn projected(volume: &Value) -> impl Iterator<Item = &Value> {
     volume.pointer("/projected/sources").and_then(Value::as_array).into_iter().flatten()
 }
 
-/// A container's `envFrom[].<from>` or `env[].valueFrom.<key>` names `name`.
-fn env_refers(c: &Value, from: &str, key: &str, name: &str) -> bool {
+/// A container's `envFrom[].<from>` or `env[].valueFrom.<key>` names an object `wanted`
+/// accepts.
+fn env_refers(c: &Value, from: &str, key: &str, wanted: &dyn Fn(&str) -> bool) -> bool {
     let list = |f: &str| c.get(f).and_then(Value::as_array).into_iter().flatten();
-    list("envFrom").any(|e| e.get(from).and_then(|r| r.get("name")).and_then(Value::as_str) == Some(name))
-        || list("env").any(|e| e.pointer(&format!("/valueFrom/{key}/name")).and_then(Value::as_str) == Some(name))
+    list("envFrom").any(|e| e.get(from).and_then(|r| r.get("name")).and_then(Value::as_str).is_some_and(wanted))
+        || list("env").any(|e| e.pointer(&format!("/valueFrom/{key}/name")).and_then(Value::as_str).is_some_and(wanted))
 }

@@ -623,6 +623,7 @@ pub(crate) async fn create_token(st: &RestState, ctx: Ctx) -> Result<Response, A
         return Err(ApiError::invalid(gk, "", &[e]));
     }
 
+    crate::admission::validate_token_request(st, ctx.user.as_ref(), &ctx.target, &spec)?;
     let bound_ref = spec.get("boundObjectRef").and_then(Value::as_object).cloned();
     let bound = match &bound_ref {
         Some(r) => Some(bound_object(st, r, &namespace, &name)?),

@@ -54,7 +54,7 @@ pub(crate) fn before_write(
         crd::set_status(obj, old.and_then(|o| o.get("status")), now);
     }
     let Some(kind) = t.strategy() else { return Ok(Vec::new()) };
-    let attributes = crate::admission::Attributes { st, target: t, old };
+    let attributes = crate::admission::Attributes { st, user, target: t, old };
     crate::admission::mutate(&attributes, obj)?;
     if let (Some(a), Some(old)) = (kind.allocating(), old) {
         a.carry(old, obj);

@@ -5,23 +5,35 @@
 //!
 //! | plugin | what it does here |
 //! |---|---|
-//! | `ServiceAccount` ([`service_account`]) | a pod's `serviceAccountName` (default `default`), its API token volume |
 //! | `LimitRanger` ([`limit_ranger`]) | containers' requests and limits from the namespace's LimitRanges, and their bounds |
+//! | `ServiceAccount` ([`service_account`]) | a pod's `serviceAccountName` (default `default`), its API token volume |
+//! | `NodeRestriction` ([`node_restriction`]) | a kubelet changes only its own Node, Lease and pods |
+//! | `TaintNodesByCondition` ([`taint_nodes_by_condition`]) | a new Node is tainted not-ready |
+//! | `PodSecurity` ([`pod_security`]) | a pod meets its namespace's Pod Security level |
 //! | `Priority` ([`priority`]) | a pod's `priority` from its PriorityClass (or the global default) |
 //! | `DefaultTolerationSeconds` ([`default_toleration_seconds`]) | a pod tolerates `not-ready`/`unreachable` for 300 s |
-//! | `PodSecurity` ([`pod_security`]) | a pod meets its namespace's Pod Security level |
+//! | `DefaultStorageClass` ([`default_storage_class`]) | a claim without a class gets the default StorageClass |
+//! | `StorageObjectInUseProtection` ([`storage_object_in_use_protection`]) | claims and volumes get their protection finalizers |
+//! | `RuntimeClass` ([`runtime_class`]) | a pod's overhead and scheduling from its RuntimeClass |
+//! | `DefaultIngressClass` ([`default_ingress_class`]) | an Ingress without a class gets the default IngressClass |
 //! | `ResourceQuota` ([`resource_quota`]) | a new object fits its namespace's quotas, charged before it is stored |
 //!
 //! Every plugin is on unless `--disable-admission-plugins` names it, as kube-apiserver.
 //! The plugins read other objects from the node's watch cache, as kube's read informers;
 //! the quota's charge is a write on condition of the quota's version, so it is exact.
 
+pub(crate) mod default_ingress_class;
+pub(crate) mod default_storage_class;
 pub(crate) mod default_toleration_seconds;
 pub(crate) mod limit_ranger;
+pub(crate) mod node_restriction;
 pub(crate) mod pod_security;
 pub(crate) mod priority;
 pub mod resource_quota;
+pub(crate) mod runtime_class;
 pub(crate) mod service_account;
+pub mod storage_object_in_use_protection;
+pub(crate) mod taint_nodes_by_condition;
 
 use std::collections::BTreeSet;
 
@@ -30,33 +42,40 @@ use kuorum_store::keys::ObjectKey;
 use kuorum_watch::{WatchCache, WatchFilter};
 use serde_json::Value;
 
+use crate::auth::UserInfo;
 use crate::object::{self, Object};
 use crate::target::Target;
 use crate::RestState;
 
 /// The plugins kuorum runs, by kube's names, in the order they run.
-pub const PLUGINS: &[&str] =
-    &["ServiceAccount", "LimitRanger", "Priority", "DefaultTolerationSeconds", "PodSecurity", "ResourceQuota"];
+pub const PLUGINS: &[&str] = &[
+    "LimitRanger",
+    "ServiceAccount",
+    "NodeRestriction",
+    "TaintNodesByCondition",
+    "PodSecurity",
+    "Priority",
+    "DefaultTolerationSeconds",
+    "DefaultStorageClass",
+    "StorageObjectInUseProtection",
+    "RuntimeClass",
+    "DefaultIngressClass",
+    "ResourceQuota",
+];
 
 /// The plugins kube-apiserver has on by default that kuorum does by other means (or that
 /// have nothing to do without a controller-manager), accepted by the flags.
 const KNOWN_ELSEWHERE: &[&str] = &[
     "NamespaceLifecycle",
-    "TaintNodesByCondition",
     "PersistentVolumeClaimResize",
-    "RuntimeClass",
     "CertificateApproval",
     "CertificateSigning",
     "ClusterTrustBundleAttest",
     "CertificateSubjectRestriction",
-    "DefaultIngressClass",
-    "DefaultStorageClass",
-    "StorageObjectInUseProtection",
     "MutatingAdmissionPolicy",
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionPolicy",
     "ValidatingAdmissionWebhook",
-    "NodeRestriction",
 ];
 
 /// Which plugins are off (`--disable-admission-plugins`).
@@ -90,6 +109,8 @@ impl Plugins {
 /// What a plugin knows of the write it admits (kube's `admission.Attributes`).
 pub(crate) struct Attributes<'a> {
     pub st: &'a RestState,
+    /// Who asks (none on the open paths).
+    pub user: Option<&'a UserInfo>,
     pub target: &'a Target,
     /// The stored object an update replaces; none for a create.
     pub old: Option<&'a Object>,
@@ -122,18 +143,36 @@ impl Attributes<'_> {
 /// The mutating plugins, on `obj` before its kind validates it (kube's mutating
 /// admission).
 pub(crate) fn mutate(a: &Attributes, obj: &mut Object) -> Result<(), ApiError> {
-    let plugins = &a.st.admission;
-    if plugins.on("ServiceAccount") {
-        service_account::admit(a, obj)?;
-    }
-    if plugins.on("LimitRanger") {
+    let on = |name| a.st.admission.on(name);
+    if on("LimitRanger") {
         limit_ranger::admit(a, obj);
     }
-    if plugins.on("Priority") {
+    if on("ServiceAccount") {
+        service_account::admit(a, obj)?;
+    }
+    if on("NodeRestriction") {
+        node_restriction::admit(a, obj)?;
+    }
+    if on("TaintNodesByCondition") {
+        taint_nodes_by_condition::admit(a, obj);
+    }
+    if on("Priority") {
         priority::admit(a, obj)?;
     }
-    if plugins.on("DefaultTolerationSeconds") {
+    if on("DefaultTolerationSeconds") {
         default_toleration_seconds::admit(a, obj);
+    }
+    if on("DefaultStorageClass") {
+        default_storage_class::admit(a, obj);
+    }
+    if on("StorageObjectInUseProtection") {
+        storage_object_in_use_protection::admit(a, obj);
+    }
+    if on("RuntimeClass") {
+        runtime_class::admit(a, obj)?;
+    }
+    if on("DefaultIngressClass") {
+        default_ingress_class::admit(a, obj);
     }
     Ok(())
 }
@@ -142,17 +181,87 @@ pub(crate) fn mutate(a: &Attributes, obj: &mut Object) -> Result<(), ApiError> {
 /// admission; ResourceQuota's charge comes last, in the verbs, just before the write).
 /// Answers the warnings they give.
 pub(crate) fn validate(a: &Attributes, obj: &Object) -> Result<Vec<String>, ApiError> {
-    let plugins = &a.st.admission;
-    if plugins.on("LimitRanger") {
+    let on = |name| a.st.admission.on(name);
+    if on("LimitRanger") {
         limit_ranger::validate(a, obj)?;
     }
-    if plugins.on("PodSecurity") {
-        return pod_security::validate(a, obj);
+    let mut warnings = Vec::new();
+    if on("PodSecurity") {
+        warnings = pod_security::validate(a, obj)?;
     }
-    Ok(Vec::new())
+    if on("RuntimeClass") {
+        runtime_class::validate(a, obj)?;
+    }
+    Ok(warnings)
 }
 
-/// A core/v1 object from this node's cache.
+/// Admission of a delete of `existing` (read from the cache when `None`; an object not
+/// there is left to the delete to report) at `t`, as kube runs validating admission on
+/// deletes too: only NodeRestriction has something to say.
+pub(crate) fn validate_delete(
+    st: &RestState,
+    user: Option<&UserInfo>,
+    t: &Target,
+    existing: Option<&Object>,
+) -> Result<(), ApiError> {
+    if !st.admission.on("NodeRestriction") || !node_restriction::restricts(user) || t.custom.is_some() {
+        return Ok(());
+    }
+    let read;
+    let existing = match existing {
+        Some(e) => e,
+        None => {
+            read = cached(st, t.def.group, t.def.plural, t.namespace.as_deref(), t.name());
+            match &read {
+                Some(o) => o,
+                None => return Ok(()),
+            }
+        }
+    };
+    node_restriction::admit_delete(user, t, existing)
+}
+
+/// Admission of an eviction of the pod `t` names.
+pub(crate) fn validate_eviction(st: &RestState, user: Option<&UserInfo>, t: &Target) -> Result<(), ApiError> {
+    if st.admission.on("NodeRestriction") {
+        node_restriction::admit_eviction(st, user, t)?;
+    }
+    Ok(())
+}
+
+/// Admission of a TokenRequest (its `spec`) for the service account `t` names.
+pub(crate) fn validate_token_request(
+    st: &RestState,
+    user: Option<&UserInfo>,
+    t: &Target,
+    spec: &serde_json::Map<String, Value>,
+) -> Result<(), ApiError> {
+    if st.admission.on("NodeRestriction") {
+        node_restriction::admit_token_request(st, user, t, spec)?;
+    }
+    Ok(())
+}
+
+/// The name of the default class among the cluster-scoped `group`/`plural` objects: one
+/// annotated `"true"` (case-insensitive) by any of `annotations`, the newest, then the
+/// first by name (kube's `GetDefaultClass`).
+pub(crate) fn newest_default(st: &RestState, group: &str, plural: &str, annotations: &[&str]) -> Option<String> {
+    let is_default = |o: &Object| {
+        let given = object::meta(o).and_then(|m| m.get("annotations"));
+        annotations.iter().any(|k| {
+            given.and_then(|a| a.get(*k)).and_then(Value::as_str).is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        })
+    };
+    let created = |o: &Object| object::meta_str(o, "creationTimestamp").unwrap_or("").to_string();
+    let name = |o: &Object| object::meta_str(o, "name").unwrap_or("").to_string();
+    cached_list(&st.cache, group, plural, None)
+        .into_iter()
+        .filter(is_default)
+        .max_by(|a, b| created(a).cmp(&created(b)).then_with(|| name(b).cmp(&name(a))))
+        .map(|o| name(&o))
+}
+
+/// An object of a built-in resource from this node's cache.
 pub(crate) fn cached(st: &RestState, group: &str, plural: &str, namespace: Option<&str>, name: &str) -> Option<Object> {
     let key = ObjectKey { group, resource: plural, namespace, name }.encode();
     match st.cache.get(&key).1.and_then(|o| o.value().cloned()) {
@@ -162,7 +271,7 @@ pub(crate) fn cached(st: &RestState, group: &str, plural: &str, namespace: Optio
 }
 
 /// Every object of a resource in a namespace (or cluster-wide), from a node's cache.
-pub(crate) fn cached_list(cache: &WatchCache, group: &str, plural: &str, namespace: Option<&str>) -> Vec<Object> {
+pub fn cached_list(cache: &WatchCache, group: &str, plural: &str, namespace: Option<&str>) -> Vec<Object> {
     let prefix = kuorum_store::keys::collection_prefix(group, plural, namespace);
     let listed = cache.list(&WatchFilter::prefix(prefix), None, usize::MAX);
     listed
