@@ -10,6 +10,10 @@
 //!   refused with kube's message.
 //! - A bound pod's delete marks it (`kubectl delete --wait=false`); it stays on every node
 //!   until the kubelet's confirmation (`--grace-period=0 --force`) removes it.
+//! - StorageObjectInUseProtection: a deleted claim a running pod mounts stays (on every
+//!   node) until the pod goes, then the leader's protection controller lets it go.
+//! - TaintNodesByCondition taints a new Node; the default FlowSchemas and
+//!   PriorityLevelConfigurations are there for `kubectl get`.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -165,5 +169,75 @@ fn quotas_limits_pod_security_and_graceful_deletion_on_three_nodes() {
     while c.http().get(&format!("{}/api/v1/namespaces/limits/pods/web", c.url(2))).unwrap().status != 404 {
         assert!(Instant::now() < deadline, "the confirmed pod stayed");
         thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits (up to 15 s) until GET `path` on node `id` answers `status`.
+fn wait_status(c: &Cluster, id: u64, path: &str, status: u16) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let r = c.http().get(&format!("{}{path}", c.url(id))).unwrap();
+        if r.status == status {
+            return r.body;
+        }
+        assert!(Instant::now() < deadline, "node {id}: {path} never answered {status}: {}", r.text);
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn claims_in_use_nodes_and_flow_control_on_three_nodes() {
+    let Some(c) = Cluster::start_for_kubectl(3) else { return };
+
+    // The default flow-control configuration, through kubectl.
+    let out = c.kubectl(2, &["get", "flowschemas", "-o", "name"]).unwrap();
+    out.ok("get flowschemas");
+    for name in ["exempt", "catch-all", "system-nodes", "kube-scheduler", "service-accounts", "global-default"] {
+        assert!(
+            out.stdout.contains(&format!("flowschema.flowcontrol.apiserver.k8s.io/{name}\n")),
+            "{name}: {}",
+            out.stdout
+        );
+    }
+    let out = c.kubectl(3, &["get", "prioritylevelconfigurations", "-o", "name"]).unwrap();
+    out.ok("get prioritylevelconfigurations");
+    for name in ["exempt", "catch-all", "system", "workload-high", "workload-low", "global-default"] {
+        assert!(out.stdout.contains(&format!("/{name}\n")), "{name}: {}", out.stdout);
+    }
+
+    // A new Node is not ready until its kubelet says so.
+    let node = c.write_file(
+        "node.json",
+        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1"}}).to_string(),
+    );
+    c.kubectl(1, &["create", "-f", &node]).unwrap().ok("create node");
+    let worker = c.get_json(2, &["node", "worker-1"]);
+    assert_eq!(worker["spec"]["taints"], json!([{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]));
+
+    // A claim in use outlives its delete until its pod goes.
+    const CLAIM: &str = "/api/v1/namespaces/default/persistentvolumeclaims/data";
+    let claim = c.write_file(
+        "claim.json",
+        &json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "default"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+        .to_string(),
+    );
+    c.kubectl(1, &["create", "-f", &claim]).unwrap().ok("create claim");
+    let user = json!({"metadata": {"name": "db"}, "spec": {"nodeName": "worker-1",
+        "containers": [{"name": "c", "image": "nginx:1.27"}],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}});
+    let r = c.http().post(&format!("{}{PODS}", c.url(2)), &user).unwrap();
+    assert_eq!(r.status, 201, "{}", r.text);
+    c.kubectl(3, &["delete", "pvc", "data", "--wait=false"]).unwrap().ok("delete claim");
+    // Several passes of the protection controller later, it is still there, marked.
+    thread::sleep(Duration::from_secs(3));
+    for id in 1..=3 {
+        let held = wait_status(&c, id, CLAIM, 200);
+        assert!(held["metadata"]["deletionTimestamp"].is_string(), "node {id}: {held}");
+        assert_eq!(held["metadata"]["finalizers"], json!(["kubernetes.io/pvc-protection"]), "node {id}");
+    }
+    c.kubectl(1, &["delete", "pod", "db", "--grace-period=0", "--force"]).unwrap().ok("force delete");
+    for id in 1..=3 {
+        wait_status(&c, id, CLAIM, 404);
     }
 }

@@ -330,3 +330,109 @@ async fn a_charge_that_cannot_proceed_times_out() {
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
     assert_eq!(app.get(&format!("{PODS}/waits")).await.status, StatusCode::NOT_FOUND);
 }
+
+/// TaintNodesByCondition, DefaultStorageClass, DefaultIngressClass and
+/// StorageObjectInUseProtection fill in what a new Node, claim, volume and Ingress lack.
+#[tokio::test]
+async fn new_nodes_claims_volumes_and_ingresses_get_kubes_defaults() {
+    let app = app().await;
+    app.namespace("default").await;
+    let node = created(&app, "/api/v1/nodes", json!({"metadata": {"name": "n1"}})).await;
+    assert_eq!(node["spec"]["taints"], json!([{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]));
+    let tainted = json!({"metadata": {"name": "n2"}, "spec": {"taints": [
+        {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}, {"key": "x", "effect": "NoExecute"}]}});
+    let node = created(&app, "/api/v1/nodes", tainted).await;
+    assert_eq!(node["spec"]["taints"].as_array().unwrap().len(), 2, "not added twice: {node}");
+
+    const CLAIMS: &str = "/api/v1/namespaces/default/persistentvolumeclaims";
+    let claim = |name: &str, class: Option<&str>| {
+        let mut c = json!({"metadata": {"name": name}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                                               "resources": {"requests": {"storage": "1Gi"}}}});
+        if let Some(class) = class {
+            c["spec"]["storageClassName"] = json!(class);
+        }
+        c
+    };
+    // No default class yet: the claim stays without one.
+    let c = created(&app, CLAIMS, claim("a", None)).await;
+    assert!(c["spec"].get("storageClassName").is_none(), "{c}");
+    assert_eq!(c["metadata"]["finalizers"], json!(["kubernetes.io/pvc-protection"]));
+    let class = |name: &str, default: bool| {
+        let annotations =
+            if default { json!({"storageclass.kubernetes.io/is-default-class": "true"}) } else { json!({}) };
+        json!({"metadata": {"name": name, "annotations": annotations}, "provisioner": "example.com/p"})
+    };
+    const CLASSES: &str = "/apis/storage.k8s.io/v1/storageclasses";
+    created(&app, CLASSES, class("fast", false)).await;
+    created(&app, CLASSES, class("standard", true)).await;
+    let c = created(&app, CLAIMS, claim("b", None)).await;
+    assert_eq!(c["spec"]["storageClassName"], "standard");
+    let c = created(&app, CLAIMS, claim("c", Some(""))).await;
+    assert_eq!(c["spec"]["storageClassName"], "", "an empty class asks for none");
+    let c = created(&app, CLAIMS, claim("d", Some("fast"))).await;
+    assert_eq!(c["spec"]["storageClassName"], "fast");
+
+    let pv = json!({"metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                    "hostPath": {"path": "/tmp/pv1"}}});
+    let pv = created(&app, "/api/v1/persistentvolumes", pv).await;
+    assert_eq!(pv["metadata"]["finalizers"], json!(["kubernetes.io/pv-protection"]));
+    // The finalizer holds a deleted claim until the protection controller lets it go.
+    let r = app.delete(&format!("{CLAIMS}/a")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.json()["metadata"]["deletionTimestamp"].is_string(), "{}", r.json());
+
+    const INGRESSES: &str = "/apis/networking.k8s.io/v1/namespaces/default/ingresses";
+    let ingress = |name: &str| json!({"metadata": {"name": name}, "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}});
+    let i = created(&app, INGRESSES, ingress("plain")).await;
+    assert!(i["spec"].get("ingressClassName").is_none(), "{i}");
+    created(
+        &app,
+        "/apis/networking.k8s.io/v1/ingressclasses",
+        json!({"metadata": {"name": "nginx", "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}},
+               "spec": {"controller": "k8s.io/ingress-nginx"}}),
+    )
+    .await;
+    let i = created(&app, INGRESSES, ingress("classy")).await;
+    assert_eq!(i["spec"]["ingressClassName"], "nginx");
+}
+
+/// RuntimeClass: a pod that names a class gets its overhead and scheduling, and is
+/// refused with kube's messages when the class is missing or the pod disagrees with it.
+#[tokio::test]
+async fn runtime_classes_give_pods_their_overhead_and_scheduling() {
+    let app = app().await;
+    app.namespace("default").await;
+    let r = app.post(PODS, pod("a", json!({"runtimeClassName": "gvisor"}))).await;
+    r.status_of(403, "Forbidden", r#"pods "a" is forbidden: pod rejected: RuntimeClass "gvisor" not found"#);
+    created(
+        &app,
+        "/apis/node.k8s.io/v1/runtimeclasses",
+        json!({"metadata": {"name": "gvisor"}, "handler": "runsc",
+               "overhead": {"podFixed": {"cpu": "250m", "memory": "64Mi"}},
+               "scheduling": {"nodeSelector": {"sandbox": "gvisor"},
+                              "tolerations": [{"key": "sandbox", "operator": "Exists", "effect": "NoSchedule"}]}}),
+    )
+    .await;
+    let p = created(&app, PODS, pod("a", json!({"runtimeClassName": "gvisor", "nodeSelector": {"disk": "ssd"}}))).await;
+    assert_eq!(p["spec"]["overhead"], json!({"cpu": "250m", "memory": "64Mi"}));
+    assert_eq!(p["spec"]["nodeSelector"], json!({"disk": "ssd", "sandbox": "gvisor"}));
+    let tolerations = p["spec"]["tolerations"].as_array().unwrap();
+    assert!(tolerations.iter().any(|t| t["key"] == "sandbox"), "{p}");
+    // The same overhead written otherwise is the same.
+    created(&app, PODS, pod("b", json!({"runtimeClassName": "gvisor", "overhead": {"cpu": "0.25", "memory": "64Mi"}})))
+        .await;
+    let r = app.post(PODS, pod("c", json!({"runtimeClassName": "gvisor", "overhead": {"cpu": "1"}}))).await;
+    r.status_of(
+        403,
+        "Forbidden",
+        r#"pods "c" is forbidden: pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"#,
+    );
+    let r = app.post(PODS, pod("d", json!({"runtimeClassName": "gvisor", "nodeSelector": {"sandbox": "kata"}}))).await;
+    r.status_of(403, "Forbidden", r#"pods "d" is forbidden: conflict: runtimeClass.scheduling.nodeSelector[sandbox] = gvisor; pod.spec.nodeSelector[sandbox] = kata"#);
+    let r = app.post(PODS, pod("e", json!({"overhead": {"cpu": "1"}}))).await;
+    r.status_of(
+        403,
+        "Forbidden",
+        r#"pods "e" is forbidden: pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"#,
+    );
+}
