@@ -190,8 +190,7 @@ fn claims_in_use_nodes_and_flow_control_on_three_nodes() {
     let Some(c) = Cluster::start_for_kubectl(3) else { return };
 
     // The default flow-control configuration, through kubectl.
-    let out = c.kubectl(2, &["get", "flowschemas", "-o", "name"]).unwrap();
-    out.ok("get flowschemas");
+    let out = c.kubectl(2, &["get", "flowschemas", "-o", "name"]).unwrap().ok("get flowschemas");
     for name in ["exempt", "catch-all", "system-nodes", "kube-scheduler", "service-accounts", "global-default"] {
         assert!(
             out.stdout.contains(&format!("flowschema.flowcontrol.apiserver.k8s.io/{name}\n")),
@@ -199,8 +198,10 @@ fn claims_in_use_nodes_and_flow_control_on_three_nodes() {
             out.stdout
         );
     }
-    let out = c.kubectl(3, &["get", "prioritylevelconfigurations", "-o", "name"]).unwrap();
-    out.ok("get prioritylevelconfigurations");
+    let out = c
+        .kubectl(3, &["get", "prioritylevelconfigurations", "-o", "name"])
+        .unwrap()
+        .ok("get prioritylevelconfigurations");
     for name in ["exempt", "catch-all", "system", "workload-high", "workload-low", "global-default"] {
         assert!(out.stdout.contains(&format!("/{name}\n")), "{name}: {}", out.stdout);
     }
