@@ -185,26 +185,36 @@ fn wait_status(c: &Cluster, id: u64, path: &str, status: u16) -> Value {
     }
 }
 
+/// Waits (up to 15 s) until `kubectl get <resource> -o name` through node `id` lists
+/// every one of `names`.
+fn wait_listed(c: &Cluster, id: u64, resource: &str, prefix: &str, names: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let out = c.kubectl(id, &["get", resource, "-o", "name"]).unwrap().ok("kubectl get");
+        let listed: Vec<&str> = out.stdout.lines().collect();
+        if names.iter().all(|n| listed.contains(&format!("{prefix}/{n}").as_str())) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{resource}: {}", out.stdout);
+        thread::sleep(Duration::from_millis(200));
+    }
+}
+
 #[test]
 fn claims_in_use_nodes_and_flow_control_on_three_nodes() {
     let Some(c) = Cluster::start_for_kubectl(3) else { return };
 
-    // The default flow-control configuration, through kubectl.
-    let out = c.kubectl(2, &["get", "flowschemas", "-o", "name"]).unwrap().ok("get flowschemas");
-    for name in ["exempt", "catch-all", "system-nodes", "kube-scheduler", "service-accounts", "global-default"] {
-        assert!(
-            out.stdout.contains(&format!("flowschema.flowcontrol.apiserver.k8s.io/{name}\n")),
-            "{name}: {}",
-            out.stdout
-        );
-    }
-    let out = c
-        .kubectl(3, &["get", "prioritylevelconfigurations", "-o", "name"])
-        .unwrap()
-        .ok("get prioritylevelconfigurations");
-    for name in ["exempt", "catch-all", "system", "workload-high", "workload-low", "global-default"] {
-        assert!(out.stdout.contains(&format!("/{name}\n")), "{name}: {}", out.stdout);
-    }
+    // The default flow-control configuration, through kubectl (made just after start).
+    let schemas = ["exempt", "catch-all", "system-nodes", "kube-scheduler", "service-accounts", "global-default"];
+    wait_listed(&c, 2, "flowschemas", "flowschema.flowcontrol.apiserver.k8s.io", &schemas);
+    let levels = ["exempt", "catch-all", "system", "workload-high", "workload-low", "global-default"];
+    wait_listed(
+        &c,
+        3,
+        "prioritylevelconfigurations",
+        "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io",
+        &levels,
+    );
 
     // A new Node is not ready until its kubelet says so.
     let node = c.write_file(
