@@ -82,7 +82,7 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         }
         let mut warnings = warnings.clone();
         warnings.extend(strategy::before_write(st, ctx.user.as_ref(), &ctx.target, None, &mut obj, &now)?);
-        resource_quota::charge(st, &ctx.target, &obj, dry_run).await?;
+        resource_quota::charge(st, &ctx.target, &obj, None, dry_run).await?;
         if dry_run {
             return Ok(fields::with_warnings(json_response(StatusCode::CREATED, object::to_vec(&obj)), &warnings));
         }

@@ -68,6 +68,7 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         let mut new = fields::track_update(t, Some(&old), new, &manager, sub.unwrap_or(""), &now)?;
         let mut warnings = warnings.clone();
         warnings.extend(strategy::before_write(st, ctx.user.as_ref(), t, Some(&old), &mut new, &now)?);
+        crate::admission::resource_quota::charge(st, t, &new, Some(&old), dry_run).await?;
         if dry_run {
             let resp = dry_run_update(t, &old, new, &precondition)?;
             return Ok(fields::with_warnings(resp, &warnings));

@@ -436,3 +436,40 @@ async fn runtime_classes_give_pods_their_overhead_and_scheduling() {
         r#"pods "e" is forbidden: pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"#,
     );
 }
+
+/// An update that uses more is charged by what it adds: a Service that becomes a
+/// NodePort takes a `services.nodeports` slot, and the next one that would is refused.
+#[tokio::test]
+async fn an_update_that_uses_more_is_charged() {
+    let app = app().await;
+    app.namespace("default").await;
+    quota(&app, "ports", json!({"services.nodeports": "1"})).await;
+    const SERVICES: &str = "/api/v1/namespaces/default/services";
+    let service = |name: &str| json!({"metadata": {"name": name}, "spec": {"ports": [{"port": 80}]}});
+    let a = created(&app, SERVICES, service("a")).await;
+    let b = created(&app, SERVICES, service("b")).await;
+    let mut a = a;
+    a["spec"]["type"] = json!("NodePort");
+    let r = app.put(&format!("{SERVICES}/a"), a).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.json());
+    let q = app.get(&format!("{QUOTAS}/ports")).await.json();
+    assert_eq!(q["status"]["used"]["services.nodeports"], "1");
+    let mut b = b;
+    b["spec"]["type"] = json!("NodePort");
+    let r = app.put(&format!("{SERVICES}/b"), b).await;
+    r.status_of(
+        403,
+        "Forbidden",
+        r#"services "b" is forbidden: exceeded quota: ports, requested: services.nodeports=1, used: services.nodeports=1, limited: services.nodeports=1"#,
+    );
+    // A patch is charged the same way.
+    let r = app
+        .request(
+            axum::http::Method::PATCH,
+            &format!("{SERVICES}/b"),
+            &[("content-type", "application/merge-patch+json")],
+            axum::body::Body::from(r#"{"spec":{"type":"NodePort"}}"#),
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 403, "{}", r.json());
+}

@@ -1,5 +1,7 @@
 //! `ResourceQuota`: a new object in a namespace must fit every ResourceQuota there that
-//! tracks what it uses, and is charged to them before it is stored.
+//! tracks what it uses, and is charged to them before it is stored; so must what an update
+//! adds (a Service becoming a NodePort or LoadBalancer, a claim asking for more storage,
+//! a pod's resize), charged by how much it grows.
 //!
 //! - **What an object uses** ([`usage`], kube's evaluators): a pod its `pods` and
 //!   `count/pods`, and unless finished (or past its grace) its requests and limits (`cpu`,
@@ -49,13 +51,19 @@ const COMPUTE: &[&str] = &["cpu", "memory", "ephemeral-storage"];
 const REQUIRED: &[&str] = &["cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory"];
 const STORAGE_CLASS_SUFFIX: &str = ".storageclass.storage.k8s.io/";
 
-/// Checks `obj`, a new object of `t`, against its namespace's quotas and (unless a dry
-/// run) charges them.
+/// Checks `obj`, a new object of `t` (or the update of `old`: what it uses more), against
+/// its namespace's quotas and (unless a dry run) charges them.
 ///
 /// The whole charge (waiting for this node's turn, the reads and writes it redoes) takes
 /// at most the request timeout, then 504.
-pub(crate) async fn charge(st: &RestState, t: &Target, obj: &Object, dry_run: bool) -> Result<(), ApiError> {
-    match tokio::time::timeout(st.request_timeout, charge_within(st, t, obj, dry_run)).await {
+pub(crate) async fn charge(
+    st: &RestState,
+    t: &Target,
+    obj: &Object,
+    old: Option<&Object>,
+    dry_run: bool,
+) -> Result<(), ApiError> {
+    match tokio::time::timeout(st.request_timeout, charge_within(st, t, obj, old, dry_run)).await {
         Ok(done) => done,
         Err(_) => {
             Err(ApiError::timeout("request did not complete within requested timeout - charging the resource quota", 0))
@@ -63,14 +71,42 @@ pub(crate) async fn charge(st: &RestState, t: &Target, obj: &Object, dry_run: bo
     }
 }
 
-async fn charge_within(st: &RestState, t: &Target, obj: &Object, dry_run: bool) -> Result<(), ApiError> {
+async fn charge_within(
+    st: &RestState,
+    t: &Target,
+    obj: &Object,
+    old: Option<&Object>,
+    dry_run: bool,
+) -> Result<(), ApiError> {
     let Some(namespace) = t.namespace.as_deref() else { return Ok(()) };
-    if !st.admission.on("ResourceQuota") || t.subresource.is_some() {
+    let (group, plural) = (t.storage_def().group, t.storage_def().plural);
+    // Of the subresources, only a pod's resize changes what an object uses (kube's pod
+    // evaluator handles it; status writes are not charged).
+    let charged = match t.subresource.as_deref() {
+        None => true,
+        Some("resize") => (group, plural) == ("", "pods"),
+        Some(_) => false,
+    };
+    if !st.admission.on("ResourceQuota") || !charged {
         return Ok(());
     }
-    let (group, plural) = (t.storage_def().group, t.storage_def().plural);
     let now = st.clock.now_unix_seconds();
-    let wanted = usage(group, plural, obj, now);
+    let mut wanted = usage(group, plural, obj, now);
+    if let Some(old) = old {
+        // What the update adds; what it gives back is the quota controller's to count.
+        let before = usage(group, plural, old, now);
+        wanted = wanted
+            .into_iter()
+            .map(|(k, v)| {
+                let was = before.get(&k).copied().unwrap_or(0);
+                (k, v - was)
+            })
+            .filter(|(_, grows)| *grows > 0)
+            .collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+    }
     let mut held = None;
     for attempt in 1..=ATTEMPTS {
         if attempt > 1 {
