@@ -76,7 +76,7 @@ pub(crate) fn allowed(cache: &WatchCache, user: &UserInfo, attrs: &Attributes) -
 
 /// kube's `Node,RBAC` chain: `system:masters`, then the Node authorizer, then RBAC; with
 /// the Node authorizer's reason when neither allows.
-fn decide(cache: &WatchCache, user: &UserInfo, attrs: &Attributes) -> (bool, String) {
+pub(crate) fn decide(cache: &WatchCache, user: &UserInfo, attrs: &Attributes) -> (bool, String) {
     if user.is_master() {
         return (true, String::new());
     }
@@ -151,7 +151,13 @@ pub(crate) async fn review(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
     let user = ctx.user.unwrap_or_else(|| UserInfo::new("system:anonymous", &["system:unauthenticated"]));
     let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
     let status = match def.kind {
-        "SelfSubjectReview" => json!({"userInfo": {"username": user.name, "uid": user.uid, "groups": user.groups}}),
+        "SelfSubjectReview" => {
+            let mut info = json!({"username": user.name, "uid": user.uid, "groups": user.groups});
+            if !ctx.extra.is_empty() {
+                info["extra"] = json!(ctx.extra);
+            }
+            json!({ "userInfo": info })
+        }
         "SelfSubjectAccessReview" => access_review(st, &user, &spec)?,
         "SelfSubjectRulesReview" => rules_review(st, &user, &spec),
         "SubjectAccessReview" | "LocalSubjectAccessReview" => {

@@ -309,6 +309,7 @@ impl Evicting<'_> {
             headers,
             body: Body::from(options.to_body()),
             user: self.user.cloned(),
+            extra: Default::default(),
         };
         crate::delete::delete(self.st, ctx).await.map(|_| ())
     }

@@ -1,7 +1,7 @@
 //! Owns the one layer every request passes through around its handler, in
 //! kube-apiserver's filter order: its id, span and log line ([`request_log`]), its one
 //! parse ([`request`]), its name, in-flight slot and metrics ([`metrics`]), its user
-//! ([`auth`]). Each step is a plain function of its module; this layer only runs them in
+//! ([`auth`], then [`impersonation`]). Each step is a plain function of its module; this layer only runs them in
 //! order, and leaves the parse in the request's extensions for authorization and routing.
 //!
 //! One layer rather than three nested ones because each axum middleware clones and boxes
@@ -18,10 +18,12 @@ use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use tracing::Instrument;
 
 use crate::auth;
+use crate::error::RestError;
+use crate::impersonation;
 use crate::metrics::GuardedBody;
 use crate::request::RequestInfo;
 use crate::{request_log, route, RestState};
@@ -47,8 +49,13 @@ async fn admit_and_run(st: &RestState, mut req: Request, next: Next) -> Response
     let watch = info.is_watch();
     req.extensions_mut().insert(info);
     let resp = match auth::admit_request(&st.auth, &mut req, watch) {
-        Ok(None) => next.run(req).await,
-        Ok(Some(watch_slot)) => GuardedBody::wrap(next.run(req).await, watch_slot),
+        Ok(slot) => match impersonation::apply(st, &mut req) {
+            Err(refused) => RestError(refused).into_response(),
+            Ok(()) => match slot {
+                None => next.run(req).await,
+                Some(watch_slot) => GuardedBody::wrap(next.run(req).await, watch_slot),
+            },
+        },
         Err(refused) => refused,
     };
     st.metrics.finish(admitted, resp)

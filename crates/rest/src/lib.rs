@@ -46,6 +46,7 @@ mod front;
 mod get;
 mod graceful;
 mod history;
+mod impersonation;
 mod list;
 pub mod metrics;
 pub mod negotiate;

@@ -62,7 +62,8 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
     let method = parts.method;
     let verb = info.verb;
     let user = parts.extensions.get::<UserInfo>().cloned();
-    let ctx = Ctx { target, query: info.query, headers: parts.headers, body, user };
+    let extra = parts.extensions.get::<crate::auth::UserExtra>().map(|e| e.0.clone()).unwrap_or_default();
+    let ctx = Ctx { target, query: info.query, headers: parts.headers, body, user, extra };
     if method == Method::HEAD {
         return Err(ApiError::method_not_allowed());
     }

@@ -111,8 +111,10 @@ pub(crate) struct Ctx {
     pub query: Query,
     pub headers: HeaderMap,
     pub body: Body,
-    /// Who asks, as authentication found it (none on the open paths).
+    /// Who asks, as authentication (and impersonation) found it (none on the open paths).
     pub user: Option<UserInfo>,
+    /// The user's `extra` (a service account token's pod and node, impersonated extras).
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// The target a resource path names (404 NotFound when it names nothing `resolve` finds).

@@ -416,33 +416,94 @@ async fn a_binding_to_a_role_that_does_not_exist_is_refused_without_bind() {
     assert_eq!(as_user(&app, "alice-token", Method::POST, &bindings, Some(b)).await.status, 201);
 }
 
-/// Impersonation is not implemented: asking for it is refused, never ignored (which would
-/// run the request as the sender), even for `system:masters`.
+/// Impersonation (`kubectl --as`): a sender with RBAC's `impersonate` on a user, its
+/// groups, uid and extras is served as that user (whoami, authorization); one without is
+/// refused with kube's message naming what it may not impersonate; groups without a user
+/// are 400.
 #[tokio::test]
-async fn impersonation_headers_are_refused() {
+async fn impersonation_acts_as_whom_rbac_lets_the_sender_impersonate() {
     let app = app().await;
-    for (header, value) in [
-        ("impersonate-user", "alice"),
-        ("impersonate-group", "dev"),
-        ("impersonate-uid", "1"),
-        ("impersonate-extra-scopes", "x"),
-    ] {
-        let r = app
-            .request(
-                Method::GET,
-                "/api/v1/namespaces",
-                &[("authorization", "Bearer root-token"), (header, value)],
-                Body::empty(),
-            )
+    let send = |token: &'static str,
+                uri: &'static str,
+                headers: Vec<(&'static str, &'static str)>,
+                body: Option<Value>| {
+        let app = &app;
+        async move {
+            let auth = format!("Bearer {token}");
+            let mut all = vec![("authorization", auth.as_str()), ("content-type", "application/json")];
+            all.extend(headers);
+            let body = body.map(|b| Body::from(serde_json::to_vec(&b).unwrap())).unwrap_or_else(Body::empty);
+            app.request(if uri.contains("selfsubjectreviews") { Method::POST } else { Method::GET }, uri, &all, body)
+                .await
+        }
+    };
+    const WHOAMI: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    // A master may act as anyone: whoami says who.
+    let as_jane = vec![
+        ("impersonate-user", "jane"),
+        ("impersonate-group", "qa"),
+        ("impersonate-uid", "7"),
+        ("impersonate-extra-reason", "debug"),
+    ];
+    let r = send("root-token", WHOAMI, as_jane.clone(), Some(review.clone())).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    assert_eq!(
+        r.json()["status"]["userInfo"],
+        json!({"username": "jane", "uid": "7", "groups": ["qa", "system:authenticated"], "extra": {"reason": ["debug"]}})
+    );
+    // A service account without groups asked for gets its own.
+    let r =
+        send("root-token", WHOAMI, vec![("impersonate-user", "system:serviceaccount:dev:ci")], Some(review.clone()))
             .await;
-        let v = r.json();
-        assert_eq!(
-            (r.status.as_u16(), v["kind"].as_str(), v["code"].as_u64()),
-            (403, Some("Status"), Some(403)),
-            "{header}: {v}"
-        );
-        assert!(v["message"].as_str().unwrap().contains("impersonation is not supported"), "{v}");
+    assert_eq!(
+        r.json()["status"]["userInfo"]["groups"],
+        json!(["system:serviceaccounts", "system:serviceaccounts:dev", "system:authenticated"])
+    );
+    // Served as jane: jane may not list secrets.
+    let r = send("root-token", "/api/v1/namespaces/dev/secrets", vec![("impersonate-user", "jane")], None).await;
+    r.status_of(
+        403,
+        "Forbidden",
+        r#"secrets is forbidden: User "jane" cannot list resource "secrets" in API group "" in the namespace "dev""#,
+    );
+    // Alice may not impersonate, until a role lets her impersonate jane (and only jane).
+    let r = send("alice-token", "/api/v1/namespaces/dev/pods", vec![("impersonate-user", "jane")], None).await;
+    r.status_of(403, "Forbidden", r#"users "jane" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope"#);
+    let rules =
+        json!([{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"], "resourceNames": ["jane"]}]);
+    admin(&app, &format!("{RBAC}/clusterroles"), role("ClusterRole", "impersonate-jane", rules)).await;
+    let subjects = json!([{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}]);
+    admin(
+        &app,
+        &format!("{RBAC}/clusterrolebindings"),
+        binding("ClusterRoleBinding", "alice-as-jane", "ClusterRole", "impersonate-jane", subjects),
+    )
+    .await;
+    let jane = vec![("impersonate-user", "jane")];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let r = send("alice-token", WHOAMI, jane.clone(), Some(review.clone())).await;
+        if r.status.as_u16() == 201 {
+            assert_eq!(r.json()["status"]["userInfo"]["username"], "jane");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", r.json());
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+    let r = send("alice-token", WHOAMI, vec![("impersonate-user", "bob")], Some(review.clone())).await;
+    assert_eq!(r.status.as_u16(), 403, "{}", r.json());
+    let r = send(
+        "alice-token",
+        WHOAMI,
+        vec![("impersonate-user", "jane"), ("impersonate-group", "system:masters")],
+        Some(review.clone()),
+    )
+    .await;
+    r.status_of(403, "Forbidden", r#"groups "system:masters" is forbidden: User "alice" cannot impersonate resource "groups" in API group "" at the cluster scope"#);
+    // Groups without a user.
+    let r = send("root-token", WHOAMI, vec![("impersonate-group", "qa")], Some(review)).await;
+    assert_eq!(r.status.as_u16(), 400, "{}", r.json());
 }
 
 /// A namespaced resource across all namespaces is only read: DELETE there is 405 (as

@@ -216,10 +216,12 @@ async fn the_token_authenticates_as_its_service_account() {
 
     let r = whoami(&app, &token).await;
     assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    let jti = part(&token, 1)["jti"].as_str().unwrap().to_string();
     assert_eq!(
         r.json()["status"]["userInfo"],
         json!({"username": "system:serviceaccount:default:build", "uid": sa["metadata"]["uid"],
-               "groups": ["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"]})
+               "groups": ["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"],
+               "extra": {"authentication.kubernetes.io/credential-id": [format!("JTI={jti}")]}})
     );
     // RBAC sees the service account's groups.
     let r = call(&app, &token, Method::GET, "/api/v1/namespaces/default/configmaps", None).await;
