@@ -3,7 +3,8 @@
 //! 401, the health endpoints open, a user's own certificate (`kuorum certs --user`)
 //! authenticating as that user, the node's own endpoints for `system:masters` only, and
 //! `kuorum member list` through the kubeconfig; then RBAC through kubectl: a user
-//! refused, granted by a binding, `kubectl auth can-i` and `kubectl auth whoami`.
+//! refused, granted by a binding, `kubectl auth can-i`, `kubectl auth whoami` and
+//! `kubectl --as` (impersonation as RBAC's `impersonate` allows).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -163,6 +164,34 @@ fn rbac_through_kubectl() {
     // The admin (system:masters) may do anything.
     let (code, out, _) = run(None, &["auth", "can-i", "*", "*"]);
     assert_eq!((code, out.trim()), (Some(0), "yes"));
+
+    // `kubectl --as`: the admin acts as jane (who may do nothing), bob may not until a
+    // role lets him impersonate her.
+    let (code, out, err) = run(None, &["--as=jane", "--as-group=qa", "auth", "whoami", "-o", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let jane: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(jane["status"]["userInfo"]["username"], "jane");
+    assert_eq!(jane["status"]["userInfo"]["groups"], serde_json::json!(["qa", "system:authenticated"]));
+    let (code, _, err) = run(None, &["--as=jane", "get", "configmaps"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains(r#"User "jane" cannot list resource "configmaps""#), "{err}");
+    let (code, _, err) = bob(&["--as=jane", "get", "configmaps"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains(r#"users "jane" is forbidden: User "bob" cannot impersonate resource "users""#), "{err}");
+    admin(&[
+        "create",
+        "clusterrole",
+        "impersonate-jane",
+        "--verb=impersonate",
+        "--resource=users",
+        "--resource-name=jane",
+    ]);
+    admin(&["create", "clusterrolebinding", "bob-as-jane", "--clusterrole=impersonate-jane", "--user=bob"]);
+    admin(&["create", "rolebinding", "jane-view", "--clusterrole=view", "--user=jane"]);
+    let (code, out, err) = bob(&["--as=jane", "get", "configmap", "shared", "-o", "jsonpath={.data.k}"]);
+    assert_eq!((code, out.as_str()), (Some(0), "v"), "{err}");
+    let (code, _, err) = bob(&["--as=admin", "get", "configmaps"]);
+    assert_eq!(code, Some(1), "only jane: {err}");
 }
 
 /// Service-account tokens as a workload gets them: `kubectl create token` through one
