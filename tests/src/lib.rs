@@ -279,7 +279,7 @@ pub struct ClusterOptions {
     pub nodes: usize,
     /// Parent of the temp dir holding data dirs, logs and kubeconfigs (default: system temp).
     pub parent_dir: Option<PathBuf>,
-    /// Extra arguments after `serve ...`.
+    /// Extra arguments after `serve ...`; `{id}` in one becomes the node's id.
     pub extra_args: Vec<String>,
     /// `RUST_LOG` for the nodes (default: `$KUORUM_E2E_LOG` or "info,openraft=warn").
     pub rust_log: Option<String>,
@@ -505,7 +505,7 @@ impl Cluster {
         if n.join {
             args.push("--join".into());
         }
-        args.extend(self.opts.extra_args.iter().cloned());
+        args.extend(self.opts.extra_args.iter().map(|a| a.replace("{id}", &id.to_string())));
         args
     }
 

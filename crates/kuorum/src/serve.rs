@@ -137,6 +137,28 @@ pub struct ServeArgs {
     /// kuorum has is on by default, so this only checks the names.
     #[arg(long, value_delimiter = ',')]
     pub enable_admission_plugins: Vec<String>,
+    /// kube's audit policy (`audit.k8s.io/v1` Policy, YAML or JSON): which requests this
+    /// node writes to its audit log, at which level. Without it, no audit log.
+    #[arg(long)]
+    pub audit_policy_file: Option<PathBuf>,
+    /// Where this node writes its audit events, one JSON line each (`-`: standard
+    /// output). Needs --audit-policy-file.
+    #[arg(long)]
+    pub audit_log_path: Option<PathBuf>,
+    /// Megabytes the audit log may reach before it is rotated (kube's flag; 0: never).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxsize: u64,
+    /// Rotated audit logs kept (kube's flag; 0: all).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxbackup: usize,
+    /// Days a rotated audit log is kept (kube's flag; 0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxage: u64,
+    /// The most bytes an audit event may take with its request and response objects;
+    /// larger objects are left out and the event marked truncated (kube's flag and
+    /// default).
+    #[arg(long, default_value_t = 102_400)]
+    pub audit_log_truncate_max_event_size: usize,
     /// The address other members and pods reach this node's REST API at, listed in the
     /// `kubernetes` Service's endpoints (default: --listen's, or this host's outbound
     /// address when --listen is a wildcard).
@@ -474,6 +496,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         pools: Pools::new(&args.service_cluster_ip_range, &args.service_node_port_range)
             .map_err(|e| anyhow::anyhow!("--service-cluster-ip-range / --service-node-port-range: {e}"))?,
         admission: admission_plugins(&args)?,
+        audit: audit_log(&args)?,
         ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {
@@ -588,6 +611,28 @@ mod tests {
         );
         assert!(raft_timing(&args(&["--heartbeat-interval", "150", "--election-timeout", "321"])).is_ok());
     }
+}
+
+/// The audit log `--audit-policy-file` and `--audit-log-*` describe, if any.
+fn audit_log(args: &ServeArgs) -> anyhow::Result<Option<Arc<kuorum_rest::audit::AuditLog>>> {
+    use kuorum_rest::audit::{AuditLog, LogOptions, Policy};
+    let (Some(policy), Some(path)) = (&args.audit_policy_file, &args.audit_log_path) else {
+        if args.audit_log_path.is_some() {
+            anyhow::bail!("--audit-log-path needs --audit-policy-file");
+        }
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(policy)
+        .map_err(|e| anyhow::anyhow!("--audit-policy-file {}: {e}", policy.display()))?;
+    let policy = Policy::parse(&text).map_err(|e| anyhow::anyhow!("--audit-policy-file {}: {e}", policy.display()))?;
+    let options = LogOptions {
+        path: path.clone(),
+        max_size_mb: args.audit_log_maxsize,
+        max_backups: args.audit_log_maxbackup,
+        max_age_days: args.audit_log_maxage,
+        max_event_bytes: args.audit_log_truncate_max_event_size,
+    };
+    Ok(Some(Arc::new(AuditLog::open(policy, options).map_err(|e| anyhow::anyhow!("--audit-log-path: {e}"))?)))
 }
 
 /// `--disable-admission-plugins`, with `--enable-admission-plugins`' names checked too.

@@ -44,7 +44,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use kuorum_api::status::{ApiError, Reason};
-use kuorum_rest::auth::{ClientCert, ClientIdentity};
+use kuorum_rest::auth::{ClientAddr, ClientCert, ClientIdentity};
 use kuorum_rest::RestError;
 use tokio::time::Instant;
 use tower::ServiceExt;
@@ -368,7 +368,7 @@ where
             continue;
         };
         tracing::debug!(%addr, ?access, "connection served");
-        let conn = Connection { app: app.clone(), limits: limits.clone(), cert: ClientCert(user), access };
+        let conn = Connection { app: app.clone(), limits: limits.clone(), cert: ClientCert(user), addr, access };
         tokio::spawn(conn.serve(builder.clone(), io, admission));
     }
 }
@@ -398,6 +398,8 @@ struct Connection {
     app: Router,
     limits: Arc<HttpLimits>,
     cert: ClientCert,
+    /// Where the connection comes from (the audit log's `sourceIPs`).
+    addr: SocketAddr,
     access: Access,
 }
 
@@ -448,6 +450,7 @@ impl Connection {
             None => {
                 let mut req = req.map(Body::new);
                 req.extensions_mut().insert(self.cert.clone());
+                req.extensions_mut().insert(ClientAddr(self.addr));
                 match self.app.oneshot(req).await {
                     Ok(resp) => resp,
                     Err(never) => match never {},

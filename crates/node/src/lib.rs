@@ -76,6 +76,8 @@ pub struct NodeConfig {
     pub pools: kuorum_api::kinds::allocation::Pools,
     /// Which admission plugins run (`--disable-admission-plugins`).
     pub admission: kuorum_rest::admission::Plugins,
+    /// The audit log this node writes, if any (`--audit-policy-file`, `--audit-log-path`).
+    pub audit: Option<Arc<kuorum_rest::audit::AuditLog>>,
     /// The REST address this node lists in the `kubernetes` Service's endpoints; `None`
     /// keeps the Service and its endpoints out (the simulator).
     pub advertise: Option<apiserver_endpoints::Advertised>,
@@ -100,6 +102,7 @@ impl NodeConfig {
             http: http_server::HttpLimits::default(),
             pools: Default::default(),
             admission: Default::default(),
+            audit: None,
             advertise: None,
         }
     }
@@ -249,6 +252,7 @@ where
         authorization: cfg.authorization,
         pools: cfg.pools.clone(),
         admission: cfg.admission.clone(),
+        audit: cfg.audit.clone(),
         ..RestState::new(cluster.clone(), cache.clone(), seams.clock.clone(), seams.entropy.clone())
     };
     rest.metrics.set_inflight_limits(cfg.max_requests_inflight, cfg.max_mutating_requests_inflight);

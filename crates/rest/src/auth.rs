@@ -64,6 +64,11 @@ impl UserInfo {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UserExtra(pub BTreeMap<String, Vec<String>>);
 
+/// The address a request's connection comes from (the audit log's `sourceIPs`); the
+/// server puts it in every request's extensions.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub std::net::SocketAddr);
+
 /// The user a connection's client certificate names, if it presented one the listener
 /// verified. The server puts it in every request's extensions, read once per connection
 /// from the stream (see [`ClientIdentity`]).

@@ -1,7 +1,7 @@
 //! Owns the one layer every request passes through around its handler, in
 //! kube-apiserver's filter order: its id, span and log line ([`request_log`]), its one
 //! parse ([`request`]), its name, in-flight slot and metrics ([`metrics`]), its user
-//! ([`auth`], then [`impersonation`]). Each step is a plain function of its module; this layer only runs them in
+//! ([`auth`], then [`impersonation`]), its audit events ([`audit`]). Each step is a plain function of its module; this layer only runs them in
 //! order, and leaves the parse in the request's extensions for authorization and routing.
 //!
 //! One layer rather than three nested ones because each axum middleware clones and boxes
@@ -21,6 +21,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tracing::Instrument;
 
+use crate::audit;
 use crate::auth;
 use crate::error::RestError;
 use crate::impersonation;
@@ -31,11 +32,11 @@ use crate::{request_log, route, RestState};
 /// The layer (see the module docs).
 pub(crate) async fn serve(State(st): State<Arc<RestState>>, req: Request, next: Next) -> Response {
     let traced = request_log::begin(&req);
-    let resp = admit_and_run(&st, req, next).instrument(traced.span.clone()).await;
+    let resp = admit_and_run(&st, req, next, traced.id()).instrument(traced.span.clone()).await;
     request_log::end(traced, resp)
 }
 
-async fn admit_and_run(st: &RestState, mut req: Request, next: Next) -> Response {
+async fn admit_and_run(st: &RestState, mut req: Request, next: Next, id: &str) -> Response {
     let info = RequestInfo::parse(req.method().as_str(), req.uri().path(), req.uri().query());
     let apply = req
         .headers()
@@ -51,10 +52,17 @@ async fn admit_and_run(st: &RestState, mut req: Request, next: Next) -> Response
     let resp = match auth::admit_request(&st.auth, &mut req, watch) {
         Ok(slot) => match impersonation::apply(st, &mut req) {
             Err(refused) => RestError(refused).into_response(),
-            Ok(()) => match slot {
-                None => next.run(req).await,
-                Some(watch_slot) => GuardedBody::wrap(next.run(req).await, watch_slot),
-            },
+            Ok(()) => {
+                let recording = audit::begin(st.audit.as_ref(), &mut req, id);
+                let resp = match slot {
+                    None => next.run(req).await,
+                    Some(watch_slot) => GuardedBody::wrap(next.run(req).await, watch_slot),
+                };
+                match recording {
+                    Some(r) => r.finish(resp),
+                    None => resp,
+                }
+            }
         },
         Err(refused) => refused,
     };

@@ -168,7 +168,8 @@ pub(crate) fn apply(st: &RestState, req: &mut Request) -> Result<(), ApiError> {
     tracing::Span::current().record("user", tracing::field::display(&user.name));
     let ext = req.extensions_mut();
     ext.insert(user);
-    ext.remove::<UserExtra>();
+    let sender_extra = ext.remove::<UserExtra>();
+    ext.insert(crate::audit::Impersonator(sender, sender_extra));
     if !extra.is_empty() {
         ext.insert(UserExtra(extra));
     }

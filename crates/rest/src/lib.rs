@@ -28,6 +28,7 @@ use tower_http::compression::{CompressionLayer, Predicate};
 pub mod admission;
 mod alloc;
 mod answered;
+pub mod audit;
 pub mod auth;
 pub mod authz;
 pub mod chaos;
@@ -106,6 +107,8 @@ pub struct RestState {
     /// Held while this node charges a ResourceQuota, so its own creates queue rather than
     /// race each other for the quota's version (other nodes' creates still may).
     pub quota_charging: Arc<tokio::sync::Mutex<()>>,
+    /// The audit log this node writes (`--audit-policy-file`, `--audit-log-path`).
+    pub audit: Option<Arc<audit::AuditLog>>,
 }
 
 impl RestState {
@@ -125,6 +128,7 @@ impl RestState {
             pools: Default::default(),
             admission: Default::default(),
             quota_charging: Default::default(),
+            audit: None,
         }
     }
 }

@@ -63,6 +63,13 @@ pub(crate) struct Traced {
     started: tokio::time::Instant,
 }
 
+impl Traced {
+    /// The request's `Audit-Id`.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+}
+
 /// Gives `req` its id and span (see the module docs); [`end`] logs it as answered.
 pub(crate) fn begin(req: &Request) -> Traced {
     let id = match req.headers().get(AUDIT_ID).and_then(|v| v.to_str().ok()) {
