@@ -87,7 +87,10 @@ async fn charge_within(
         Some("resize") => (group, plural) == ("", "pods"),
         Some(_) => false,
     };
-    if !st.admission.on("ResourceQuota") || !charged {
+    // Only these kinds use more after an update (kube's evaluators that handle updates);
+    // counts of objects never change: an update of anything else costs nothing here.
+    let grows_on_update = matches!((group, plural), ("", "services" | "persistentvolumeclaims" | "pods"));
+    if !st.admission.on("ResourceQuota") || !charged || (old.is_some() && !grows_on_update) {
         return Ok(());
     }
     let now = st.clock.now_unix_seconds();
