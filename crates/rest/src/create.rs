@@ -81,7 +81,8 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
             return Err(ApiError::invalid(def.group_kind(), &name, &errs));
         }
         let mut warnings = warnings.clone();
-        warnings.extend(strategy::before_write(st, ctx.user.as_ref(), &ctx.target, None, &mut obj, &now)?);
+        warnings
+            .extend(strategy::before_write(st, ctx.user.as_ref(), &ctx.target, None, &mut obj, &now, dry_run).await?);
         resource_quota::charge(st, &ctx.target, &obj, None, dry_run).await?;
         if dry_run {
             return Ok(fields::with_warnings(json_response(StatusCode::CREATED, object::to_vec(&obj)), &warnings));

@@ -70,6 +70,7 @@ mod target;
 mod token;
 mod update;
 mod watch;
+mod webhook;
 mod yaml_limits;
 
 pub use crd_cleanup::finalize_deleted_crds;

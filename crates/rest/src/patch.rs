@@ -255,7 +255,7 @@ async fn update_by_patch(
     if let Some(s) = t.strategy() {
         s.prepare_for_update(&mut new);
     }
-    warnings.extend(strategy::before_write(st, req.user, t, Some(&current), &mut new, &now)?);
+    warnings.extend(strategy::before_write(st, req.user, t, Some(&current), &mut new, &now, req.dry_run).await?);
     resource_quota::charge(st, t, &new, Some(&current), req.dry_run).await?;
     if req.dry_run {
         if let Some(rv) = client_rv {
@@ -303,7 +303,7 @@ async fn create_by_apply(st: &RestState, req: &Request<'_>, warnings: &mut Vec<S
     if !errs.is_empty() {
         return Err(ApiError::invalid(def.group_kind(), t.name(), &errs));
     }
-    warnings.extend(strategy::before_write(st, req.user, t, None, &mut obj, &now)?);
+    warnings.extend(strategy::before_write(st, req.user, t, None, &mut obj, &now, req.dry_run).await?);
     resource_quota::charge(st, t, &obj, None, req.dry_run).await?;
     if req.dry_run {
         return Ok(Attempt::Done(object::to_vec(&obj).into()));

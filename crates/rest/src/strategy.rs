@@ -12,6 +12,8 @@
 //!   not created while its CRD is being deleted (405, as kube-apiserver answers);
 //! - a Role, ClusterRole or binding is written only by a user who holds what it grants
 //!   ([`crate::authz::check_escalation`]);
+//! - admission webhooks ([`crate::webhook`]): the mutating ones after kuorum's mutating
+//!   plugins, the validating ones last;
 //!
 //! and [`stored`] gives the bytes to store (a custom resource at its CRD's storage
 //! version), refusing an object larger than [`MAX_OBJECT_BYTES`] or nested deeper than
@@ -33,14 +35,24 @@ pub(crate) fn is_crd(t: &Target) -> bool {
 
 /// The last step of every write of `obj` (over `old`, none for a create) through `t`.
 /// Answers the warnings admission gave.
-pub(crate) fn before_write(
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn before_write(
     st: &RestState,
     user: Option<&UserInfo>,
     t: &Target,
     old: Option<&Object>,
     obj: &mut Object,
     now: &str,
+    dry_run: bool,
 ) -> Result<Vec<String>, ApiError> {
+    let review = crate::webhook::Review {
+        st,
+        user,
+        target: t,
+        operation: if old.is_some() { "UPDATE" } else { "CREATE" },
+        old,
+        dry_run,
+    };
     if let Some(c) = &t.custom {
         if old.is_none() && c.terminating() {
             let gr = GroupResource { group: t.def.group, resource: t.def.plural };
@@ -48,7 +60,10 @@ pub(crate) fn before_write(
             e.message = "create not allowed while custom resource definition is terminating".into();
             return Err(e);
         }
-        return crate::custom::validate(t.def, c, obj).map(|()| Vec::new());
+        let mut warnings = crate::webhook::mutate(&review, obj).await?;
+        crate::custom::validate(t.def, c, obj)?;
+        warnings.extend(crate::webhook::validate(&review, obj).await?);
+        return Ok(warnings);
     }
     if is_crd(t) && t.subresource.as_deref() != Some("status") {
         crd::set_status(obj, old.and_then(|o| o.get("status")), now);
@@ -56,6 +71,7 @@ pub(crate) fn before_write(
     let Some(kind) = t.strategy() else { return Ok(Vec::new()) };
     let attributes = crate::admission::Attributes { st, user, target: t, old };
     crate::admission::mutate(&attributes, obj)?;
+    let mut warnings = crate::webhook::mutate(&review, obj).await?;
     if let (Some(a), Some(old)) = (kind.allocating(), old) {
         a.carry(old, obj);
     }
@@ -73,10 +89,11 @@ pub(crate) fn before_write(
         let name = object::meta_str(obj, "name").unwrap_or("");
         return Err(ApiError::invalid(t.def.group_kind(), name, &errs));
     }
-    let warnings = crate::admission::validate(&attributes, obj)?;
+    warnings.extend(crate::admission::validate(&attributes, obj)?);
     if t.def.group == RBAC_GROUP {
         crate::authz::check_escalation(st, user, t, &Value::Object(obj.clone()))?;
     }
+    warnings.extend(crate::webhook::validate(&review, obj).await?);
     Ok(warnings)
 }
 

@@ -231,7 +231,7 @@ pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result
         let now = st.clock.now_rfc3339();
         let mut new = fields::track_update(t, Some(&old), new, &manager, "scale", &now)?;
         // A scale changes no pod template: admission warns of nothing here.
-        strategy::before_write(st, ctx.user.as_ref(), t, Some(&old), &mut new, &now)?;
+        strategy::before_write(st, ctx.user.as_ref(), t, Some(&old), &mut new, &now, dry_run).await?;
         if dry_run {
             if let Some(rv) = client_rv {
                 return Err(ApiError::rv_precondition_conflict(t.def.group_resource(), t.name(), &rv, &current_rv));

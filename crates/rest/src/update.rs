@@ -67,7 +67,7 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         let new = subresource::shape_write(def, sub, &old, obj.clone());
         let mut new = fields::track_update(t, Some(&old), new, &manager, sub.unwrap_or(""), &now)?;
         let mut warnings = warnings.clone();
-        warnings.extend(strategy::before_write(st, ctx.user.as_ref(), t, Some(&old), &mut new, &now)?);
+        warnings.extend(strategy::before_write(st, ctx.user.as_ref(), t, Some(&old), &mut new, &now, dry_run).await?);
         crate::admission::resource_quota::charge(st, t, &new, Some(&old), dry_run).await?;
         if dry_run {
             let resp = dry_run_update(t, &old, new, &precondition)?;

@@ -1,0 +1,437 @@
+//! Owns admission webhooks: the `MutatingWebhookConfiguration`s and
+//! `ValidatingWebhookConfiguration`s (admissionregistration.k8s.io/v1) in this node's
+//! watch cache are called for every write they match, on the node that took the request,
+//! before anything is proposed, with kube's `AdmissionReview` v1 over HTTPS:
+//!
+//! - **Order:** after kuorum's own mutating plugins, each mutating webhook in turn
+//!   (configurations by name, webhooks in their order), its JSONPatch applied before the
+//!   next; then the kind's validation and kuorum's validating plugins; then every
+//!   validating webhook at once. A refused request leaves nothing in the log.
+//! - **Matching:** `rules` (operations, groups, versions, resources with `*`, `res/sub`,
+//!   `*/sub`, `res/*`, scope), `namespaceSelector` (a namespaced object's namespace
+//!   labels; a Namespace's own), `objectSelector` (the new or old object's labels).
+//!   `matchConditions` are CEL, which kuorum does not evaluate yet: a webhook that has
+//!   them is called as if they matched (its server still decides).
+//! - **Where:** `clientConfig.url`, or `clientConfig.service`: the Service's Endpoints
+//!   (first address, the port whose `port` or `targetPort` the reference names, 443 by
+//!   default) are dialled, with the TLS name `<service>.<namespace>.svc` checked against
+//!   `caBundle`.
+//! - **Failures:** a call that fails, times out (`timeoutSeconds`, 10 by default, at most
+//!   30) or answers nonsense is kube's 500 `failed calling webhook` under
+//!   `failurePolicy: Fail` (the default; kube's code, kept so clients see what they see
+//!   from kube) and skipped under `Ignore`. A refusal is the webhook's Status as kube
+//!   words it (`admission webhook "x" denied the request: ...`, 400 or more).
+//! - **Dry runs** reach only webhooks whose `sideEffects` are `None` or `NoneOnDryRun`;
+//!   any other matching webhook makes the dry run 400, as kube.
+//!
+//! Not yet: `reinvocationPolicy: IfNeeded` (each mutating webhook runs once),
+//! `matchPolicy: Equivalent` across versions (kuorum serves most resources at one
+//! version), webhooks on deletes and on `CONNECT`.
+
+use std::time::Duration;
+
+use base64::Engine;
+use kuorum_api::kinds::common::selector_matches;
+use kuorum_api::{ApiError, Reason};
+use serde_json::{json, Map, Value};
+
+use crate::admission::{cached, cached_list};
+use crate::auth::UserInfo;
+use crate::object::{self, Object};
+use crate::target::Target;
+use crate::RestState;
+
+const GROUP: &str = "admissionregistration.k8s.io";
+const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
+const MAX_TIMEOUT_SECONDS: u64 = 30;
+/// The most bytes of a webhook's answer read: the body limit, as for a client's request.
+const MAX_REVIEW_BYTES: usize = crate::negotiate::MAX_BODY_BYTES;
+
+/// One write being admitted (kube's `admission.Attributes` as webhooks see them).
+pub(crate) struct Review<'a> {
+    pub st: &'a RestState,
+    pub user: Option<&'a UserInfo>,
+    pub target: &'a Target,
+    /// `CREATE` or `UPDATE`.
+    pub operation: &'static str,
+    pub old: Option<&'a Object>,
+    pub dry_run: bool,
+}
+
+/// One webhook of a configuration.
+struct Webhook {
+    name: String,
+    spec: Value,
+}
+
+impl Webhook {
+    fn str(&self, field: &str) -> &str {
+        self.spec.get(field).and_then(Value::as_str).unwrap_or("")
+    }
+
+    fn ignores_failures(&self) -> bool {
+        self.str("failurePolicy") == "Ignore"
+    }
+
+    fn timeout(&self) -> Duration {
+        let s = self.spec.get("timeoutSeconds").and_then(Value::as_u64).unwrap_or(DEFAULT_TIMEOUT_SECONDS);
+        Duration::from_secs(s.clamp(1, MAX_TIMEOUT_SECONDS))
+    }
+}
+
+/// The webhooks of every configuration of `plural`, configurations by name.
+fn webhooks(st: &RestState, plural: &str) -> Vec<Webhook> {
+    let mut configs = cached_list(&st.cache, GROUP, plural, None);
+    configs.sort_by(|a, b| object::meta_str(a, "name").cmp(&object::meta_str(b, "name")));
+    configs
+        .iter()
+        .flat_map(|c| c.get("webhooks").and_then(Value::as_array).cloned().unwrap_or_default())
+        .map(|spec| Webhook { name: spec.get("name").and_then(Value::as_str).unwrap_or("").to_string(), spec })
+        .collect()
+}
+
+impl Review<'_> {
+    /// Whether `w` is to be called for this write of `obj`.
+    fn matches(&self, w: &Webhook, obj: &Object) -> bool {
+        let t = self.target;
+        let (group, version, resource) = (t.def.group, t.def.version, t.def.plural);
+        let sub = t.subresource.as_deref().unwrap_or("");
+        let namespace = t.namespace.as_deref().unwrap_or("");
+        let has = |list: Option<&Value>, want: &str| {
+            list.and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .any(|v| v == "*" || v == want)
+        };
+        let rules = w.spec.get("rules").and_then(Value::as_array).cloned().unwrap_or_default();
+        let ruled = rules.iter().any(|r| {
+            let resources =
+                r.get("resources").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
+            let resource_ok = resources.clone().any(|res| {
+                let (res, res_sub) = res.split_once('/').unwrap_or((res, ""));
+                (res == "*" || res == resource) && (res_sub == "*" || res_sub == sub)
+            });
+            let scope_ok = match r.get("scope").and_then(Value::as_str).unwrap_or("*") {
+                "Cluster" => namespace.is_empty(),
+                "Namespaced" => !namespace.is_empty(),
+                _ => true,
+            };
+            has(r.get("operations"), self.operation)
+                && has(r.get("apiGroups"), group)
+                && has(r.get("apiVersions"), version)
+                && resource_ok
+                && scope_ok
+        });
+        if !ruled {
+            return false;
+        }
+        if let Some(sel) = w.spec.get("namespaceSelector").filter(|s| s.is_object()) {
+            let labels = if (group, resource) == ("", "namespaces") {
+                object::meta(obj).and_then(|m| m.get("labels")).cloned()
+            } else if namespace.is_empty() {
+                // Cluster-scoped objects other than Namespaces always match.
+                None
+            } else {
+                cached(self.st, "", "namespaces", None, namespace)
+                    .and_then(|n| object::meta(&n).and_then(|m| m.get("labels")).cloned())
+            };
+            let applies = !(namespace.is_empty() && (group, resource) != ("", "namespaces"));
+            if applies && !selector_matches(sel, labels.as_ref()) {
+                return false;
+            }
+        }
+        if let Some(sel) = w.spec.get("objectSelector").filter(|s| s.is_object()) {
+            let labels = |o: &Object| object::meta(o).and_then(|m| m.get("labels")).cloned();
+            let new_ok = selector_matches(sel, labels(obj).as_ref());
+            let old_ok = self.old.is_some_and(|o| selector_matches(sel, labels(o).as_ref()));
+            if !new_ok && !old_ok {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The `AdmissionReview` sent for `obj`.
+    fn review(&self, uid: &str, obj: &Object) -> Value {
+        let t = self.target;
+        let d = t.def;
+        let kind = json!({"group": d.group, "version": d.version, "kind": d.kind});
+        let resource = json!({"group": d.group, "version": d.version, "resource": d.plural});
+        let mut request = json!({
+            "uid": uid,
+            "kind": kind, "resource": resource, "requestKind": kind, "requestResource": resource,
+            "name": object::meta_str(obj, "name").unwrap_or(t.name()),
+            "operation": self.operation,
+            "object": obj,
+            "oldObject": self.old,
+            "dryRun": self.dry_run,
+            "options": {"apiVersion": "meta.k8s.io/v1",
+                        "kind": if self.operation == "CREATE" { "CreateOptions" } else { "UpdateOptions" }},
+        });
+        if let Some(ns) = &t.namespace {
+            request["namespace"] = json!(ns);
+        }
+        if let Some(sub) = &t.subresource {
+            request["subResource"] = json!(sub);
+            request["requestSubResource"] = json!(sub);
+        }
+        if let Some(u) = self.user {
+            request["userInfo"] = json!({"username": u.name, "uid": u.uid, "groups": u.groups});
+        }
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+    }
+
+    /// Calls `w` about `obj`: its answer's `response`, or why the call failed.
+    async fn call(&self, w: &Webhook, obj: &Object) -> Result<Map<String, Value>, String> {
+        let uid = kuorum_api::seams::new_uid(&*self.st.entropy);
+        let body = serde_json::to_vec(&self.review(&uid, obj)).map_err(|e| e.to_string())?;
+        let (client, url) = client_for(self.st, &w.spec, w.timeout())?;
+        let url = format!("{url}{}timeout={}s", if url.contains('?') { '&' } else { '?' }, w.timeout().as_secs());
+        let failed = |e: &dyn std::fmt::Display| format!("failed to call webhook: Post {url:?}: {e}");
+        let resp = client
+            .post(&url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| failed(&error_chain(&e)))?;
+        let status = resp.status();
+        if resp.content_length().is_some_and(|n| n as usize > MAX_REVIEW_BYTES) {
+            return Err(failed(&"the response is larger than the body limit"));
+        }
+        let bytes = resp.bytes().await.map_err(|e| failed(&error_chain(&e)))?;
+        if !status.is_success() {
+            return Err(format!(
+                "failed to call webhook: the server responded with the status code {}",
+                status.as_u16()
+            ));
+        }
+        let v: Value = serde_json::from_slice(&bytes).map_err(|e| format!("received invalid webhook response: {e}"))?;
+        let response = v.get("response").and_then(Value::as_object).cloned().ok_or("webhook response was absent")?;
+        let got = response.get("uid").and_then(Value::as_str).unwrap_or("");
+        if got != uid {
+            return Err(format!("expected response.uid={uid:?}, got {got:?}"));
+        }
+        Ok(response)
+    }
+
+    fn side_effects_refuse_dry_run(&self, w: &Webhook) -> Option<ApiError> {
+        (self.dry_run && !matches!(w.str("sideEffects"), "None" | "NoneOnDryRun")).then(|| {
+            ApiError::bad_request(format!(
+                "admission webhook {:?} does not support dry run: it may have side effects",
+                w.name
+            ))
+        })
+    }
+}
+
+/// kube's answer for a webhook call that failed under `failurePolicy: Fail`.
+fn call_failed(name: &str, why: &str) -> ApiError {
+    ApiError::new(Reason::InternalError, format!("Internal error occurred: failed calling webhook {name:?}: {why}"))
+}
+
+/// kube's `ToStatusErr`: a refusal as the webhook's Status, worded by kube.
+fn denied(name: &str, response: &Map<String, Value>) -> ApiError {
+    let status = response.get("status").cloned().unwrap_or(Value::Null);
+    let code = status.get("code").and_then(Value::as_u64).unwrap_or(0).max(400) as u16;
+    let by = format!("admission webhook {name:?} denied the request");
+    let message = match (status.get("message").and_then(Value::as_str), status.get("reason").and_then(Value::as_str)) {
+        (Some(m), _) if !m.is_empty() => format!("{by}: {m}"),
+        (_, Some(r)) if !r.is_empty() => format!("{by}: {r}"),
+        _ => format!("{by} without explanation"),
+    };
+    let reason = match code {
+        401 => Reason::Unauthorized,
+        403 => Reason::Forbidden,
+        404 => Reason::NotFound,
+        409 => Reason::Conflict,
+        422 => Reason::Invalid,
+        429 => Reason::TooManyRequests,
+        c if c >= 500 => Reason::InternalError,
+        _ => Reason::BadRequest,
+    };
+    let mut e = ApiError::new(reason, message);
+    e.code = code.min(599);
+    e
+}
+
+fn warnings_of(response: &Map<String, Value>) -> Vec<String> {
+    response
+        .get("warnings")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(String::from)
+        .collect()
+}
+
+/// The mutating webhooks, in turn, on `obj`. Answers their warnings.
+pub(crate) async fn mutate(r: &Review<'_>, obj: &mut Object) -> Result<Vec<String>, ApiError> {
+    let mut warnings = Vec::new();
+    for w in webhooks(r.st, "mutatingwebhookconfigurations") {
+        if !r.matches(&w, obj) {
+            continue;
+        }
+        if let Some(e) = r.side_effects_refuse_dry_run(&w) {
+            return Err(e);
+        }
+        let response = match r.call(&w, obj).await {
+            Ok(resp) => resp,
+            Err(_) if w.ignores_failures() => continue,
+            Err(why) => return Err(call_failed(&w.name, &why)),
+        };
+        warnings.extend(warnings_of(&response));
+        if response.get("allowed").and_then(Value::as_bool) != Some(true) {
+            return Err(denied(&w.name, &response));
+        }
+        let Some(patch) = response.get("patch").and_then(Value::as_str) else { continue };
+        if response.get("patchType").and_then(Value::as_str) != Some("JSONPatch") {
+            let e = "the response has a patch but no patchType JSONPatch";
+            if w.ignores_failures() {
+                continue;
+            }
+            return Err(call_failed(&w.name, e));
+        }
+        let patched =
+            base64::engine::general_purpose::STANDARD.decode(patch).map_err(|e| e.to_string()).and_then(|bytes| {
+                kuorum_patch::json_patch(&Value::Object(obj.clone()), &bytes).map_err(|e| format!("{e:?}"))
+            });
+        match patched {
+            Ok(Value::Object(p)) => *obj = p,
+            Ok(_) | Err(_) if w.ignores_failures() => continue,
+            Ok(_) => return Err(call_failed(&w.name, "the patch does not leave an object")),
+            Err(e) => return Err(call_failed(&w.name, &format!("the patch does not apply: {e}"))),
+        }
+    }
+    Ok(warnings)
+}
+
+/// The validating webhooks, all at once, on `obj`. Answers their warnings; the first
+/// refusal (in the webhooks' order) is the answer.
+pub(crate) async fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>, ApiError> {
+    let matching: Vec<Webhook> =
+        webhooks(r.st, "validatingwebhookconfigurations").into_iter().filter(|w| r.matches(w, obj)).collect();
+    if matching.is_empty() {
+        return Ok(Vec::new());
+    }
+    for w in &matching {
+        if let Some(e) = r.side_effects_refuse_dry_run(w) {
+            return Err(e);
+        }
+    }
+    let answers = futures::future::join_all(matching.iter().map(|w| r.call(w, obj))).await;
+    let mut warnings = Vec::new();
+    for (w, answer) in matching.iter().zip(answers) {
+        match answer {
+            Ok(response) => {
+                warnings.extend(warnings_of(&response));
+                if response.get("allowed").and_then(Value::as_bool) != Some(true) {
+                    return Err(denied(&w.name, &response));
+                }
+            }
+            Err(_) if w.ignores_failures() => {}
+            Err(why) => return Err(call_failed(&w.name, &why)),
+        }
+    }
+    Ok(warnings)
+}
+
+/// An HTTPS client for a webhook's `clientConfig` and the URL to post to.
+fn client_for(st: &RestState, spec: &Value, timeout: Duration) -> Result<(reqwest::Client, String), String> {
+    let config = spec.get("clientConfig").cloned().unwrap_or(Value::Null);
+    let mut builder = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout).use_rustls_tls();
+    if let Some(ca) = config.get("caBundle").and_then(Value::as_str).filter(|c| !c.is_empty()) {
+        let pem = base64::engine::general_purpose::STANDARD.decode(ca).map_err(|e| format!("caBundle: {e}"))?;
+        for cert in reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| format!("caBundle: {e}"))? {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    let url = if let Some(url) = config.get("url").and_then(Value::as_str) {
+        url.to_string()
+    } else if let Some(service) = config.get("service") {
+        let s = |f: &str| service.get(f).and_then(Value::as_str).unwrap_or("");
+        let (namespace, name, path) = (s("namespace"), s("name"), s("path"));
+        let port = service.get("port").and_then(Value::as_u64).unwrap_or(443);
+        let (ip, target) = endpoint(st, namespace, name, port)
+            .ok_or_else(|| format!("service \"{namespace}/{name}\" has no endpoints on port {port}"))?;
+        let host = format!("{name}.{namespace}.svc");
+        builder = builder.resolve(&host, std::net::SocketAddr::new(ip, target));
+        format!("https://{host}:{target}{path}")
+    } else {
+        return Err("the webhook's clientConfig names neither url nor service".into());
+    };
+    Ok((builder.build().map_err(|e| e.to_string())?, url))
+}
+
+/// The first address of a Service's Endpoints and the port serving its `port`: the
+/// Service's port of that number (its `targetPort`, by number or by name) matched to the
+/// Endpoints' ports, else that number itself.
+fn endpoint(st: &RestState, namespace: &str, name: &str, port: u64) -> Option<(std::net::IpAddr, u16)> {
+    let endpoints = cached(st, "", "endpoints", Some(namespace), name)?;
+    let service = cached(st, "", "services", Some(namespace), name);
+    let service_port = service
+        .as_ref()
+        .and_then(|s| s.get("spec"))
+        .and_then(|s| s.get("ports"))
+        .and_then(Value::as_array)
+        .and_then(|ports| ports.iter().find(|p| p.get("port").and_then(Value::as_u64) == Some(port)).cloned());
+    let port_name = service_port.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or("");
+    let target = service_port.as_ref().and_then(|p| p.get("targetPort")).and_then(Value::as_u64).unwrap_or(port);
+    for subset in endpoints.get("subsets").and_then(Value::as_array).into_iter().flatten() {
+        let ip = subset
+            .get("addresses")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.get("ip").and_then(Value::as_str))
+            .find_map(|ip| ip.parse().ok());
+        let ports = subset.get("ports").and_then(Value::as_array).cloned().unwrap_or_default();
+        let chosen = ports
+            .iter()
+            .find(|p| !port_name.is_empty() && p.get("name").and_then(Value::as_str) == Some(port_name))
+            .or_else(|| ports.iter().find(|p| p.get("port").and_then(Value::as_u64) == Some(target)))
+            .or(ports.first())
+            .and_then(|p| p.get("port").and_then(Value::as_u64));
+        if let (Some(ip), Some(p)) = (ip, chosen) {
+            return Some((ip, u16::try_from(p).ok()?));
+        }
+    }
+    None
+}
+
+/// An error with its sources, as Go prints a wrapped error.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_worded_as_kube_words_them() {
+        let r = |v: Value| v.as_object().unwrap().clone();
+        let e = denied("deny.example.com", &r(json!({"allowed": false, "status": {"code": 403, "message": "no"}})));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (403, r#"admission webhook "deny.example.com" denied the request: no"#)
+        );
+        let e = denied("w", &r(json!({"allowed": false})));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (400, r#"admission webhook "w" denied the request without explanation"#)
+        );
+        let e = denied("w", &r(json!({"allowed": false, "status": {"code": 200, "reason": "Nope"}})));
+        assert_eq!((e.code, e.message.as_str()), (400, r#"admission webhook "w" denied the request: Nope"#));
+    }
+}

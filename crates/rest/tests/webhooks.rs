@@ -1,0 +1,234 @@
+//! Admission webhooks through the router over a real single-node cluster, against a real
+//! HTTPS webhook server the test starts (a self-signed certificate, given as the
+//! configuration's `caBundle`), speaking `AdmissionReview` v1 as real servers do: a
+//! mutating webhook's JSONPatch lands, a validating webhook's refusal is kube's Status and
+//! stores nothing, `failurePolicy` Fail and Ignore for a server that is down or hangs
+//! past `timeoutSeconds`, `objectSelector` skips, and dry runs reach webhooks free of
+//! side effects.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::routing::post;
+use axum::Json;
+use base64::Engine;
+use serde_json::{json, Value};
+
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+
+/// The answer to a review: allowed, with `extra` merged into the response.
+fn answer(review: &Value, extra: Value) -> Json<Value> {
+    let mut response = json!({"uid": review["request"]["uid"], "allowed": true});
+    for (k, v) in extra.as_object().unwrap() {
+        response[k] = v.clone();
+    }
+    Json(json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
+}
+
+/// Starts the webhook server; answers its port and its certificate as a `caBundle`.
+async fn webhook_server() -> (u16, String) {
+    let router = axum::Router::new()
+        .route(
+            "/mutate",
+            post(|Json(review): Json<Value>| async move {
+                let patch = match review["request"]["object"]["metadata"].get("labels") {
+                    Some(_) => json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}]),
+                    None => json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]),
+                };
+                let patch = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&patch).unwrap());
+                answer(&review, json!({"patchType": "JSONPatch", "patch": patch, "warnings": ["mutated by the test"]}))
+            }),
+        )
+        .route(
+            "/validate",
+            post(|Json(review): Json<Value>| async move {
+                if review["request"]["object"]["data"].get("forbidden").is_some() {
+                    answer(&review, json!({"allowed": false, "status": {"code": 403, "message": "no forbidden keys"}}))
+                } else {
+                    answer(&review, json!({}))
+                }
+            }),
+        )
+        .route(
+            "/hang",
+            post(|Json(review): Json<Value>| async move {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                answer(&review, json!({}))
+            }),
+        );
+    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let ca = base64::engine::general_purpose::STANDARD.encode(certified.cert.pem());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![certified.cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(certified.key_pair.serialize_der().into()),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((sock, _)) = listener.accept().await else { return };
+            let (acceptor, router) = (acceptor.clone(), router.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(sock).await else { return };
+                let service = hyper_util::service::TowerToHyperService::new(router);
+                let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    (port, ca)
+}
+
+fn configuration(kind: &str, name: &str, url: &str, ca: &str, extra: Value) -> Value {
+    let mut hook = json!({
+        "name": format!("{name}.kuorum.test"),
+        "clientConfig": {"url": url, "caBundle": ca},
+        "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "timeoutSeconds": 1,
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        hook[k] = v.clone();
+    }
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name}, "webhooks": [hook]})
+}
+
+async fn created(app: &common::App, uri: &str, body: Value) -> Value {
+    let r = app.post(uri, body).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    r.json()
+}
+
+fn cm(name: &str, data: Value) -> Value {
+    json!({"metadata": {"name": name}, "data": data})
+}
+
+#[tokio::test]
+async fn webhooks_mutate_refuse_and_fail_as_their_policies_say() {
+    let app = common::app().await;
+    app.namespace("default").await;
+    let (port, ca) = webhook_server().await;
+    let url = |path: &str| format!("https://127.0.0.1:{port}{path}");
+
+    created(&app, MUTATING, configuration("MutatingWebhookConfiguration", "label", &url("/mutate"), &ca, json!({})))
+        .await;
+    created(
+        &app,
+        VALIDATING,
+        configuration("ValidatingWebhookConfiguration", "guard", &url("/validate"), &ca, json!({})),
+    )
+    .await;
+
+    // Mutated, with the webhook's warning.
+    let r = app.post(CONFIGMAPS, cm("a", json!({"k": "v"}))).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    assert_eq!(r.json()["metadata"]["labels"], json!({"mutated": "yes"}));
+    let warning = r.headers.get("warning").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+    assert!(warning.contains("mutated by the test"), "{warning}");
+
+    // Refused: kube's words, and nothing stored (no resourceVersion taken).
+    let before = app.applied();
+    let r = app.post(CONFIGMAPS, cm("b", json!({"forbidden": "x"}))).await;
+    r.status_of(403, "Forbidden", r#"admission webhook "guard.kuorum.test" denied the request: no forbidden keys"#);
+    assert_eq!(app.applied(), before, "a refused create proposes nothing");
+    assert_eq!(app.get(&format!("{CONFIGMAPS}/b")).await.status.as_u16(), 404);
+
+    // A dry run reaches webhooks without side effects.
+    let r = app.post(&format!("{CONFIGMAPS}?dryRun=All"), cm("c", json!({"k": "v"}))).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    assert_eq!(r.json()["metadata"]["labels"], json!({"mutated": "yes"}));
+
+    // A server that is down: Fail refuses, Ignore lets the write through.
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let gone = format!("https://127.0.0.1:{down}/validate");
+    created(&app, VALIDATING, configuration("ValidatingWebhookConfiguration", "down", &gone, &ca, json!({}))).await;
+    let r = app.post(CONFIGMAPS, cm("d", json!({}))).await;
+    let v = r.json();
+    assert_eq!((r.status.as_u16(), v["reason"].as_str()), (500, Some("InternalError")), "{v}");
+    let m = v["message"].as_str().unwrap();
+    assert!(m.starts_with(r#"Internal error occurred: failed calling webhook "down.kuorum.test": failed to call webhook: Post "https://127.0.0.1:"#), "{m}");
+    let r = app.delete(&format!("{VALIDATING}/down")).await;
+    assert_eq!(r.status.as_u16(), 200);
+    created(
+        &app,
+        VALIDATING,
+        configuration("ValidatingWebhookConfiguration", "down-ignored", &gone, &ca, json!({"failurePolicy": "Ignore"})),
+    )
+    .await;
+    created(&app, CONFIGMAPS, cm("d", json!({}))).await;
+
+    // A server that hangs: given up at timeoutSeconds, then as its policy says.
+    created(
+        &app,
+        VALIDATING,
+        configuration("ValidatingWebhookConfiguration", "slow", &url("/hang"), &ca, json!({"failurePolicy": "Ignore"})),
+    )
+    .await;
+    let started = Instant::now();
+    created(&app, CONFIGMAPS, cm("e", json!({}))).await;
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let r = app.delete(&format!("{VALIDATING}/slow")).await;
+    assert_eq!(r.status.as_u16(), 200);
+    created(
+        &app,
+        VALIDATING,
+        configuration("ValidatingWebhookConfiguration", "slow-fail", &url("/hang"), &ca, json!({})),
+    )
+    .await;
+    let r = app.post(CONFIGMAPS, cm("f", json!({}))).await;
+    assert_eq!(r.status.as_u16(), 500, "{}", r.json());
+    let r = app.delete(&format!("{VALIDATING}/slow-fail")).await;
+    assert_eq!(r.status.as_u16(), 200);
+
+    // objectSelector: a webhook for labelled objects only skips the rest.
+    let selective = configuration(
+        "ValidatingWebhookConfiguration",
+        "selective",
+        &gone,
+        &ca,
+        json!({"objectSelector": {"matchLabels": {"checked": "true"}}}),
+    );
+    created(&app, VALIDATING, selective).await;
+    created(&app, CONFIGMAPS, cm("g", json!({}))).await;
+    let mut labelled = cm("h", json!({}));
+    labelled["metadata"]["labels"] = json!({"checked": "true"});
+    assert_eq!(app.post(CONFIGMAPS, labelled).await.status.as_u16(), 500);
+    let r = app.delete(&format!("{VALIDATING}/selective")).await;
+    assert_eq!(r.status.as_u16(), 200);
+
+    // Dry runs reach webhooks declared free of side effects (v1 allows only None and
+    // NoneOnDryRun; a stored webhook with others would make a dry run 400).
+    created(
+        &app,
+        VALIDATING,
+        configuration(
+            "ValidatingWebhookConfiguration",
+            "effects",
+            &url("/validate"),
+            &ca,
+            json!({"sideEffects": "NoneOnDryRun"}),
+        ),
+    )
+    .await;
+    let mut effects = configuration("ValidatingWebhookConfiguration", "no-effects", &url("/validate"), &ca, json!({}));
+    effects["webhooks"][0]["sideEffects"] = json!("None");
+    created(&app, VALIDATING, effects).await;
+    let r = app.post(&format!("{CONFIGMAPS}?dryRun=All"), cm("i", json!({}))).await;
+    assert_eq!(r.status.as_u16(), 201, "NoneOnDryRun is fine for a dry run: {}", r.json());
+}
