@@ -20,9 +20,15 @@
 //!   megabytes, keeping `--audit-log-maxbackup` files no older than `--audit-log-maxage`
 //!   days, named as kube's (lumberjack's) `audit-2026-11-27T21-50-00.000.log`.
 //!
+//! - **Annotations:** what the request's handling says of it ([`annotate`]): the
+//!   authorization decision (`authorization.k8s.io/decision`, `/reason`) and PodSecurity's
+//!   policy and audit-level violations (`pod-security.kubernetes.io/enforce-policy`,
+//!   `/audit-violations`), in the `ResponseComplete` event.
+//!
 //! Writes are synchronous (kube's default `blocking` mode): a line per event, flushed.
 
-use std::collections::BTreeSet;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -41,6 +47,29 @@ use serde_json::{json, Map, Value};
 
 use crate::auth::{ClientAddr, UserExtra, UserInfo};
 use crate::request::RequestInfo;
+
+tokio::task_local! {
+    /// The audit annotations of the request being served on this task, while it is
+    /// audited.
+    static ANNOTATIONS: RefCell<BTreeMap<String, String>>;
+}
+
+/// Adds an audit annotation to the request being served (nothing when it is not
+/// audited).
+pub(crate) fn annotate(key: &str, value: impl Into<String>) {
+    let _ = ANNOTATIONS.try_with(|a| a.borrow_mut().insert(key.to_string(), value.into()));
+}
+
+/// Serves `run` with annotations collected ([`annotate`]); answers them with its result.
+pub(crate) async fn collecting<F: std::future::Future>(run: F) -> (F::Output, BTreeMap<String, String>) {
+    ANNOTATIONS
+        .scope(RefCell::new(BTreeMap::new()), async move {
+            let out = run.await;
+            let annotations = ANNOTATIONS.with(|a| a.take());
+            (out, annotations)
+        })
+        .await
+}
 
 /// How much of a request kube logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize, Default)]
@@ -504,10 +533,12 @@ impl Recording {
     /// Finishes the audit with `resp`: its code (and a refusal's Status) in
     /// `responseStatus`; `ResponseComplete` now, or (a watch, a logged response body) when
     /// the body ends.
-    pub(crate) fn finish(mut self, resp: Response) -> Response {
+    pub(crate) fn finish(mut self, resp: Response, annotations: BTreeMap<String, String>) -> Response {
         let code = resp.status().as_u16();
         self.event.insert("responseStatus".into(), json!({"metadata": {}, "code": code}));
-        self.event.insert("annotations".into(), json!({}));
+        if !annotations.is_empty() {
+            self.event.insert("annotations".into(), json!(annotations));
+        }
         if self.watch {
             self.emit("ResponseStarted", None);
         }

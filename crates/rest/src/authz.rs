@@ -50,6 +50,8 @@ pub(crate) async fn authorize(State(st): State<Arc<RestState>>, req: Request, ne
         return next.run(req).await;
     };
     if user.is_master() {
+        crate::audit::annotate("authorization.k8s.io/decision", "allow");
+        crate::audit::annotate("authorization.k8s.io/reason", "");
         return next.run(req).await;
     }
     let attrs = match req.extensions().get::<RequestInfo>() {
@@ -58,6 +60,8 @@ pub(crate) async fn authorize(State(st): State<Arc<RestState>>, req: Request, ne
         None => RequestInfo::parse(req.method().as_str(), req.uri().path(), req.uri().query()).attributes(),
     };
     let (ok, why) = decide(&st.cache, user, &attrs);
+    crate::audit::annotate("authorization.k8s.io/decision", if ok { "allow" } else { "forbid" });
+    crate::audit::annotate("authorization.k8s.io/reason", why.as_str());
     if ok {
         return next.run(req).await;
     }

@@ -54,13 +54,17 @@ async fn admit_and_run(st: &RestState, mut req: Request, next: Next, id: &str) -
             Err(refused) => RestError(refused).into_response(),
             Ok(()) => {
                 let recording = audit::begin(st.audit.as_ref(), &mut req, id);
-                let resp = match slot {
-                    None => next.run(req).await,
-                    Some(watch_slot) => GuardedBody::wrap(next.run(req).await, watch_slot),
+                let (resp, annotations) = match &recording {
+                    Some(_) => audit::collecting(next.run(req)).await,
+                    None => (next.run(req).await, Default::default()),
                 };
-                match recording {
-                    Some(r) => r.finish(resp),
+                let resp = match recording {
+                    Some(r) => r.finish(resp, annotations),
                     None => resp,
+                };
+                match slot {
+                    None => resp,
+                    Some(watch_slot) => GuardedBody::wrap(resp, watch_slot),
                 }
             }
         },

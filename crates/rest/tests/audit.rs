@@ -123,6 +123,23 @@ async fn each_request_is_logged_at_its_level_once_per_stage() {
     assert_ne!(events[1]["user"]["username"], "jane");
 }
 
+/// PodSecurity says in the event what it enforced and what the `audit` level found.
+#[tokio::test]
+async fn pod_security_annotates_the_event() {
+    let a = audited(102_400).await;
+    let ns = json!({"metadata": {"name": "watched", "labels": {"pod-security.kubernetes.io/audit": "restricted"}}});
+    assert_eq!(a.app.post("/api/v1/namespaces", ns).await.status.as_u16(), 201);
+    let pod = json!({"metadata": {"name": "root"}, "spec": {"containers": [
+        {"name": "c", "image": "nginx", "securityContext": {"privileged": true}}]}});
+    let r = a.app.post("/api/v1/namespaces/watched/pods", pod).await;
+    assert_eq!(r.status.as_u16(), 201, "audit does not refuse: {}", r.json());
+    let events = a.of(&audit_id(&r));
+    let annotations = &events.last().unwrap()["annotations"];
+    assert_eq!(annotations["pod-security.kubernetes.io/enforce-policy"], "privileged:latest");
+    let violations = annotations["pod-security.kubernetes.io/audit-violations"].as_str().unwrap();
+    assert!(violations.starts_with(r#"would violate PodSecurity "restricted:latest": privileged"#), "{violations}");
+}
+
 #[tokio::test]
 async fn objects_past_the_event_size_are_left_out() {
     let a = audited(4096).await;

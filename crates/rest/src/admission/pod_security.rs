@@ -13,8 +13,10 @@
 //! `ephemeralcontainers` subresource); the pod templates of workload kinds are warned
 //! about, never refused. An invalid `enforce` level enforces `restricted`; an invalid
 //! `warn` level warns of nothing; a version label (`enforce-version`) is printed as given
-//! and its level checked by the newest rules. No namespace or user is exempt. Audit
-//! annotations are not written (kuorum writes no audit log yet).
+//! and its level checked by the newest rules. No namespace or user is exempt. The audit
+//! log's event of a checked pod says the policy enforced
+//! (`pod-security.kubernetes.io/enforce-policy`) and what the `audit` level's checks
+//! found (`pod-security.kubernetes.io/audit-violations`).
 
 use std::collections::BTreeSet;
 
@@ -114,7 +116,8 @@ pub(crate) fn validate(a: &Attributes, obj: &Object) -> Result<Vec<String>, ApiE
             warn_version = enforce_version.clone();
         }
     }
-    if enforce == Level::Privileged && warn == Level::Privileged {
+    let audited = labels.is_some_and(|l| l.contains_key(&format!("{LABEL}audit")));
+    if enforce == Level::Privileged && warn == Level::Privileged && !audited {
         return Ok(Vec::new());
     }
     let (meta, spec) = match template {
@@ -127,6 +130,16 @@ pub(crate) fn validate(a: &Attributes, obj: &Object) -> Result<Vec<String>, ApiE
             return Ok(warning(warn, &warn_version, &failures).into_iter().collect());
         }
     };
+    if is_pod {
+        crate::audit::annotate(&format!("{LABEL}enforce-policy"), format!("{}:{enforce_version}", enforce.name()));
+        let (audit, audit_version) = policy(labels, "audit", Level::Privileged);
+        if audit > Level::Privileged {
+            let failures = check(audit, meta, spec);
+            if let Some(w) = warning(audit, &audit_version, &failures) {
+                crate::audit::annotate(&format!("{LABEL}audit-violations"), w);
+            }
+        }
+    }
     if is_pod && enforce > Level::Privileged {
         let failures = check(enforce, meta, spec);
         if !failures.is_empty() {
