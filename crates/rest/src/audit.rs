@@ -521,9 +521,17 @@ impl Recording {
         self.log.write(&value);
     }
 
-    /// A body as the event's object: JSON only, without managed fields when asked.
+    /// A body as the event's object, in JSON whatever it was sent or answered in (kubectl
+    /// sends and accepts protobuf; apply sends YAML), without managed fields when asked.
     fn object(&self, bytes: &[u8]) -> Option<Value> {
-        let mut v: Value = serde_json::from_slice(bytes).ok()?;
+        use crate::object::{decode_as, BodyFormat};
+        let mut v = match serde_json::from_slice::<Value>(bytes) {
+            Ok(v) => v,
+            Err(_) if bytes.starts_with(&kuorum_protobuf::MAGIC) => {
+                Value::Object(decode_as(BodyFormat::Protobuf, bytes).ok()?)
+            }
+            Err(_) => Value::Object(decode_as(BodyFormat::Yaml, bytes).ok()?),
+        };
         if self.omit_managed_fields {
             strip_managed_fields(&mut v);
         }
