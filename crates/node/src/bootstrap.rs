@@ -65,11 +65,21 @@ pub async fn ensure_bootstrap_objects(cluster: Cluster, clock: Arc<dyn Clock>, e
         let key = ObjectKey { group: "scheduling.k8s.io", resource: "priorityclasses", namespace: None, name }.encode();
         ensure(&cluster, clock.as_ref(), entropy.as_ref(), key, object).await;
     }
+    // `admin`, `edit` and `view` are made with their rules already aggregated, so they
+    // grant from the start; the aggregation controller keeps them current after.
+    let aggregated: std::collections::BTreeMap<String, Value> = policy::cluster_roles_aggregated()
+        .into_iter()
+        .map(|(_, r)| (r["metadata"]["name"].as_str().unwrap_or_default().to_string(), r))
+        .collect();
     for b in policy::policy() {
         let name = b.object["metadata"]["name"].as_str().unwrap_or_default().to_string();
         let namespace = b.namespace.as_deref();
         let key = ObjectKey { group: RBAC_GROUP, resource: b.resource, namespace, name: &name }.encode();
-        ensure_in(&cluster, clock.as_ref(), entropy.as_ref(), key.clone(), namespace, b.object.clone()).await;
+        let made = match (b.resource, aggregated.get(&name)) {
+            ("clusterroles", Some(role)) => role.clone(),
+            _ => b.object.clone(),
+        };
+        ensure_in(&cluster, clock.as_ref(), entropy.as_ref(), key.clone(), namespace, made).await;
         reconcile(&cluster, &key, |stored| policy::reconcile(stored, &b.object)).await;
     }
     for b in flowcontrol::configuration() {
