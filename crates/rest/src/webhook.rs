@@ -198,10 +198,15 @@ impl Review<'_> {
             .await
             .map_err(|e| failed(&error_chain(&e)))?;
         let status = resp.status();
-        if resp.content_length().is_some_and(|n| n as usize > MAX_REVIEW_BYTES) {
-            return Err(failed(&"the response is larger than the body limit"));
+        // Read a chunk at a time, so an answer without a length is bounded too.
+        let mut resp = resp;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| failed(&error_chain(&e)))? {
+            if bytes.len() + chunk.len() > MAX_REVIEW_BYTES {
+                return Err(failed(&"the response is larger than the body limit"));
+            }
+            bytes.extend_from_slice(&chunk);
         }
-        let bytes = resp.bytes().await.map_err(|e| failed(&error_chain(&e)))?;
         if !status.is_success() {
             return Err(format!(
                 "failed to call webhook: the server responded with the status code {}",

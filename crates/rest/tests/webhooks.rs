@@ -3,7 +3,7 @@
 //! configuration's `caBundle`), speaking `AdmissionReview` v1 as real servers do: a
 //! mutating webhook's JSONPatch lands, a validating webhook's refusal is kube's Status and
 //! stores nothing, `failurePolicy` Fail and Ignore for a server that is down or hangs
-//! past `timeoutSeconds`, `objectSelector` skips, and dry runs reach webhooks free of
+//! past `timeoutSeconds`, an endless answer cut at the body limit, `objectSelector` skips, and dry runs reach webhooks free of
 //! side effects.
 
 mod common;
@@ -51,6 +51,15 @@ async fn webhook_server() -> (u16, String) {
                 } else {
                     answer(&review, json!({}))
                 }
+            }),
+        )
+        .route(
+            "/huge",
+            // An answer without a length that never stops growing.
+            post(|| async {
+                let chunk = bytes::Bytes::from(vec![b' '; 1 << 20]);
+                let endless = futures::stream::repeat_with(move || Ok::<_, std::io::Error>(chunk.clone()));
+                axum::body::Body::from_stream(endless)
             }),
         )
         .route(
@@ -194,6 +203,20 @@ async fn webhooks_mutate_refuse_and_fail_as_their_policies_say() {
     let r = app.post(CONFIGMAPS, cm("f", json!({}))).await;
     assert_eq!(r.status.as_u16(), 500, "{}", r.json());
     let r = app.delete(&format!("{VALIDATING}/slow-fail")).await;
+    assert_eq!(r.status.as_u16(), 200);
+
+    // An endless answer is cut at the body limit: a failed call, not a node out of memory.
+    created(
+        &app,
+        VALIDATING,
+        configuration("ValidatingWebhookConfiguration", "huge", &url("/huge"), &ca, json!({"timeoutSeconds": 30})),
+    )
+    .await;
+    let r = app.post(CONFIGMAPS, cm("big", json!({}))).await;
+    let v = r.json();
+    assert_eq!(r.status.as_u16(), 500, "{v}");
+    assert!(v["message"].as_str().unwrap().ends_with("the response is larger than the body limit"), "{v}");
+    let r = app.delete(&format!("{VALIDATING}/huge")).await;
     assert_eq!(r.status.as_u16(), 200);
 
     // objectSelector: a webhook for labelled objects only skips the rest.
