@@ -1,0 +1,244 @@
+//! Owns CEL as kube-apiserver runs it, for every place kuorum evaluates an expression
+//! (CRD `x-kubernetes-validations`, webhook `matchConditions`, admission policies):
+//!
+//! - [`compile`]: an expression parsed with kube's environment (the CEL standard library,
+//!   the strings, lists and math extensions, and kube's own libraries in [`library`]),
+//!   type-checked as far as its variables' [`Type`]s say, and refused when its estimated
+//!   cost ([`cost`]) is over a limit: a bad expression is refused where it is written,
+//!   never run unbounded;
+//! - [`Program::eval`]: the expression over JSON values, after a second estimate made
+//!   with the sizes of the values it is given, so that no evaluation costs more than
+//!   [`PER_CALL_LIMIT`] whatever the variables were declared as.
+//!
+//! cel-rust (the `cel` crate) parses and interprets; it has no type checker and no cost
+//! tracking, which is what [`cost`] adds.
+
+pub mod cost;
+pub mod json;
+pub mod library;
+pub mod types;
+
+use std::sync::{Arc, OnceLock};
+
+pub use cel::Value;
+pub use types::Type;
+
+/// The most an expression's estimated cost may be when it is written (kube's
+/// `StaticEstimatedCostLimit`).
+pub const STATIC_COST_LIMIT: u64 = 10_000_000;
+
+/// The most one evaluation may cost, estimated over the values it is given (kube's
+/// `PerCallLimit`).
+pub const PER_CALL_LIMIT: u64 = 1_000_000;
+
+/// The most bytes a request body may have: what bounds a value whose schema declares no
+/// `maxLength`, `maxItems` or `maxProperties` (kube's `MaxRequestSizeBytes`).
+pub const MAX_REQUEST_BYTES: u64 = 3 * 1024 * 1024;
+
+/// Why an expression could not be compiled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompileError {
+    /// A syntax or type error, worded as cel-go words it (`ERROR: <input>:1:6: ...`).
+    Invalid(String),
+    /// The estimated cost is over the limit it was compiled with.
+    TooCostly { estimated: u64, limit: u64 },
+}
+
+impl std::fmt::Display for CompileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CompileError::Invalid(why) => write!(f, "compilation failed: {why}"),
+            CompileError::TooCostly { estimated, limit } => write!(
+                f,
+                "estimated rule cost exceeds budget by factor of {}x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
+                exceeded_factor(*estimated, *limit)
+            ),
+        }
+    }
+}
+
+/// How many times over `limit` `cost` is, as kube prints it (`%.1f`, at least `more than 100`).
+fn exceeded_factor(cost: u64, limit: u64) -> String {
+    let factor = cost as f64 / limit.max(1) as f64;
+    if factor > 100.0 {
+        "more than 100".into()
+    } else {
+        format!("{factor:.1}")
+    }
+}
+
+/// Why an evaluation failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EvalError {
+    /// The expression would cost more than [`PER_CALL_LIMIT`] over these values.
+    TooCostly,
+    /// The interpreter's error (no such key, no matching overload, ...).
+    Failed(String),
+}
+
+impl std::fmt::Display for EvalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EvalError::TooCostly => f.write_str("operation cancelled: actual cost limit exceeded"),
+            EvalError::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+/// The environment every expression is compiled and run in: built once.
+fn environment() -> Arc<cel::Env> {
+    static ENV: OnceLock<Arc<cel::Env>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = cel::Env::stdlib();
+        // The extensions kube-apiserver's environment has (cel-go's ext.Strings,
+        // ext.Lists, ext.Math), then kube's own libraries.
+        env.add_extension(cel::extensions::strings).expect("strings extension");
+        env.add_extension(cel::extensions::lists).expect("lists extension");
+        env.add_extension(cel::extensions::math).expect("math extension");
+        library::register(&mut env).expect("kube libraries");
+        Arc::new(env)
+    })
+    .clone()
+}
+
+/// A compiled expression.
+#[derive(Debug)]
+pub struct Program {
+    program: cel::Program,
+    /// The estimated cost with the variables' declared types.
+    pub cost: u64,
+    /// The type the expression was found to have ([`Type::Dyn`] when unknown).
+    pub result: Type,
+}
+
+/// `source` compiled with `vars` (each variable's name and type), refused when it is not
+/// valid CEL, names a field its type does not have, or is estimated to cost more than
+/// `limit`.
+pub fn compile(source: &str, vars: &[(&str, &Type)], limit: u64) -> Result<Program, CompileError> {
+    let program = environment().compile(source).map_err(|e| CompileError::Invalid(e.to_string()))?;
+    let estimate = cost::estimate(program.expression(), vars).map_err(CompileError::Invalid)?;
+    if estimate.cost > limit {
+        return Err(CompileError::TooCostly { estimated: estimate.cost, limit });
+    }
+    Ok(Program { program, cost: estimate.cost, result: estimate.ty })
+}
+
+impl Program {
+    /// Whether the expression refers to the variable `name` (e.g. `oldSelf`: a transition rule).
+    pub fn references(&self, name: &str) -> bool {
+        self.program.references().has_variable(name)
+    }
+
+    /// The expression's value with `vars` bound. The cost is estimated again with the
+    /// sizes of these values first: over [`PER_CALL_LIMIT`], it is not run.
+    pub fn eval(&self, vars: &[(&str, &serde_json::Value)]) -> Result<Value, EvalError> {
+        if self.cost > PER_CALL_LIMIT {
+            let sized: Vec<(&str, Type)> = vars.iter().map(|(n, v)| (*n, Type::of_value(v))).collect();
+            let refs: Vec<(&str, &Type)> = sized.iter().map(|(n, t)| (*n, t)).collect();
+            let estimate = cost::estimate(self.program.expression(), &refs).map_err(EvalError::Failed)?;
+            if estimate.cost > PER_CALL_LIMIT {
+                return Err(EvalError::TooCostly);
+            }
+        }
+        let mut context = cel::Context::with_env(environment());
+        for (name, value) in vars {
+            context.add_variable_from_value(*name, json::to_cel(value));
+        }
+        self.program.execute(&context).map_err(|e| EvalError::Failed(e.to_string()))
+    }
+
+    /// [`Program::eval`] for an expression that must be a bool.
+    pub fn eval_bool(&self, vars: &[(&str, &serde_json::Value)]) -> Result<bool, EvalError> {
+        match self.eval(vars)? {
+            Value::Bool(b) => Ok(b),
+            other => Err(EvalError::Failed(format!("expected bool, got {}", type_name(&other)))),
+        }
+    }
+
+    /// [`Program::eval`] for an expression that must be a string (a `messageExpression`).
+    pub fn eval_string(&self, vars: &[(&str, &serde_json::Value)]) -> Result<String, EvalError> {
+        match self.eval(vars)? {
+            Value::String(s) => Ok(s.to_string()),
+            other => Err(EvalError::Failed(format!("expected string, got {}", type_name(&other)))),
+        }
+    }
+}
+
+/// The CEL name of a value's type, as in cel-go's messages.
+pub fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::List(_) => "list",
+        Value::Map(_) => "map",
+        Value::Function(..) => "function",
+        Value::Int(_) => "int",
+        Value::UInt(_) => "uint",
+        Value::Float(_) => "double",
+        Value::String(_) => "string",
+        Value::Bytes(_) => "bytes",
+        Value::Bool(_) => "bool",
+        Value::Duration(_) => "google.protobuf.Duration",
+        Value::Timestamp(_) => "google.protobuf.Timestamp",
+        Value::Opaque(_) => "opaque",
+        Value::Struct(_) => "object",
+        Value::Null => "null_type",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(src: &str, self_value: serde_json::Value) -> Result<Value, EvalError> {
+        let p = compile(src, &[("self", &Type::dyn_any())], u64::MAX).expect("compiles");
+        p.eval(&[("self", &self_value)])
+    }
+
+    #[test]
+    fn evaluates_over_json() {
+        let obj = json!({"spec": {"replicas": 3, "name": "web", "ports": [80, 443]}});
+        assert_eq!(run("self.spec.replicas <= 5", obj.clone()), Ok(Value::Bool(true)));
+        assert_eq!(run("self.spec.ports.all(p, p > 10)", obj.clone()), Ok(Value::Bool(true)));
+        assert_eq!(run("has(self.spec.missing)", obj.clone()), Ok(Value::Bool(false)));
+        assert_eq!(run("self.spec.name.startsWith('we')", obj.clone()), Ok(Value::Bool(true)));
+        assert_eq!(run("self.spec.name.upperAscii()", obj.clone()), Ok(Value::String(Arc::new("WEB".into()))));
+        assert!(matches!(run("self.spec.nothere == 1", obj), Err(EvalError::Failed(_))));
+    }
+
+    #[test]
+    fn syntax_errors_are_refused() {
+        let e = compile("self.spec ==", &[("self", &Type::dyn_any())], STATIC_COST_LIMIT).unwrap_err();
+        assert!(matches!(e, CompileError::Invalid(_)), "{e:?}");
+        assert!(e.to_string().starts_with("compilation failed: "), "{e}");
+    }
+
+    #[test]
+    fn nested_loops_over_unbounded_lists_are_refused_when_written() {
+        let list = Type::list(Type::string(None), None);
+        let e = compile("self.all(x, self.all(y, x == y))", &[("self", &list)], STATIC_COST_LIMIT).unwrap_err();
+        assert!(matches!(e, CompileError::TooCostly { .. }), "{e:?}");
+        assert!(e.to_string().contains("estimated rule cost exceeds budget by factor of"), "{e}");
+        // With maxItems and maxLength the same rule is cheap enough.
+        let bounded = Type::list(Type::string(Some(64)), Some(100));
+        assert!(compile("self.all(x, self.all(y, x == y))", &[("self", &bounded)], STATIC_COST_LIMIT).is_ok());
+    }
+
+    #[test]
+    fn an_evaluation_over_big_values_is_not_run_past_the_per_call_limit() {
+        // Declared as any value: the estimate when written is the most a request could hold,
+        // which is over the per-call limit, so the values' own sizes decide.
+        let p = compile("self.all(x, self.all(y, x != y || true))", &[("self", &Type::dyn_any())], u64::MAX).unwrap();
+        let small = json!([1, 2, 3]);
+        assert_eq!(p.eval(&[("self", &small)]), Ok(Value::Bool(true)));
+        let big = serde_json::Value::Array((0..5000).map(|i| json!(i)).collect());
+        assert_eq!(p.eval(&[("self", &big)]), Err(EvalError::TooCostly));
+    }
+
+    #[test]
+    fn undefined_fields_of_a_declared_object_are_refused() {
+        let t = Type::object([("replicas".to_string(), Type::Int)].into_iter().collect(), false);
+        let e = compile("self.replica > 1", &[("self", &t)], STATIC_COST_LIMIT).unwrap_err();
+        assert_eq!(e, CompileError::Invalid("undefined field 'replica'".into()));
+        assert!(compile("self.replicas > 1", &[("self", &t)], STATIC_COST_LIMIT).is_ok());
+    }
+}
