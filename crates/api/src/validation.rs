@@ -181,6 +181,8 @@ pub enum BadValue {
     Str(String),
     /// Already rendered (a number, a boolean, a composite value), shown as is.
     Raw(String),
+    /// Not shown (upstream's `field.OmitValueType`): `Invalid value: detail`.
+    Omitted,
 }
 
 impl BadValue {
@@ -201,6 +203,7 @@ impl fmt::Display for BadValue {
         match self {
             BadValue::Str(s) => write!(f, "{s:?}"),
             BadValue::Raw(s) => f.write_str(s),
+            BadValue::Omitted => Ok(()),
         }
     }
 }
@@ -364,6 +367,7 @@ impl FieldError {
     /// The message without the field: `Invalid value: "x": detail`.
     pub fn body(&self) -> String {
         let mut s = match &self.kind {
+            FieldErrorKind::Invalid(BadValue::Omitted) => "Invalid value".to_string(),
             FieldErrorKind::Invalid(v) | FieldErrorKind::TypeInvalid(v) => format!("Invalid value: {v}"),
             FieldErrorKind::Required => "Required value".to_string(),
             FieldErrorKind::NotSupported(v) => format!("Unsupported value: {v}"),

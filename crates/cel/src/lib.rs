@@ -35,7 +35,8 @@ pub const PER_CALL_LIMIT: u64 = 1_000_000;
 /// `maxLength`, `maxItems` or `maxProperties` (kube's `MaxRequestSizeBytes`).
 pub const MAX_REQUEST_BYTES: u64 = 3 * 1024 * 1024;
 
-/// Why an expression could not be compiled.
+/// Why an expression could not be compiled. Displayed as kube words it for a CRD rule;
+/// [`CompileError::detail`] is the part other places word their own way.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CompileError {
     /// A syntax or type error, worded as cel-go words it (`ERROR: <input>:1:6: ...`).
@@ -44,24 +45,37 @@ pub enum CompileError {
     TooCostly { estimated: u64, limit: u64 },
 }
 
-impl std::fmt::Display for CompileError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl CompileError {
+    /// The error without kube's prefix: cel's message, or the cost sentence's tail
+    /// (`exceeds budget by factor of ...`).
+    pub fn detail(&self) -> String {
         match self {
-            CompileError::Invalid(why) => write!(f, "compilation failed: {why}"),
-            CompileError::TooCostly { estimated, limit } => write!(
-                f,
-                "estimated rule cost exceeds budget by factor of {}x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
+            CompileError::Invalid(why) => why.clone(),
+            CompileError::TooCostly { estimated, limit } => format!(
+                "exceeds budget by factor of {}x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
                 exceeded_factor(*estimated, *limit)
             ),
         }
     }
 }
 
-/// How many times over `limit` `cost` is, as kube prints it (`%.1f`, at least `more than 100`).
+impl std::fmt::Display for CompileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CompileError::Invalid(why) => write!(f, "compilation failed: {why}"),
+            CompileError::TooCostly { .. } => write!(f, "estimated rule cost {}", self.detail()),
+        }
+    }
+}
+
+/// How many times over `limit` `cost` is, as kube prints it (`%f` below 1.5, `%.1f` up to
+/// 100, then `more than 100`).
 fn exceeded_factor(cost: u64, limit: u64) -> String {
     let factor = cost as f64 / limit.max(1) as f64;
     if factor > 100.0 {
         "more than 100".into()
+    } else if factor < 1.5 {
+        format!("{factor:.6}")
     } else {
         format!("{factor:.1}")
     }

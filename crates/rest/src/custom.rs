@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use kuorum_api::crd::{CustomResourceDefinition, PrinterColumn, ScaleSubresource, Version};
 use kuorum_api::registry::{self, compare_versions, ResourceDef};
+use kuorum_api::validation::{BadValue, FieldError, FieldErrorKind};
 use kuorum_api::ApiError;
 use kuorum_schema::openapi::{custom_group_version_document, group_version_path, OpenApiV3};
 use kuorum_schema::openapi_v2::OpenApiV2;
@@ -44,6 +45,8 @@ struct PreparedVersion {
     /// The version's schema with resource metadata declared
     /// ([`kuorum_schema::custom::resource_schema`]), what objects are checked against.
     schema: Value,
+    /// The version's `x-kubernetes-validations`, compiled.
+    rules: crate::custom_rules::Rules,
 }
 
 /// A parsed CRD with its versions prepared.
@@ -62,6 +65,7 @@ impl Crd {
             .map(|v| PreparedVersion {
                 def: spec.resource_def(v),
                 schema: kuorum_schema::custom::resource_schema(&v.schema),
+                rules: crate::custom_rules::Rules::compile(&v.schema, "").0,
             })
             .collect();
         let storage = spec.storage_version().map(|v| spec.resource_def(v));
@@ -138,12 +142,41 @@ pub(crate) fn apply_defaults(c: &CustomRef, obj: &mut Object) {
     }
 }
 
-/// Checks `obj` against the version's schema: 422 Invalid with every failing field.
-pub(crate) fn validate(def: &ResourceDef, c: &CustomRef, obj: &Object) -> Result<(), ApiError> {
+/// Checks `obj` (over `old`, on an update) against the version's schema, then its
+/// validation rules: 422 Invalid with every failing field; the warnings of rules that
+/// failed on values the update left unchanged.
+pub(crate) fn validate(def: &ResourceDef, c: &CustomRef, obj: &Object, old: Option<&Object>) -> Result<Vec<String>, ApiError> {
     let value = Value::Object(obj.clone());
-    let errs = kuorum_schema::custom::validate(c.schema_value(), &value);
+    let mut errs = kuorum_schema::custom::validate(c.schema_value(), &value);
+    let mut warnings = Vec::new();
+    // As kube-apiserver: rules run only on an object that has the schema's shape.
+    let blocking = errs.iter().any(|e| {
+        matches!(
+            e.kind,
+            FieldErrorKind::NotSupported(_)
+                | FieldErrorKind::Required
+                | FieldErrorKind::TooLong
+                | FieldErrorKind::TooMany(_)
+                | FieldErrorKind::TypeInvalid(_)
+        )
+    });
+    let rules = &c.crd.versions[c.version].rules;
+    if blocking {
+        if !rules.is_empty() {
+            errs.push(FieldError::invalid_value(
+                "<nil>",
+                BadValue::Raw("null".into()),
+                "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            ));
+        }
+    } else {
+        let old = old.map(|o| Value::Object(o.clone()));
+        let checked = rules.check(&value, old.as_ref());
+        errs.extend(checked.errors);
+        warnings = checked.warnings;
+    }
     if errs.is_empty() {
-        return Ok(());
+        return Ok(warnings);
     }
     let name = crate::object::meta_str(obj, "name").unwrap_or("");
     Err(ApiError::invalid(def.group_kind(), name, &errs))

@@ -37,6 +37,7 @@ mod consistency;
 mod crd_cleanup;
 mod create;
 mod custom;
+mod custom_rules;
 mod defaults;
 mod delete;
 mod discovery;

@@ -61,7 +61,7 @@ pub(crate) async fn before_write(
             return Err(e);
         }
         let mut warnings = crate::webhook::mutate(&review, obj).await?;
-        crate::custom::validate(t.def, c, obj)?;
+        warnings.extend(crate::custom::validate(t.def, c, obj, old)?);
         warnings.extend(crate::webhook::validate(&review, obj).await?);
         return Ok(warnings);
     }
@@ -78,10 +78,20 @@ pub(crate) async fn before_write(
     let mut errs = kind.validate(obj, old);
     if is_crd(t) {
         let versions = obj.get("spec").and_then(|s| s.get("versions")).and_then(Value::as_array);
-        for (i, v) in versions.into_iter().flatten().enumerate() {
-            if let Some(schema) = v.pointer("/schema/openAPIV3Schema") {
+        // kube-apiserver moves a schema every version shares to `spec.validation`, and
+        // names rules there.
+        let schemas: Vec<Option<&Value>> =
+            versions.into_iter().flatten().map(|v| v.pointer("/schema/openAPIV3Schema")).collect();
+        let shared = schemas.windows(2).all(|w| w[0] == w[1]);
+        for (i, schema) in schemas.iter().enumerate() {
+            if let Some(schema) = schema {
                 let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
                 errs.extend(kuorum_schema::custom::invalid_patterns(schema, &path));
+                if !shared {
+                    errs.extend(crate::custom_rules::Rules::compile(schema, &path).1);
+                } else if i == 0 {
+                    errs.extend(crate::custom_rules::Rules::compile(schema, "spec.validation.openAPIV3Schema").1);
+                }
             }
         }
     }
