@@ -43,6 +43,7 @@ mod delete;
 mod discovery;
 pub mod error;
 mod eviction;
+mod expressions;
 mod fields;
 mod front;
 mod get;

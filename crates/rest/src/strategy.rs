@@ -76,6 +76,7 @@ pub(crate) async fn before_write(
         a.carry(old, obj);
     }
     let mut errs = kind.validate(obj, old);
+    errs.extend(crate::expressions::errors(t, obj));
     if is_crd(t) {
         let versions = obj.get("spec").and_then(|s| s.get("versions")).and_then(Value::as_array);
         // kube-apiserver moves a schema every version shares to `spec.validation`, and

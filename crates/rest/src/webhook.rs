@@ -9,9 +9,10 @@
 //!   validating webhook at once. A refused request leaves nothing in the log.
 //! - **Matching:** `rules` (operations, groups, versions, resources with `*`, `res/sub`,
 //!   `*/sub`, `res/*`, scope), `namespaceSelector` (a namespaced object's namespace
-//!   labels; a Namespace's own), `objectSelector` (the new or old object's labels).
-//!   `matchConditions` are CEL, which kuorum does not evaluate yet: a webhook that has
-//!   them is called as if they matched (its server still decides).
+//!   labels; a Namespace's own), `objectSelector` (the new or old object's labels), then
+//!   `matchConditions` (CEL over `object`, `oldObject` and `request`): a false one skips
+//!   the webhook; one that fails to evaluate, with none false, refuses the write (403,
+//!   kube's message) under `failurePolicy: Fail` and skips the webhook under `Ignore`.
 //! - **Where:** `clientConfig.url`, or `clientConfig.service`: the Service's Endpoints
 //!   (first address, the port whose `port` or `targetPort` the reference names, 443 by
 //!   default) are dialled, with the TLS name `<service>.<namespace>.svc` checked against
@@ -91,8 +92,50 @@ fn webhooks(st: &RestState, plural: &str) -> Vec<Webhook> {
 }
 
 impl Review<'_> {
-    /// Whether `w` is to be called for this write of `obj`.
-    fn matches(&self, w: &Webhook, obj: &Object) -> bool {
+    /// Whether `w` is to be called for this write of `obj`: its rules and selectors,
+    /// then its match conditions.
+    fn matches(&self, w: &Webhook, obj: &Object) -> Result<bool, ApiError> {
+        if !self.matches_rules(w, obj) {
+            return Ok(false);
+        }
+        self.match_conditions(w, obj)
+    }
+
+    /// kube's `matchConditions`: all true, or no webhook call. `authorizer` is not
+    /// offered to expressions (one that uses it does not compile, so fails).
+    fn match_conditions(&self, w: &Webhook, obj: &Object) -> Result<bool, ApiError> {
+        let conditions = w.spec.get("matchConditions").and_then(Value::as_array);
+        let Some(conditions) = conditions.filter(|c| !c.is_empty()) else { return Ok(true) };
+        let object = Value::Object(obj.clone());
+        let old = self.old.map(|o| Value::Object(o.clone())).unwrap_or(Value::Null);
+        let mut request = self.review("", obj)["request"].take();
+        if let Some(r) = request.as_object_mut() {
+            r.remove("object");
+            r.remove("oldObject");
+        }
+        let vars = [("object", &object), ("oldObject", &old), ("request", &request)];
+        let mut errors = Vec::new();
+        for c in conditions {
+            let expr = c.get("expression").and_then(Value::as_str).unwrap_or("");
+            let result = compile_condition(expr).map_err(|e| e.to_string()).and_then(|p| {
+                p.eval_bool(&vars).map_err(|e| e.to_string())
+            });
+            match result {
+                Ok(true) => {}
+                Ok(false) => return Ok(false),
+                Err(e) => errors.push(format!("expression '{expr}' resulted in error: {e}")),
+            }
+        }
+        if errors.is_empty() || w.ignores_failures() {
+            return Ok(errors.is_empty());
+        }
+        let why = if errors.len() == 1 { errors.remove(0) } else { format!("[{}]", errors.join(", ")) };
+        let gr = kuorum_api::GroupResource { group: self.target.def.group, resource: self.target.def.plural };
+        Err(ApiError::forbidden(gr, object::meta_str(obj, "name").unwrap_or(""), &why))
+    }
+
+    /// Whether `w`'s rules and selectors take this write of `obj`.
+    fn matches_rules(&self, w: &Webhook, obj: &Object) -> bool {
         let t = self.target;
         let (group, version, resource) = (t.def.group, t.def.version, t.def.plural);
         let sub = t.subresource.as_deref().unwrap_or("");
@@ -232,6 +275,17 @@ impl Review<'_> {
     }
 }
 
+/// The variables a webhook's match condition sees, all of any type.
+const CONDITION_VARIABLES: [&str; 3] = ["object", "oldObject", "request"];
+
+/// A match condition compiled: any cost when written, bounded per call when run
+/// ([`kuorum_cel::PER_CALL_LIMIT`], over the values it is given).
+pub(crate) fn compile_condition(expr: &str) -> Result<kuorum_cel::Program, kuorum_cel::CompileError> {
+    let any = kuorum_cel::Type::dyn_any();
+    let vars: Vec<(&str, &kuorum_cel::Type)> = CONDITION_VARIABLES.iter().map(|v| (*v, &any)).collect();
+    kuorum_cel::compile(expr, &vars, u64::MAX)
+}
+
 /// kube's answer for a webhook call that failed under `failurePolicy: Fail`.
 fn call_failed(name: &str, why: &str) -> ApiError {
     ApiError::new(Reason::InternalError, format!("Internal error occurred: failed calling webhook {name:?}: {why}"))
@@ -277,7 +331,7 @@ fn warnings_of(response: &Map<String, Value>) -> Vec<String> {
 pub(crate) async fn mutate(r: &Review<'_>, obj: &mut Object) -> Result<Vec<String>, ApiError> {
     let mut warnings = Vec::new();
     for w in webhooks(r.st, "mutatingwebhookconfigurations") {
-        if !r.matches(&w, obj) {
+        if !r.matches(&w, obj)? {
             continue;
         }
         if let Some(e) = r.side_effects_refuse_dry_run(&w) {
@@ -317,8 +371,12 @@ pub(crate) async fn mutate(r: &Review<'_>, obj: &mut Object) -> Result<Vec<Strin
 /// The validating webhooks, all at once, on `obj`. Answers their warnings; the first
 /// refusal (in the webhooks' order) is the answer.
 pub(crate) async fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>, ApiError> {
-    let matching: Vec<Webhook> =
-        webhooks(r.st, "validatingwebhookconfigurations").into_iter().filter(|w| r.matches(w, obj)).collect();
+    let mut matching = Vec::new();
+    for w in webhooks(r.st, "validatingwebhookconfigurations") {
+        if r.matches(&w, obj)? {
+            matching.push(w);
+        }
+    }
     if matching.is_empty() {
         return Ok(Vec::new());
     }

@@ -255,3 +255,60 @@ async fn webhooks_mutate_refuse_and_fail_as_their_policies_say() {
     let r = app.post(&format!("{CONFIGMAPS}?dryRun=All"), cm("i", json!({}))).await;
     assert_eq!(r.status.as_u16(), 201, "NoneOnDryRun is fine for a dry run: {}", r.json());
 }
+
+#[tokio::test]
+async fn match_conditions_skip_refuse_or_ignore() {
+    let app = common::app().await;
+    app.namespace("default").await;
+    let (port, ca) = webhook_server().await;
+    let gone = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("https://127.0.0.1:{}/validate", l.local_addr().unwrap().port())
+    };
+    // A webhook that is down, called only for config maps whose name starts with "checked-"
+    // and that are not dry runs: the others never reach it, so they are written.
+    let conditions = json!({"matchConditions": [
+        {"name": "checked-only", "expression": "object.metadata.name.startsWith('checked-')"},
+        {"name": "not-dry", "expression": "!request.dryRun"}]});
+    created(&app, VALIDATING, configuration("ValidatingWebhookConfiguration", "cond", &gone, &ca, conditions)).await;
+    created(&app, CONFIGMAPS, cm("plain", json!({}))).await;
+    assert_eq!(app.post(&format!("{CONFIGMAPS}?dryRun=All"), cm("checked-dry", json!({}))).await.status.as_u16(), 201);
+    assert_eq!(app.post(CONFIGMAPS, cm("checked-a", json!({}))).await.status.as_u16(), 500);
+    assert_eq!(app.delete(&format!("{VALIDATING}/cond")).await.status.as_u16(), 200);
+
+    // A condition that fails to evaluate (no such key) with none false: Fail refuses with
+    // kube's 403, Ignore skips the webhook.
+    let erring = json!({"matchConditions": [{"name": "label", "expression": "object.metadata.labels.team == 'a'"}]});
+    created(&app, VALIDATING, configuration("ValidatingWebhookConfiguration", "erring", &gone, &ca, erring.clone()))
+        .await;
+    let before = app.applied();
+    let r = app.post(CONFIGMAPS, cm("x", json!({}))).await;
+    let v = r.json();
+    assert_eq!((r.status.as_u16(), v["reason"].as_str()), (403, Some("Forbidden")), "{v}");
+    let m = v["message"].as_str().unwrap();
+    assert!(
+        m.starts_with(r#"configmaps "x" is forbidden: expression 'object.metadata.labels.team == 'a'' resulted in error: "#),
+        "{m}"
+    );
+    assert_eq!(app.applied(), before);
+    assert_eq!(app.delete(&format!("{VALIDATING}/erring")).await.status.as_u16(), 200);
+    let mut ignoring = erring;
+    ignoring["failurePolicy"] = json!("Ignore");
+    created(&app, VALIDATING, configuration("ValidatingWebhookConfiguration", "ignoring", &gone, &ca, ignoring)).await;
+    created(&app, CONFIGMAPS, cm("y", json!({}))).await;
+
+    // A mutating webhook whose condition holds mutates; one whose condition fails does not.
+    let mutate = format!("https://127.0.0.1:{port}/mutate");
+    let only_b = json!({"matchConditions": [{"name": "b", "expression": "object.metadata.name == 'b'"}]});
+    created(&app, MUTATING, configuration("MutatingWebhookConfiguration", "only-b", &mutate, &ca, only_b)).await;
+    assert_eq!(created(&app, CONFIGMAPS, cm("a", json!({}))).await["metadata"].get("labels"), None);
+    assert_eq!(created(&app, CONFIGMAPS, cm("b", json!({}))).await["metadata"]["labels"], json!({"mutated": "yes"}));
+
+    // An expression that is not CEL is refused when the configuration is written.
+    let bad = json!({"matchConditions": [{"name": "bad", "expression": "object.metadata.name =="}]});
+    let r = app.post(VALIDATING, configuration("ValidatingWebhookConfiguration", "bad", &gone, &ca, bad)).await;
+    let v = r.json();
+    assert_eq!(r.status.as_u16(), 422, "{v}");
+    let m = v["message"].as_str().unwrap();
+    assert!(m.contains("webhooks[0].matchConditions[0].expression: Invalid value: \"object.metadata.name ==\": compilation failed: "), "{m}");
+}
