@@ -110,15 +110,27 @@ fn environment() -> Arc<cel::Env> {
         env.add_extension(cel::extensions::lists).expect("lists extension");
         env.add_extension(cel::extensions::math).expect("math extension");
         library::register(&mut env).expect("kube libraries");
+        cel::add_overload!(env, fn escape_json_pointer_key: (cel::common::types::CelString) -> cel::common::types::CelString,
+            name = "jsonpatch.escapeKey")
+        .expect("jsonpatch.escapeKey");
         Arc::new(env)
     })
     .clone()
+}
+
+/// `jsonpatch.escapeKey(k)`: `k` as one segment of a JSON pointer (`~` as `~0`, `/` as
+/// `~1`), for the JSON patches of mutating admission policies.
+fn escape_json_pointer_key(key: &cel::common::types::CelString<'_>) -> cel::common::types::CelString<'static> {
+    key.inner().replace('~', "~0").replace('/', "~1").into()
 }
 
 /// A compiled expression.
 #[derive(Debug)]
 pub struct Program {
     program: cel::Program,
+    /// What runs: the program with its object literals (`Object{spec: ...}`, kube's
+    /// apply configurations) made maps, as cel-rust has no kube object types.
+    expr: cel::IdedExpr,
     /// The estimated cost with the variables' declared types.
     pub cost: u64,
     /// The type the expression was found to have ([`Type::Dyn`] when unknown).
@@ -134,7 +146,83 @@ pub fn compile(source: &str, vars: &[(&str, &Type)], limit: u64) -> Result<Progr
     if estimate.cost > limit {
         return Err(CompileError::TooCostly { estimated: estimate.cost, limit });
     }
-    Ok(Program { program, cost: estimate.cost, result: estimate.ty })
+    let mut expr = program.expression().clone();
+    structs_to_maps(&mut expr);
+    Ok(Program { program, expr, cost: estimate.cost, result: estimate.ty })
+}
+
+/// `source` compiled with `vars` all of any type, at any cost (each evaluation is bounded
+/// by [`PER_CALL_LIMIT`]): what admission policies and match conditions are. Memoized by
+/// source and variables, so a policy is compiled once, not once per request.
+pub fn compile_any(source: &str, vars: &[&str]) -> Result<Arc<Program>, CompileError> {
+    type Memo = std::collections::HashMap<(String, Vec<String>), Arc<Program>>;
+    /// Beyond this many, the memo starts over: a bound on what hostile policies can pin.
+    const MEMO_ENTRIES: usize = 4096;
+    static MEMO: OnceLock<std::sync::Mutex<Memo>> = OnceLock::new();
+    let key = (source.to_string(), vars.iter().map(|v| v.to_string()).collect::<Vec<_>>());
+    let memo = MEMO.get_or_init(Default::default);
+    if let Some(p) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(p.clone());
+    }
+    let any = Type::dyn_any();
+    let typed: Vec<(&str, &Type)> = vars.iter().map(|v| (*v, &any)).collect();
+    let program = Arc::new(compile(source, &typed, u64::MAX)?);
+    let mut memo = memo.lock().unwrap_or_else(|e| e.into_inner());
+    if memo.len() >= MEMO_ENTRIES {
+        memo.clear();
+    }
+    memo.insert(key, program.clone());
+    Ok(program)
+}
+
+/// Makes every object literal in `e` a map literal with its field names as keys.
+fn structs_to_maps(e: &mut cel::IdedExpr) {
+    use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, LiteralValue, MapEntryExpr, MapExpr};
+    match &mut e.expr {
+        Expr::Struct(s) => {
+            let entries = std::mem::take(&mut s.entries)
+                .into_iter()
+                .map(|entry| match entry.expr {
+                    EntryExpr::StructField(f) => {
+                        let mut value = f.value;
+                        structs_to_maps(&mut value);
+                        let key = cel::IdedExpr {
+                            id: entry.id,
+                            expr: Expr::Literal(LiteralValue::String(f.field.into())),
+                        };
+                        IdedEntryExpr {
+                            id: entry.id,
+                            expr: EntryExpr::MapEntry(MapEntryExpr { key, value, optional: f.optional }),
+                        }
+                    }
+                    other => IdedEntryExpr { id: entry.id, expr: other },
+                })
+                .collect();
+            e.expr = Expr::Map(MapExpr { entries });
+        }
+        Expr::Call(c) => {
+            if let Some(t) = c.target.as_deref_mut() {
+                structs_to_maps(t);
+            }
+            c.args.iter_mut().for_each(structs_to_maps);
+        }
+        Expr::Select(s) => structs_to_maps(&mut s.operand),
+        Expr::List(l) => l.elements.iter_mut().for_each(structs_to_maps),
+        Expr::Map(m) => {
+            for entry in &mut m.entries {
+                if let EntryExpr::MapEntry(me) = &mut entry.expr {
+                    structs_to_maps(&mut me.key);
+                    structs_to_maps(&mut me.value);
+                }
+            }
+        }
+        Expr::Comprehension(c) => {
+            for x in [&mut c.iter_range, &mut c.accu_init, &mut c.loop_cond, &mut c.loop_step, &mut c.result] {
+                structs_to_maps(x);
+            }
+        }
+        _ => {}
+    }
 }
 
 impl Program {
@@ -158,7 +246,7 @@ impl Program {
         for (name, value) in vars {
             context.add_variable_from_value(*name, json::to_cel(value));
         }
-        self.program.execute(&context).map_err(|e| EvalError::Failed(e.to_string()))
+        Value::resolve(&self.expr, &context).map_err(|e| EvalError::Failed(e.to_string()))
     }
 
     /// [`Program::eval`] for an expression that must be a bool.
@@ -246,6 +334,19 @@ mod tests {
         assert_eq!(p.eval(&[("self", &small)]), Ok(Value::Bool(true)));
         let big = serde_json::Value::Array((0..5000).map(|i| json!(i)).collect());
         assert_eq!(p.eval(&[("self", &big)]), Err(EvalError::TooCostly));
+    }
+
+    #[test]
+    fn json_pointer_keys_are_escaped() {
+        let p = compile_any("jsonpatch.escapeKey(self)", &["self"]).unwrap();
+        assert_eq!(p.eval(&[("self", &json!("a/b~c"))]), Ok(Value::String(Arc::new("a~1b~0c".into()))));
+    }
+
+    #[test]
+    fn object_literals_are_maps() {
+        let p = compile_any("Object{metadata: Object.metadata{labels: {'a': self}}}", &["self"]).unwrap();
+        let v = p.eval(&[("self", &json!("b"))]).unwrap();
+        assert_eq!(json::to_json(&v), Some(json!({"metadata": {"labels": {"a": "b"}}})));
     }
 
     #[test]
