@@ -26,6 +26,7 @@ use kuorum_watch::WatchCache;
 use tower_http::compression::{CompressionLayer, Predicate};
 
 pub mod admission;
+mod admission_policy;
 mod alloc;
 mod answered;
 pub mod audit;

@@ -108,18 +108,14 @@ impl Review<'_> {
         let Some(conditions) = conditions.filter(|c| !c.is_empty()) else { return Ok(true) };
         let object = Value::Object(obj.clone());
         let old = self.old.map(|o| Value::Object(o.clone())).unwrap_or(Value::Null);
-        let mut request = self.review("", obj)["request"].take();
-        if let Some(r) = request.as_object_mut() {
-            r.remove("object");
-            r.remove("oldObject");
-        }
+        let request = self.request_value(obj);
         let vars = [("object", &object), ("oldObject", &old), ("request", &request)];
         let mut errors = Vec::new();
         for c in conditions {
             let expr = c.get("expression").and_then(Value::as_str).unwrap_or("");
-            let result = compile_condition(expr).map_err(|e| e.to_string()).and_then(|p| {
-                p.eval_bool(&vars).map_err(|e| e.to_string())
-            });
+            let result = compile_condition(expr)
+                .map_err(|e| e.to_string())
+                .and_then(|p| p.eval_bool(&vars).map_err(|e| e.to_string()));
             match result {
                 Ok(true) => {}
                 Ok(false) => return Ok(false),
@@ -136,6 +132,16 @@ impl Review<'_> {
 
     /// Whether `w`'s rules and selectors take this write of `obj`.
     fn matches_rules(&self, w: &Webhook, obj: &Object) -> bool {
+        let rules = w.spec.get("rules").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        self.rules_match(rules, obj)
+            && self.namespace_selected(w.spec.get("namespaceSelector"), obj)
+            && self.object_selected(w.spec.get("objectSelector"), obj)
+    }
+
+    /// Whether any of `rules` (a webhook's `rules`, a policy's `resourceRules`) takes
+    /// this write of `obj`: operations, groups, versions, resources with `*`, `res/sub`,
+    /// `*/sub`, `res/*`, scope, and `resourceNames` where given.
+    pub(crate) fn rules_match(&self, rules: &[Value], obj: &Object) -> bool {
         let t = self.target;
         let (group, version, resource) = (t.def.group, t.def.version, t.def.plural);
         let sub = t.subresource.as_deref().unwrap_or("");
@@ -147,8 +153,7 @@ impl Review<'_> {
                 .filter_map(Value::as_str)
                 .any(|v| v == "*" || v == want)
         };
-        let rules = w.spec.get("rules").and_then(Value::as_array).cloned().unwrap_or_default();
-        let ruled = rules.iter().any(|r| {
+        rules.iter().any(|r| {
             let resources =
                 r.get("resources").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
             let resource_ok = resources.clone().any(|res| {
@@ -160,39 +165,61 @@ impl Review<'_> {
                 "Namespaced" => !namespace.is_empty(),
                 _ => true,
             };
+            let names = r.get("resourceNames").and_then(Value::as_array).filter(|n| !n.is_empty());
+            let name = object::meta_str(obj, "name").unwrap_or(t.name());
+            let name_ok = names.is_none_or(|n| n.iter().any(|x| x.as_str() == Some(name)));
             has(r.get("operations"), self.operation)
                 && has(r.get("apiGroups"), group)
                 && has(r.get("apiVersions"), version)
                 && resource_ok
                 && scope_ok
-        });
-        if !ruled {
-            return false;
-        }
-        if let Some(sel) = w.spec.get("namespaceSelector").filter(|s| s.is_object()) {
-            let labels = if (group, resource) == ("", "namespaces") {
-                object::meta(obj).and_then(|m| m.get("labels")).cloned()
-            } else if namespace.is_empty() {
-                // Cluster-scoped objects other than Namespaces always match.
-                None
-            } else {
+                && name_ok
+        })
+    }
+
+    /// The labels of the namespace `obj` is written in (a Namespace's own); `None` for
+    /// other cluster-scoped objects.
+    fn namespace_labels(&self, obj: &Object) -> Option<Option<Value>> {
+        let t = self.target;
+        let namespace = t.namespace.as_deref().unwrap_or("");
+        if (t.def.group, t.def.plural) == ("", "namespaces") {
+            Some(object::meta(obj).and_then(|m| m.get("labels")).cloned())
+        } else if namespace.is_empty() {
+            None
+        } else {
+            Some(
                 cached(self.st, "", "namespaces", None, namespace)
-                    .and_then(|n| object::meta(&n).and_then(|m| m.get("labels")).cloned())
-            };
-            let applies = !(namespace.is_empty() && (group, resource) != ("", "namespaces"));
-            if applies && !selector_matches(sel, labels.as_ref()) {
-                return false;
-            }
+                    .and_then(|n| object::meta(&n).and_then(|m| m.get("labels")).cloned()),
+            )
         }
-        if let Some(sel) = w.spec.get("objectSelector").filter(|s| s.is_object()) {
-            let labels = |o: &Object| object::meta(o).and_then(|m| m.get("labels")).cloned();
-            let new_ok = selector_matches(sel, labels(obj).as_ref());
-            let old_ok = self.old.is_some_and(|o| selector_matches(sel, labels(o).as_ref()));
-            if !new_ok && !old_ok {
-                return false;
-            }
+    }
+
+    /// Whether `sel` (a `namespaceSelector`) takes this write; cluster-scoped objects
+    /// other than Namespaces always match.
+    pub(crate) fn namespace_selected(&self, sel: Option<&Value>, obj: &Object) -> bool {
+        let Some(sel) = sel.filter(|s| s.is_object()) else { return true };
+        match self.namespace_labels(obj) {
+            Some(labels) => selector_matches(sel, labels.as_ref()),
+            None => true,
         }
-        true
+    }
+
+    /// Whether `sel` (an `objectSelector`) takes the new or the old object.
+    pub(crate) fn object_selected(&self, sel: Option<&Value>, obj: &Object) -> bool {
+        let Some(sel) = sel.filter(|s| s.is_object()) else { return true };
+        let labels = |o: &Object| object::meta(o).and_then(|m| m.get("labels")).cloned();
+        selector_matches(sel, labels(obj).as_ref()) || self.old.is_some_and(|o| selector_matches(sel, labels(o).as_ref()))
+    }
+
+    /// The `request` CEL expressions see: the AdmissionRequest without the objects.
+    pub(crate) fn request_value(&self, obj: &Object) -> Value {
+        let mut request = self.review("", obj)["request"].take();
+        if let Some(r) = request.as_object_mut() {
+            r.remove("object");
+            r.remove("oldObject");
+            r.remove("uid");
+        }
+        request
     }
 
     /// The `AdmissionReview` sent for `obj`.
@@ -280,10 +307,8 @@ const CONDITION_VARIABLES: [&str; 3] = ["object", "oldObject", "request"];
 
 /// A match condition compiled: any cost when written, bounded per call when run
 /// ([`kuorum_cel::PER_CALL_LIMIT`], over the values it is given).
-pub(crate) fn compile_condition(expr: &str) -> Result<kuorum_cel::Program, kuorum_cel::CompileError> {
-    let any = kuorum_cel::Type::dyn_any();
-    let vars: Vec<(&str, &kuorum_cel::Type)> = CONDITION_VARIABLES.iter().map(|v| (*v, &any)).collect();
-    kuorum_cel::compile(expr, &vars, u64::MAX)
+pub(crate) fn compile_condition(expr: &str) -> Result<std::sync::Arc<kuorum_cel::Program>, kuorum_cel::CompileError> {
+    kuorum_cel::compile_any(expr, &CONDITION_VARIABLES)
 }
 
 /// kube's answer for a webhook call that failed under `failurePolicy: Fail`.

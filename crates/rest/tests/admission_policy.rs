@@ -1,0 +1,181 @@
+//! Admission policies (CEL) through the router over a real single-node cluster: a
+//! ValidatingAdmissionPolicy with a param refuses a Deployment with too many replicas
+//! (kube's message, 422, nothing proposed), its Warn binding warns, a missing param with
+//! `parameterNotFoundAction: Deny` refuses, match conditions skip; a
+//! MutatingAdmissionPolicy adds a label (apply configuration) and sets a field (JSON
+//! patch); an expression that is not CEL is refused when the policy is written.
+
+mod common;
+
+use serde_json::{json, Value};
+
+const VAP: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+const VAPB: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+const MAP: &str = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies";
+const MAPB: &str = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings";
+const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/default/deployments";
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+
+async fn created(app: &common::App, uri: &str, body: Value) -> Value {
+    let r = app.post(uri, body).await;
+    assert_eq!(r.status.as_u16(), 201, "{uri}: {}", r.json());
+    r.json()
+}
+
+fn deployment(name: &str, replicas: i64) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+}
+
+fn max_replicas_policy() -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "max-replicas"},
+        "spec": {
+            "failurePolicy": "Fail",
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+            "matchConditions": [{"name": "not-exempt", "expression": "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"}],
+            "variables": [{"name": "limit", "expression": "int(params.data.maxReplicas)"}],
+            "validations": [
+                {"expression": "object.spec.replicas <= variables.limit"},
+                {"expression": "object.metadata.name.size() < 20", "messageExpression": "'name ' + object.metadata.name + ' is too long'", "reason": "Forbidden"}
+            ],
+            "auditAnnotations": [{"key": "replicas", "valueExpression": "string(object.spec.replicas)"}]
+        }})
+}
+
+fn binding(name: &str, param: Value, actions: &[&str]) -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": "max-replicas", "validationActions": actions, "paramRef": param}})
+}
+
+#[tokio::test]
+async fn a_validating_policy_with_a_param_refuses_too_many_replicas() {
+    let app = common::app().await;
+    app.namespace("default").await;
+    created(&app, CONFIGMAPS, json!({"metadata": {"name": "limits"}, "data": {"maxReplicas": "5"}})).await;
+    created(&app, VAP, max_replicas_policy()).await;
+    created(
+        &app,
+        VAPB,
+        binding("max-replicas-binding", json!({"name": "limits", "namespace": "default", "parameterNotFoundAction": "Deny"}), &["Deny"]),
+    )
+    .await;
+
+    created(&app, DEPLOYMENTS, deployment("small", 3)).await;
+    let before = app.applied();
+    let r = app.post(DEPLOYMENTS, deployment("big", 50)).await;
+    let v = r.status_of(
+        422,
+        "Invalid",
+        "deployments.apps \"big\" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: failed expression: object.spec.replicas <= variables.limit",
+    );
+    assert_eq!(
+        v["details"]["causes"][0]["message"],
+        "ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: failed expression: object.spec.replicas <= variables.limit"
+    );
+    assert_eq!(app.applied(), before, "a refused create proposes nothing");
+
+    // The validation's reason and messageExpression.
+    let r = app.post(DEPLOYMENTS, deployment("a-name-much-too-long-for-it", 1)).await;
+    r.status_of(
+        403,
+        "Forbidden",
+        "deployments.apps \"a-name-much-too-long-for-it\" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: name a-name-much-too-long-for-it is too long",
+    );
+
+    // Updates are judged too; raising the param's limit lets them through.
+    let mut scaled = app.get(&format!("{DEPLOYMENTS}/small")).await.json();
+    scaled["spec"]["replicas"] = json!(9);
+    assert_eq!(app.put(&format!("{DEPLOYMENTS}/small"), scaled.clone()).await.status.as_u16(), 422);
+    let mut limits = app.get(&format!("{CONFIGMAPS}/limits")).await.json();
+    limits["data"]["maxReplicas"] = json!("10");
+    assert_eq!(app.put(&format!("{CONFIGMAPS}/limits"), limits).await.status.as_u16(), 200);
+    assert_eq!(app.put(&format!("{DEPLOYMENTS}/small"), scaled).await.status.as_u16(), 200);
+
+    // Match conditions skip: an exempt Deployment is not judged.
+    let mut exempt = deployment("exempt", 500);
+    exempt["metadata"]["labels"]["exempt"] = json!("yes");
+    created(&app, DEPLOYMENTS, exempt).await;
+
+    // A Warn binding warns without refusing.
+    assert_eq!(app.delete(&format!("{VAPB}/max-replicas-binding")).await.status.as_u16(), 200);
+    created(&app, VAPB, binding("warn", json!({"name": "limits", "namespace": "default"}), &["Warn", "Audit"])).await;
+    let r = app.post(DEPLOYMENTS, deployment("warned", 11)).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    let warning = r.headers.get("warning").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+    assert!(
+        warning.contains("Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'warn': failed expression: object.spec.replicas <= variables.limit"),
+        "{warning}"
+    );
+
+    // A param that is not there, with parameterNotFoundAction Deny, refuses under Fail.
+    assert_eq!(app.delete(&format!("{VAPB}/warn")).await.status.as_u16(), 200);
+    created(
+        &app,
+        VAPB,
+        binding("missing", json!({"name": "nothere", "namespace": "default", "parameterNotFoundAction": "Deny"}), &["Deny"]),
+    )
+    .await;
+    let r = app.post(DEPLOYMENTS, deployment("d", 1)).await;
+    r.status_of(
+        422,
+        "Invalid",
+        "deployments.apps \"d\" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding 'missing' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction",
+    );
+    // ... and with Allow, nothing runs.
+    assert_eq!(app.delete(&format!("{VAPB}/missing")).await.status.as_u16(), 200);
+    created(
+        &app,
+        VAPB,
+        binding("allow", json!({"name": "nothere", "namespace": "default", "parameterNotFoundAction": "Allow"}), &["Deny"]),
+    )
+    .await;
+    created(&app, DEPLOYMENTS, deployment("e", 100)).await;
+}
+
+#[tokio::test]
+async fn a_mutating_policy_adds_a_label_and_patches() {
+    let app = common::app().await;
+    app.namespace("default").await;
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": "label"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "reinvocationPolicy": "Never",
+            "mutations": [
+                {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                    "Object{metadata: Object.metadata{labels: {'environment': 'test', 'owner': request.userInfo.username}}}"}},
+                {"patchType": "JSONPatch", "jsonPatch": {"expression":
+                    "[JSONPatch{op: 'add', path: '/data', value: {'added': 'by-policy'}}]"}}
+            ]
+        }});
+    created(&app, MAP, policy).await;
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": "label-binding"}, "spec": {"policyName": "label"}});
+    created(&app, MAPB, binding).await;
+    let cm = created(&app, CONFIGMAPS, json!({"metadata": {"name": "a", "labels": {"kept": "yes"}}})).await;
+    assert_eq!(cm["metadata"]["labels"]["environment"], "test", "{cm}");
+    assert_eq!(cm["metadata"]["labels"]["kept"], "yes", "{cm}");
+    assert_eq!(cm["data"], json!({"added": "by-policy"}), "{cm}");
+}
+
+#[tokio::test]
+async fn expressions_that_are_not_cel_refuse_the_policy() {
+    let app = common::app().await;
+    let mut policy = max_replicas_policy();
+    policy["spec"]["validations"][0]["expression"] = json!("object.spec.replicas <=");
+    let r = app.post(VAP, policy).await;
+    let v = r.json();
+    assert_eq!(r.status.as_u16(), 422, "{v}");
+    let m = v["message"].as_str().unwrap();
+    assert!(
+        m.contains("spec.validations[0].expression: Invalid value: \"object.spec.replicas <=\": compilation failed: "),
+        "{m}"
+    );
+}
