@@ -7,7 +7,7 @@
 //! start without `--tls-cert-file` and `--tls-private-key-file`, or `--insecure` (plain
 //! HTTP, every request anonymous and allowed: development and tests only).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -159,6 +159,18 @@ pub struct ServeArgs {
     /// default).
     #[arg(long, default_value_t = 102_400)]
     pub audit_log_truncate_max_event_size: usize,
+    /// The client certificate (PEM) this node presents to extension API servers it
+    /// proxies to (APIServices), so they trust the `X-Remote-*` headers (kube's flag).
+    #[arg(long, requires = "proxy_client_key_file")]
+    pub proxy_client_cert_file: Option<PathBuf>,
+    /// Services reached at a fixed address rather than through their Endpoints, for
+    /// webhooks and extension API servers on a local cluster (whose Endpoints may not
+    /// hold loopback addresses): `<namespace>/<name>=<host>:<port>`, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub webhook_service_map: Vec<String>,
+    /// The private key (PEM) of --proxy-client-cert-file.
+    #[arg(long, requires = "proxy_client_cert_file")]
+    pub proxy_client_key_file: Option<PathBuf>,
     /// The address other members and pods reach this node's REST API at, listed in the
     /// `kubernetes` Service's endpoints (default: --listen's, or this host's outbound
     /// address when --listen is a wildcard).
@@ -497,6 +509,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("--service-cluster-ip-range / --service-node-port-range: {e}"))?,
         admission: admission_plugins(&args)?,
         audit: audit_log(&args)?,
+        proxy_identity: proxy_identity(&args)?,
+        service_map: service_map(&args)?,
         ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {
@@ -611,6 +625,30 @@ mod tests {
         );
         assert!(raft_timing(&args(&["--heartbeat-interval", "150", "--election-timeout", "321"])).is_ok());
     }
+}
+
+/// `--webhook-service-map`: each `<namespace>/<name>=<host>:<port>`.
+fn service_map(args: &ServeArgs) -> anyhow::Result<HashMap<(String, String), std::net::SocketAddr>> {
+    let mut map = HashMap::new();
+    for entry in &args.webhook_service_map {
+        let bad = || anyhow::anyhow!("--webhook-service-map {entry:?}: want <namespace>/<name>=<host>:<port>");
+        let (service, addr) = entry.split_once('=').ok_or_else(bad)?;
+        let (namespace, name) = service.split_once('/').ok_or_else(bad)?;
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(addr).map_err(|_| bad())?.next().ok_or_else(bad)?;
+        map.insert((namespace.to_string(), name.to_string()), addr);
+    }
+    Ok(map)
+}
+
+/// The client identity of `--proxy-client-cert-file` and `--proxy-client-key-file`.
+fn proxy_identity(args: &ServeArgs) -> anyhow::Result<Option<kuorum_rest::aggregator::ProxyIdentity>> {
+    let (Some(cert), Some(key)) = (&args.proxy_client_cert_file, &args.proxy_client_key_file) else {
+        return Ok(None);
+    };
+    let read = |p: &PathBuf| std::fs::read(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()));
+    let identity = kuorum_rest::aggregator::proxy_identity(&read(cert)?, &read(key)?)
+        .map_err(|e| anyhow::anyhow!("--proxy-client-cert-file/--proxy-client-key-file: {e}"))?;
+    Ok(Some(identity))
 }
 
 /// The audit log `--audit-policy-file` and `--audit-log-*` describe, if any.

@@ -24,6 +24,7 @@ mod namespace_controller;
 mod quota_controller;
 mod role_aggregation;
 mod storage_protection;
+mod apiservice_availability;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -78,6 +79,10 @@ pub struct NodeConfig {
     pub admission: kuorum_rest::admission::Plugins,
     /// The audit log this node writes, if any (`--audit-policy-file`, `--audit-log-path`).
     pub audit: Option<Arc<kuorum_rest::audit::AuditLog>>,
+    /// The client certificate presented to extension API servers (`--proxy-client-cert-file`).
+    pub proxy_identity: Option<kuorum_rest::aggregator::ProxyIdentity>,
+    /// Services reached at a fixed address (`--webhook-service-map`).
+    pub service_map: std::collections::HashMap<(String, String), std::net::SocketAddr>,
     /// The REST address this node lists in the `kubernetes` Service's endpoints; `None`
     /// keeps the Service and its endpoints out (the simulator).
     pub advertise: Option<apiserver_endpoints::Advertised>,
@@ -103,6 +108,8 @@ impl NodeConfig {
             pools: Default::default(),
             admission: Default::default(),
             audit: None,
+            proxy_identity: None,
+            service_map: Default::default(),
             advertise: None,
         }
     }
@@ -253,6 +260,8 @@ where
         pools: cfg.pools.clone(),
         admission: cfg.admission.clone(),
         audit: cfg.audit.clone(),
+        proxy_identity: cfg.proxy_identity.clone(),
+        service_map: Arc::new(cfg.service_map.clone()),
         ..RestState::new(cluster.clone(), cache.clone(), seams.clock.clone(), seams.entropy.clone())
     };
     rest.metrics.set_inflight_limits(cfg.max_requests_inflight, cfg.max_mutating_requests_inflight);
@@ -263,6 +272,7 @@ where
     }
     let chaos = rest.chaos.clone();
     tasks.push(tokio::spawn(quota_controller::run(rest.clone())));
+    tasks.push(tokio::spawn(apiservice_availability::run(rest.clone())));
     let mut own = debug::router(started.raft.clone())
         .merge(members::router(started.raft.clone()))
         .merge(backup::router(started.state_machine.clone(), cluster.clone()));

@@ -113,14 +113,19 @@ pub(crate) async fn api(headers: HeaderMap) -> Response {
 
 /// `GET /apis`.
 pub(crate) async fn apis(State(st): State<Arc<RestState>>, headers: HeaderMap) -> Response {
+    let extensions = crate::aggregator::discovered(&st).await;
     if negotiate::wants_aggregated_discovery(&headers) {
-        let body = serde_json::to_vec(&docs::aggregated_groups(&served(&st).await)).unwrap_or_default();
+        let mut doc = docs::aggregated_groups(&served(&st).await);
+        crate::aggregator::add_to_aggregated(&mut doc, &extensions);
+        let body = serde_json::to_vec(&doc).unwrap_or_default();
         return vary_accept(json_response_as(StatusCode::OK, docs::AGGREGATED_CONTENT_TYPE, body));
     }
     if let Err(e) = negotiate::check_accept(&headers) {
         return fail(e);
     }
-    vary_accept(json(&docs::api_group_list(&served(&st).await)))
+    let mut doc = docs::api_group_list(&served(&st).await);
+    crate::aggregator::add_to_group_list(&mut doc, &extensions);
+    vary_accept(json(&doc))
 }
 
 /// `GET /apis/{group}`.
@@ -137,7 +142,10 @@ pub(crate) async fn group(
     }
     match docs::api_group(&served(&st).await, &group) {
         Some(doc) => json(&doc),
-        None => fail(ApiError::path_not_found()),
+        None => match crate::aggregator::group_document(&crate::aggregator::discovered(&st).await, &group) {
+            Some(doc) => json(&doc),
+            None => fail(ApiError::path_not_found()),
+        },
     }
 }
 
@@ -152,15 +160,22 @@ pub(crate) async fn core_resources(headers: HeaderMap) -> Response {
     }
 }
 
-/// `GET /apis/{group}/{version}`.
+/// `GET /apis/{group}/{version}`: ours, or an extension API server's (proxied).
 pub(crate) async fn group_resources(
     State(st): State<Arc<RestState>>,
     gv: Result<Path<(String, String)>, PathRejection>,
-    headers: HeaderMap,
+    req: axum::extract::Request,
 ) -> Response {
     let Ok(Path((group, version))) = gv else {
         return fail(ApiError::path_not_found());
     };
+    if !kuorum_api::registry::serves_group_version(&group, &version) {
+        if let Some(apiservice) = crate::aggregator::find(&st, &group, &version) {
+            let (parts, body) = req.into_parts();
+            return crate::aggregator::proxy(&st, &apiservice, parts, body).await.unwrap_or_else(fail);
+        }
+    }
+    let headers = req.headers().clone();
     if let Err(e) = negotiate::check_accept(&headers) {
         return fail(e);
     }

@@ -26,6 +26,7 @@ use kuorum_watch::WatchCache;
 use tower_http::compression::{CompressionLayer, Predicate};
 
 pub mod admission;
+pub mod aggregator;
 mod admission_policy;
 mod alloc;
 mod answered;
@@ -113,6 +114,15 @@ pub struct RestState {
     pub quota_charging: Arc<tokio::sync::Mutex<()>>,
     /// The audit log this node writes (`--audit-policy-file`, `--audit-log-path`).
     pub audit: Option<Arc<audit::AuditLog>>,
+    /// The client certificate presented to extension API servers
+    /// (`--proxy-client-cert-file`, `--proxy-client-key-file`).
+    pub proxy_identity: Option<reqwest::Identity>,
+    /// What this node fetched from extension API servers for discovery.
+    pub aggregated: Arc<aggregator::Discovered>,
+    /// Services reached at a fixed address instead of through their Endpoints
+    /// (`--webhook-service-map`): webhooks and extension API servers on a local cluster,
+    /// where Endpoints may not hold loopback addresses.
+    pub service_map: Arc<std::collections::HashMap<(String, String), std::net::SocketAddr>>,
 }
 
 impl RestState {
@@ -133,6 +143,9 @@ impl RestState {
             admission: Default::default(),
             quota_charging: Default::default(),
             audit: None,
+            proxy_identity: None,
+            aggregated: Default::default(),
+            service_map: Default::default(),
         }
     }
 }

@@ -47,6 +47,12 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
         .remove::<RequestInfo>()
         .unwrap_or_else(|| RequestInfo::parse(parts.method.as_str(), parts.uri.path(), parts.uri.query()));
     let Some(path) = &info.resource else { return Err(ApiError::path_not_found()) };
+    // A group-version an extension API server serves (authorized already).
+    if !kuorum_api::registry::serves_group_version(&path.group, &path.version) {
+        if let Some(apiservice) = crate::aggregator::find(st, &path.group, &path.version) {
+            return crate::aggregator::proxy(st, &apiservice, parts, body).await;
+        }
+    }
     let resolve = |group: &str, version: &str, plural: &str| resolve_in(st, group, version, plural);
     let target = match target(path, &resolve) {
         // A CRD created through another node may not have reached this one yet: look

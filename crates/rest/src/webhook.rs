@@ -430,7 +430,18 @@ pub(crate) async fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>
 /// An HTTPS client for a webhook's `clientConfig` and the URL to post to.
 fn client_for(st: &RestState, spec: &Value, timeout: Duration) -> Result<(reqwest::Client, String), String> {
     let config = spec.get("clientConfig").cloned().unwrap_or(Value::Null);
-    let mut builder = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout).use_rustls_tls();
+    let builder = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout);
+    service_client(st, &config, builder)
+}
+
+/// A client for `config` (a webhook's `clientConfig`: `url` or `service`, and
+/// `caBundle`) built on `builder`, and the URL to call.
+pub(crate) fn service_client(
+    st: &RestState,
+    config: &Value,
+    builder: reqwest::ClientBuilder,
+) -> Result<(reqwest::Client, String), String> {
+    let mut builder = builder.use_rustls_tls();
     if let Some(ca) = config.get("caBundle").and_then(Value::as_str).filter(|c| !c.is_empty()) {
         let pem = base64::engine::general_purpose::STANDARD.decode(ca).map_err(|e| format!("caBundle: {e}"))?;
         for cert in reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| format!("caBundle: {e}"))? {
@@ -449,15 +460,19 @@ fn client_for(st: &RestState, spec: &Value, timeout: Duration) -> Result<(reqwes
         builder = builder.resolve(&host, std::net::SocketAddr::new(ip, target));
         format!("https://{host}:{target}{path}")
     } else {
-        return Err("the webhook's clientConfig names neither url nor service".into());
+        return Err("the clientConfig names neither url nor service".into());
     };
     Ok((builder.build().map_err(|e| e.to_string())?, url))
 }
 
-/// The first address of a Service's Endpoints and the port serving its `port`: the
+/// The address of a Service in `--webhook-service-map`, else the first address of its
+/// Endpoints and the port serving its `port`: the
 /// Service's port of that number (its `targetPort`, by number or by name) matched to the
 /// Endpoints' ports, else that number itself.
 fn endpoint(st: &RestState, namespace: &str, name: &str, port: u64) -> Option<(std::net::IpAddr, u16)> {
+    if let Some(addr) = st.service_map.get(&(namespace.to_string(), name.to_string())) {
+        return Some((addr.ip(), addr.port()));
+    }
     let endpoints = cached(st, "", "endpoints", Some(namespace), name)?;
     let service = cached(st, "", "services", Some(namespace), name);
     let service_port = service
@@ -491,7 +506,7 @@ fn endpoint(st: &RestState, namespace: &str, name: &str, port: u64) -> Option<(s
 }
 
 /// An error with its sources, as Go prints a wrapped error.
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut source = e.source();
     while let Some(inner) = source {

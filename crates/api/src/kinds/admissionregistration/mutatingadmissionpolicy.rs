@@ -1,7 +1,7 @@
 //! MutatingAdmissionPolicy (admissionregistration.k8s.io/v1): cluster-scoped, tracks
 //! generation; needs match constraints with resource rules, a reinvocation policy and
-//! mutations, each an apply configuration or a JSON patch with an expression (stored,
-//! not enforced); failure policy defaults to Fail; printed with its mutation count and
+//! mutations, each an apply configuration or a JSON patch with an expression (compiled
+//! when written and enforced by kuorum-rest's `admission_policy`); failure policy defaults to Fail; printed with its mutation count and
 //! param kind.
 
 use serde_json::{json, Value};

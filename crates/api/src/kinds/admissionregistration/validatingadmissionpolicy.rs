@@ -1,7 +1,7 @@
 //! ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1): cluster-scoped, tracks
 //! generation, status subresource; needs match constraints with resource rules and
-//! validations or audit annotations, each with an expression (kuorum stores the CEL, it
-//! does not compile or enforce it); failure policy defaults to Fail; printed with its
+//! validations or audit annotations, each with an expression (compiled when written and
+//! enforced by kuorum-rest's `admission_policy`, which this pure crate does not see); failure policy defaults to Fail; printed with its
 //! validation count and param kind.
 
 use serde_json::{json, Value};

@@ -1,0 +1,58 @@
+//! Owns APIService availability, as kube-aggregator's available-condition controller: on
+//! the leader, every [`EVERY`], each APIService backed by a Service is checked
+//! ([`kuorum_rest::aggregator::check`]: the Service, its endpoints, and an answer to its
+//! group-version's discovery) and its `Available` condition written when it changed.
+//! Every node proxies to it only while the condition is True, so all nodes agree.
+
+use std::time::Duration;
+
+use kuorum_rest::admission::cached_list;
+use kuorum_rest::RestState;
+use kuorum_store::keys::ObjectKey;
+use kuorum_store::{Command, Precondition};
+use serde_json::{json, Value};
+
+pub const EVERY: Duration = Duration::from_secs(2);
+
+pub async fn run(st: RestState) {
+    loop {
+        tokio::time::sleep(EVERY).await;
+        if st.cluster.leader() != Some(st.cluster.node_id()) {
+            continue;
+        }
+        for apiservice in cached_list(&st.cache, "apiregistration.k8s.io", "apiservices", None) {
+            if !apiservice.get("spec").and_then(|s| s.get("service")).is_some_and(Value::is_object) {
+                continue;
+            }
+            let (up, reason, message) = kuorum_rest::aggregator::check(&st, &apiservice).await;
+            let status = if up { "True" } else { "False" };
+            let conditions = apiservice.get("status").and_then(|s| s.get("conditions")).and_then(Value::as_array);
+            let current = conditions.into_iter().flatten().find(|c| c["type"] == "Available");
+            if current.is_some_and(|c| c["status"] == status && c["reason"] == reason && c["message"] == message.as_str()) {
+                continue;
+            }
+            let changed = current.is_none_or(|c| c["status"] != status);
+            let since = match current {
+                Some(c) if !changed => c["lastTransitionTime"].clone(),
+                _ => json!(st.clock.now_rfc3339()),
+            };
+            let mut updated = Value::Object(apiservice.clone());
+            updated["status"] = json!({"conditions": [{"type": "Available", "status": status, "reason": reason,
+                "message": message, "lastTransitionTime": since}]});
+            let name = updated.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+            let rv = updated.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|v| v.parse().ok());
+            let key = ObjectKey { group: "apiregistration.k8s.io", resource: "apiservices", namespace: None, name: &name }.encode();
+            let cmd = Command::Update {
+                key: key.clone(),
+                object: serde_json::to_vec(&updated).unwrap_or_default().into(),
+                precondition: Precondition { resource_version: rv, uid: None },
+                finalizing: Default::default(),
+            };
+            match st.cluster.write(cmd, Duration::from_secs(5)).await {
+                Ok(Ok(_)) => tracing::info!(name, status, reason, "APIService availability"),
+                Ok(Err(e)) => tracing::debug!(name, "APIService availability moved on: {e}"),
+                Err(e) => tracing::debug!(name, "APIService availability: {e}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! Admission webhooks and CEL policies on a real three-node cluster:
+//!
+//! - A webhook server the test starts (HTTPS with a self-signed certificate given as
+//!   `caBundle`, speaking `AdmissionReview` v1 as real servers do) mutates and refuses
+//!   config maps written through every node: a refused create leaves nothing on any node;
+//!   `failurePolicy: Ignore` lets writes through while the server is down and `Fail`
+//!   refuses them with kube's message; a webhook that hangs past `timeoutSeconds` is
+//!   handled per its policy; `matchConditions` skip it.
+//! - kubectl against the CEL features: a CRD whose `x-kubernetes-validations` include a
+//!   transition rule refuses the right update; a ValidatingAdmissionPolicy with a param
+//!   refuses a Deployment with too many replicas; a MutatingAdmissionPolicy adds a label.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use kuorum_e2e::{Cluster, Http};
+use serde_json::{json, Value};
+
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+
+/// What the test's webhook server answers a review sent to `path`.
+fn answer(path: &str, review: &Value) -> Option<Value> {
+    let request = &review["request"];
+    let mut response = json!({"uid": request["uid"], "allowed": true});
+    match path {
+        "/mutate" => {
+            let patch = match request["object"]["metadata"].get("labels") {
+                Some(_) => json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}]),
+                None => json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]),
+            };
+            response["patchType"] = json!("JSONPatch");
+            response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(patch.to_string()));
+        }
+        "/validate" if request["object"]["data"].get("forbidden").is_some() => {
+            response["allowed"] = json!(false);
+            response["status"] = json!({"code": 403, "message": "no forbidden keys"});
+        }
+        "/hang" => {
+            thread::sleep(Duration::from_secs(5));
+        }
+        _ => {}
+    }
+    Some(json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
+}
+
+/// One HTTP/1.1 exchange on `stream`: the request's path and body, then the answer.
+fn serve_one(mut stream: impl Read + Write) {
+    let mut reader = BufReader::new(&mut stream);
+    let mut line = String::new();
+    if reader.read_line(&mut line).is_err() {
+        return;
+    }
+    let path = line.split_whitespace().nth(1).unwrap_or("").split('?').next().unwrap_or("").to_string();
+    let mut length = 0usize;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).is_err() || header.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = header.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let Some(reply) = answer(&path, &review) else { return };
+    let reply = reply.to_string();
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+        reply.len()
+    );
+    let _ = stream.flush();
+}
+
+/// Starts the webhook server on loopback; answers its port and its certificate as a
+/// `caBundle`.
+fn webhook_server() -> (u16, String) {
+    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let ca = base64::engine::general_purpose::STANDARD.encode(certified.cert.pem());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![certified.cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(certified.key_pair.serialize_der().into()),
+        )
+        .unwrap();
+    let config = Arc::new(config);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    thread::spawn(move || {
+        for sock in listener.incoming().flatten() {
+            let config = config.clone();
+            thread::spawn(move || {
+                let Ok(conn) = rustls::ServerConnection::new(config) else { return };
+                serve_one(rustls::StreamOwned::new(conn, sock));
+            });
+        }
+    });
+    (port, ca)
+}
+
+fn configuration(kind: &str, name: &str, url: &str, ca: &str, extra: Value) -> Value {
+    let mut hook = json!({
+        "name": format!("{name}.kuorum.test"),
+        "clientConfig": {"url": url, "caBundle": ca},
+        "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "timeoutSeconds": 1,
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        hook[k] = v.clone();
+    }
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name}, "webhooks": [hook]})
+}
+
+fn cm(name: &str, data: Value) -> Value {
+    json!({"metadata": {"name": name}, "data": data})
+}
+
+/// Waits (up to 10 s) until every node has applied `uri` as present (or absent).
+fn on_every_node(c: &Cluster, http: &Http, uri: &str, present: bool) {
+    for url in c.urls() {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let status = http.get(&format!("{url}{uri}")).unwrap().status;
+            if (status == 200) == present {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{url}{uri}: {status}");
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Deletes `uri` and waits until every node has applied it.
+fn remove(c: &Cluster, http: &Http, uri: &str) {
+    let r = http.delete(&format!("{}{uri}", c.url(1))).unwrap();
+    assert_eq!(r.status, 200, "{}", r.text);
+    on_every_node(c, http, uri, false);
+}
+
+#[test]
+fn webhooks_mutate_and_refuse_through_every_node() {
+    let Some(c) = Cluster::start_for_kubectl(3) else { return };
+    let http = Http::with_timeout(Duration::from_secs(20));
+    let (port, ca) = webhook_server();
+    let url = |path: &str| format!("https://127.0.0.1:{port}{path}");
+    let post = |id: u64, uri: &str, body: &Value| http.post(&format!("{}{uri}", c.url(id)), body).unwrap();
+
+    let r = post(1, MUTATING, &configuration("MutatingWebhookConfiguration", "label", &url("/mutate"), &ca, json!({})));
+    assert_eq!(r.status, 201, "{}", r.text);
+    let guard = configuration("ValidatingWebhookConfiguration", "guard", &url("/validate"), &ca, json!({}));
+    assert_eq!(post(1, VALIDATING, &guard).status, 201);
+    on_every_node(&c, &http, &format!("{VALIDATING}/guard"), true);
+    on_every_node(&c, &http, &format!("{MUTATING}/label"), true);
+
+    for id in c.ids() {
+        // Mutated through every node.
+        let r = post(id, CONFIGMAPS, &cm(&format!("ok-{id}"), json!({"k": "v"})));
+        assert_eq!(r.status, 201, "node {id}: {}", r.text);
+        assert_eq!(r.body["metadata"]["labels"], json!({"mutated": "yes"}), "node {id}");
+        // Refused through every node with kube's words, and nowhere stored.
+        let name = format!("refused-{id}");
+        let r = post(id, CONFIGMAPS, &cm(&name, json!({"forbidden": "x"})));
+        assert_eq!(r.status, 403, "node {id}: {}", r.text);
+        assert_eq!(r.body["message"], r#"admission webhook "guard.kuorum.test" denied the request: no forbidden keys"#);
+        for url in c.urls() {
+            assert_eq!(http.get(&format!("{url}{CONFIGMAPS}/{name}")).unwrap().status, 404);
+        }
+    }
+
+    // A server that is down: Fail refuses (kube's 500), Ignore lets the write through.
+    let gone = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("https://127.0.0.1:{}/validate", l.local_addr().unwrap().port())
+    };
+    let down = configuration("ValidatingWebhookConfiguration", "down", &gone, &ca, json!({}));
+    assert_eq!(post(2, VALIDATING, &down).status, 201);
+    on_every_node(&c, &http, &format!("{VALIDATING}/down"), true);
+    for id in c.ids() {
+        let r = post(id, CONFIGMAPS, &cm(&format!("down-{id}"), json!({})));
+        assert_eq!(r.status, 500, "node {id}: {}", r.text);
+        let m = r.body["message"].as_str().unwrap_or("");
+        assert!(m.starts_with(r#"Internal error occurred: failed calling webhook "down.kuorum.test": failed to call webhook: Post "https://127.0.0.1:"#), "{m}");
+    }
+    remove(&c, &http, &format!("{VALIDATING}/down"));
+    let ignored = configuration("ValidatingWebhookConfiguration", "ignored", &gone, &ca, json!({"failurePolicy": "Ignore"}));
+    assert_eq!(post(3, VALIDATING, &ignored).status, 201);
+    on_every_node(&c, &http, &format!("{VALIDATING}/ignored"), true);
+    for id in c.ids() {
+        assert_eq!(post(id, CONFIGMAPS, &cm(&format!("ignored-{id}"), json!({}))).status, 201);
+    }
+    remove(&c, &http, &format!("{VALIDATING}/ignored"));
+
+    // A webhook that hangs past its timeout: Ignore goes on after the timeout, Fail refuses.
+    let slow = configuration("ValidatingWebhookConfiguration", "slow", &url("/hang"), &ca, json!({"failurePolicy": "Ignore"}));
+    assert_eq!(post(1, VALIDATING, &slow).status, 201);
+    on_every_node(&c, &http, &format!("{VALIDATING}/slow"), true);
+    let started = Instant::now();
+    assert_eq!(post(2, CONFIGMAPS, &cm("slow-ignored", json!({}))).status, 201);
+    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    remove(&c, &http, &format!("{VALIDATING}/slow"));
+    let slow_fail = configuration("ValidatingWebhookConfiguration", "slow-fail", &url("/hang"), &ca, json!({}));
+    assert_eq!(post(1, VALIDATING, &slow_fail).status, 201);
+    on_every_node(&c, &http, &format!("{VALIDATING}/slow-fail"), true);
+    let r = post(3, CONFIGMAPS, &cm("slow-refused", json!({})));
+    assert_eq!(r.status, 500, "{}", r.text);
+    remove(&c, &http, &format!("{VALIDATING}/slow-fail"));
+
+    // matchConditions and selectors skip a webhook that is down.
+    let skipping = configuration(
+        "ValidatingWebhookConfiguration",
+        "skipping",
+        &gone,
+        &ca,
+        json!({"matchConditions": [{"name": "checked", "expression": "object.metadata.name.startsWith('checked-')"}],
+               "objectSelector": {"matchExpressions": [{"key": "skip", "operator": "DoesNotExist"}]}}),
+    );
+    assert_eq!(post(1, VALIDATING, &skipping).status, 201);
+    on_every_node(&c, &http, &format!("{VALIDATING}/skipping"), true);
+    for id in c.ids() {
+        assert_eq!(post(id, CONFIGMAPS, &cm(&format!("plain-{id}"), json!({}))).status, 201);
+        let mut labelled = cm(&format!("checked-{id}"), json!({}));
+        labelled["metadata"]["labels"] = json!({"skip": "yes"});
+        assert_eq!(post(id, CONFIGMAPS, &labelled).status, 201, "the object selector skips it");
+        assert_eq!(post(id, CONFIGMAPS, &cm(&format!("checked-x{id}"), json!({}))).status, 500, "called, and down");
+    }
+}
+
+#[test]
+fn cel_rules_and_policies_through_kubectl() {
+    let Some(c) = Cluster::start_for_kubectl(3) else { return };
+
+    // A CRD with a transition rule: replicas may not go down.
+    let crd = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.rules.example.com}
+spec:
+  group: rules.example.com
+  scope: Namespaced
+  names: {plural: widgets, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "self.replicas >= oldSelf.replicas"
+              message: "replicas may not go down"
+            properties:
+              replicas: {type: integer, maximum: 100}
+"#;
+    let path = c.write_file("crd.yaml", crd);
+    c.kubectl(1, &["apply", "-f", &path]).unwrap().ok("apply crd");
+    c.kubectl(2, &["wait", "--for=condition=established", "crd/widgets.rules.example.com", "--timeout=30s"])
+        .unwrap()
+        .ok("wait crd");
+    let widget = |replicas: i64| {
+        format!("apiVersion: rules.example.com/v1\nkind: Widget\nmetadata: {{name: w}}\nspec: {{replicas: {replicas}}}\n")
+    };
+    let w = c.write_file("w3.yaml", &widget(3));
+    c.kubectl(2, &["apply", "-f", &w]).unwrap().ok("apply widget");
+    let w = c.write_file("w5.yaml", &widget(5));
+    c.kubectl(3, &["apply", "-f", &w]).unwrap().ok("scale up");
+    let w = c.write_file("w1.yaml", &widget(1));
+    let out = c.kubectl(1, &["apply", "-f", &w]).unwrap();
+    assert!(!out.success(), "{}", out.stdout);
+    assert!(
+        out.stderr.contains(r#"The Widget "w" is invalid: spec: Invalid value: replicas may not go down"#)
+            || out.stderr.contains("spec: Invalid value: replicas may not go down"),
+        "{}",
+        out.stderr
+    );
+
+    // A ValidatingAdmissionPolicy with a param.
+    let policy = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: max-replicas}
+spec:
+  failurePolicy: Fail
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [apps]
+      apiVersions: [v1]
+      operations: [CREATE, UPDATE]
+      resources: [deployments]
+  validations:
+  - expression: "object.spec.replicas <= int(params.data.maxReplicas)"
+    messageExpression: "'replicas must be at most ' + params.data.maxReplicas"
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: limits, namespace: default}
+data: {maxReplicas: "5"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: max-replicas}
+spec:
+  policyName: max-replicas
+  validationActions: [Deny]
+  paramRef: {name: limits, namespace: default, parameterNotFoundAction: Deny}
+"#;
+    let path = c.write_file("policy.yaml", policy);
+    c.kubectl(1, &["apply", "-f", &path]).unwrap().ok("apply policy");
+    thread::sleep(Duration::from_millis(500));
+    c.kubectl(2, &["create", "deployment", "small", "--image=nginx", "--replicas=3"]).unwrap().ok("small");
+    let out = c.kubectl(3, &["create", "deployment", "big", "--image=nginx", "--replicas=50"]).unwrap();
+    assert!(!out.success(), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas' denied request: replicas must be at most 5"),
+        "{}",
+        out.stderr
+    );
+
+    // A MutatingAdmissionPolicy adds a label.
+    let mutating = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: add-label}
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [configmaps]
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'environment': 'test'}}}"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: add-label}
+spec: {policyName: add-label}
+"#;
+    let path = c.write_file("mutating.yaml", mutating);
+    c.kubectl(1, &["apply", "-f", &path]).unwrap().ok("apply mutating policy");
+    thread::sleep(Duration::from_millis(500));
+    c.kubectl(2, &["create", "configmap", "labelled", "--from-literal=a=b"]).unwrap().ok("create cm");
+    let cm = c.get_json(3, &["configmap", "labelled"]);
+    assert_eq!(cm["metadata"]["labels"]["environment"], "test", "{cm}");
+}
