@@ -60,6 +60,11 @@ pub const PATCH_CONTENT_TYPES: &[&str] = &[
     "application/strategic-merge-patch+json",
 ];
 
+/// The PATCH body types of a custom resource (or an aggregated one): no strategic merge
+/// patch, which is what tells kubectl's client-side apply to send a merge patch.
+pub const CUSTOM_PATCH_CONTENT_TYPES: &[&str] =
+    &["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json"];
+
 /// A group, version and kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gvk<'a> {
@@ -101,6 +106,8 @@ pub struct Resource<'a> {
     /// `deletecollection`.
     pub verbs: &'a [&'a str],
     pub subresources: Vec<Subresource<'a>>,
+    /// The body types its PATCH operations declare.
+    pub patch_types: &'static [&'static str],
 }
 
 impl Resource<'static> {
@@ -123,7 +130,13 @@ impl Resource<'static> {
             namespaced: def.namespaced(),
             verbs: def.verbs,
             subresources,
+            patch_types: PATCH_CONTENT_TYPES,
         }
+    }
+
+    /// A custom resource's: no strategic merge patch.
+    pub fn custom(def: &'static ResourceDef) -> Self {
+        Resource { patch_types: CUSTOM_PATCH_CONTENT_TYPES, ..Resource::builtin(def) }
     }
 }
 
@@ -338,7 +351,7 @@ pub fn custom_group_version_document(
 ) -> Value {
     let extra = custom_definitions(resources);
     let defs = Definitions::builtin().with(&extra);
-    let resources: Vec<Resource<'static>> = resources.iter().map(|(def, _)| Resource::builtin(def)).collect();
+    let resources: Vec<Resource<'static>> = resources.iter().map(|(def, _)| Resource::custom(def)).collect();
     group_version_document(group, version, &resources, &defs)
 }
 
@@ -350,7 +363,7 @@ pub fn custom_group_version_paths(
 ) -> Map<String, Value> {
     let extra = custom_definitions(resources);
     let defs = Definitions::builtin().with(&extra);
-    let resources: Vec<Resource<'static>> = resources.iter().map(|(def, _)| Resource::builtin(def)).collect();
+    let resources: Vec<Resource<'static>> = resources.iter().map(|(def, _)| Resource::custom(def)).collect();
     group_version_paths(group, version, &resources, &defs)
 }
 
@@ -419,6 +432,7 @@ pub fn group_version_paths(
             description,
             gvk: gvk.to_value(),
             tag: ids.tag.clone(),
+            patch_types: r.patch_types,
         };
 
         // The collection: list, create, deletecollection.
@@ -609,6 +623,7 @@ struct Op {
     description: String,
     gvk: Value,
     tag: String,
+    patch_types: &'static [&'static str],
 }
 
 impl Op {
@@ -648,7 +663,7 @@ impl Op {
 
     fn patch(&self, schema: &Value) -> Value {
         let mut content = Map::new();
-        for ct in PATCH_CONTENT_TYPES {
+        for ct in self.patch_types {
             content.insert((*ct).into(), json!({"schema": schema_ref(PATCH)}));
         }
         let mut m = Map::new();
@@ -1175,6 +1190,7 @@ mod tests {
             plural: "crontabs",
             namespaced: true,
             verbs: registry::ALL_VERBS,
+            patch_types: CUSTOM_PATCH_CONTENT_TYPES,
             subresources: vec![Subresource {
                 name: "status",
                 gvk: Gvk { group: "stable.example.com", version: "v1", kind: "CronTab" },
@@ -1184,6 +1200,9 @@ mod tests {
         let d = group_version_document("stable.example.com", "v1", &[r], &defs);
         let p = &d["paths"]["/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}"];
         assert_eq!(p["patch"]["operationId"], "patchStableExampleComV1NamespacedCronTab");
+        // No strategic merge patch: kubectl's client-side apply sends a merge patch then.
+        let types: Vec<&String> = p["patch"]["requestBody"]["content"].as_object().unwrap().keys().collect();
+        assert_eq!(types, CUSTOM_PATCH_CONTENT_TYPES.to_vec());
         assert_eq!(
             p["get"]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
             "#/components/schemas/com.example.stable.v1.CronTab"
