@@ -31,6 +31,8 @@ use serde_json::{json, Value};
 
 pub use serde_json;
 
+pub mod https_server;
+
 /// Default bound for waiting on startup, elections and catch-up.
 pub const WAIT: Duration = Duration::from_secs(30);
 

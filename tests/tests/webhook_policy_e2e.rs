@@ -10,13 +10,12 @@
 //!   transition rule refuses the right update; a ValidatingAdmissionPolicy with a param
 //!   refuses a Deployment with too many replicas; a MutatingAdmissionPolicy adds a label.
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
+use kuorum_e2e::https_server::{HttpsServer, Request};
 use kuorum_e2e::{Cluster, Http};
 use serde_json::{json, Value};
 
@@ -25,93 +24,26 @@ const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookcon
 const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
 
 /// What the test's webhook server answers a review sent to `path`.
-fn answer(path: &str, review: &Value) -> Option<Value> {
-    let request = &review["request"];
-    let mut response = json!({"uid": request["uid"], "allowed": true});
-    match path {
+fn answer(request: &Request) -> (u16, Value) {
+    let review = &request.body["request"];
+    let mut response = json!({"uid": review["uid"], "allowed": true});
+    match request.path.as_str() {
         "/mutate" => {
-            let patch = match request["object"]["metadata"].get("labels") {
+            let patch = match review["object"]["metadata"].get("labels") {
                 Some(_) => json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}]),
                 None => json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]),
             };
             response["patchType"] = json!("JSONPatch");
             response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(patch.to_string()));
         }
-        "/validate" if request["object"]["data"].get("forbidden").is_some() => {
+        "/validate" if review["object"]["data"].get("forbidden").is_some() => {
             response["allowed"] = json!(false);
             response["status"] = json!({"code": 403, "message": "no forbidden keys"});
         }
-        "/hang" => {
-            thread::sleep(Duration::from_secs(5));
-        }
+        "/hang" => thread::sleep(Duration::from_secs(5)),
         _ => {}
     }
-    Some(json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
-}
-
-/// One HTTP/1.1 exchange on `stream`: the request's path and body, then the answer.
-fn serve_one(mut stream: impl Read + Write) {
-    let mut reader = BufReader::new(&mut stream);
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
-        return;
-    }
-    let path = line.split_whitespace().nth(1).unwrap_or("").split('?').next().unwrap_or("").to_string();
-    let mut length = 0usize;
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).is_err() || header.trim().is_empty() {
-            break;
-        }
-        if let Some((k, v)) = header.split_once(':') {
-            if k.eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
-    let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let Some(reply) = answer(&path, &review) else { return };
-    let reply = reply.to_string();
-    let _ = write!(
-        stream,
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
-        reply.len()
-    );
-    let _ = stream.flush();
-}
-
-/// Starts the webhook server on loopback; answers its port and its certificate as a
-/// `caBundle`.
-fn webhook_server() -> (u16, String) {
-    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
-    let ca = base64::engine::general_purpose::STANDARD.encode(certified.cert.pem());
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![certified.cert.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(certified.key_pair.serialize_der().into()),
-        )
-        .unwrap();
-    let config = Arc::new(config);
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    thread::spawn(move || {
-        for sock in listener.incoming().flatten() {
-            let config = config.clone();
-            thread::spawn(move || {
-                let Ok(conn) = rustls::ServerConnection::new(config) else { return };
-                serve_one(rustls::StreamOwned::new(conn, sock));
-            });
-        }
-    });
-    (port, ca)
+    (200, json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
 }
 
 fn configuration(kind: &str, name: &str, url: &str, ca: &str, extra: Value) -> Value {
@@ -159,8 +91,9 @@ fn remove(c: &Cluster, http: &Http, uri: &str) {
 fn webhooks_mutate_and_refuse_through_every_node() {
     let Some(c) = Cluster::start_for_kubectl(3) else { return };
     let http = Http::with_timeout(Duration::from_secs(20));
-    let (port, ca) = webhook_server();
-    let url = |path: &str| format!("https://127.0.0.1:{port}{path}");
+    let server = HttpsServer::start(&["127.0.0.1"], answer);
+    let ca = server.ca_bundle.clone();
+    let url = |path: &str| server.url(path);
     let post = |id: u64, uri: &str, body: &Value| http.post(&format!("{}{uri}", c.url(id)), body).unwrap();
 
     let r = post(1, MUTATING, &configuration("MutatingWebhookConfiguration", "label", &url("/mutate"), &ca, json!({})));
@@ -200,7 +133,8 @@ fn webhooks_mutate_and_refuse_through_every_node() {
         assert!(m.starts_with(r#"Internal error occurred: failed calling webhook "down.kuorum.test": failed to call webhook: Post "https://127.0.0.1:"#), "{m}");
     }
     remove(&c, &http, &format!("{VALIDATING}/down"));
-    let ignored = configuration("ValidatingWebhookConfiguration", "ignored", &gone, &ca, json!({"failurePolicy": "Ignore"}));
+    let ignored =
+        configuration("ValidatingWebhookConfiguration", "ignored", &gone, &ca, json!({"failurePolicy": "Ignore"}));
     assert_eq!(post(3, VALIDATING, &ignored).status, 201);
     on_every_node(&c, &http, &format!("{VALIDATING}/ignored"), true);
     for id in c.ids() {
@@ -209,7 +143,8 @@ fn webhooks_mutate_and_refuse_through_every_node() {
     remove(&c, &http, &format!("{VALIDATING}/ignored"));
 
     // A webhook that hangs past its timeout: Ignore goes on after the timeout, Fail refuses.
-    let slow = configuration("ValidatingWebhookConfiguration", "slow", &url("/hang"), &ca, json!({"failurePolicy": "Ignore"}));
+    let slow =
+        configuration("ValidatingWebhookConfiguration", "slow", &url("/hang"), &ca, json!({"failurePolicy": "Ignore"}));
     assert_eq!(post(1, VALIDATING, &slow).status, 201);
     on_every_node(&c, &http, &format!("{VALIDATING}/slow"), true);
     let started = Instant::now();
@@ -278,7 +213,9 @@ spec:
         .unwrap()
         .ok("wait crd");
     let widget = |replicas: i64| {
-        format!("apiVersion: rules.example.com/v1\nkind: Widget\nmetadata: {{name: w}}\nspec: {{replicas: {replicas}}}\n")
+        format!(
+            "apiVersion: rules.example.com/v1\nkind: Widget\nmetadata: {{name: w}}\nspec: {{replicas: {replicas}}}\n"
+        )
     };
     let w = c.write_file("w3.yaml", &widget(3));
     c.kubectl(2, &["apply", "-f", &w]).unwrap().ok("apply widget");

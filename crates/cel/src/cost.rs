@@ -34,8 +34,27 @@ fn traversal(size: u64) -> u64 {
 /// Identifiers that name types (`type(x) == string`) or the namespaces of types and
 /// functions (`net.IP`, `optional.none()`) rather than variables.
 const TYPE_NAMES: &[&str] = &[
-    "bool", "int", "uint", "double", "string", "bytes", "list", "map", "null_type", "type", "dyn", "net",
-    "kubernetes", "optional", "format", "ip", "lists", "math", "strings", "jsonpatch", "google",
+    "bool",
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "dyn",
+    "net",
+    "kubernetes",
+    "optional",
+    "format",
+    "ip",
+    "lists",
+    "math",
+    "strings",
+    "jsonpatch",
+    "google",
 ];
 
 fn lookup(scope: &[(String, Type)], name: &str) -> Option<Type> {

@@ -186,10 +186,8 @@ fn structs_to_maps(e: &mut cel::IdedExpr) {
                     EntryExpr::StructField(f) => {
                         let mut value = f.value;
                         structs_to_maps(&mut value);
-                        let key = cel::IdedExpr {
-                            id: entry.id,
-                            expr: Expr::Literal(LiteralValue::String(f.field.into())),
-                        };
+                        let key =
+                            cel::IdedExpr { id: entry.id, expr: Expr::Literal(LiteralValue::String(f.field.into())) };
                         IdedEntryExpr {
                             id: entry.id,
                             expr: EntryExpr::MapEntry(MapEntryExpr { key, value, optional: f.optional }),

@@ -13,21 +13,36 @@ use crate::MAX_REQUEST_BYTES;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Type {
     /// Anything; no list, map or string in it is longer than `max`.
-    Dyn { max: u64 },
+    Dyn {
+        max: u64,
+    },
     Null,
     Bool,
     Int,
     Uint,
     Double,
-    String { max: u64 },
-    Bytes { max: u64 },
+    String {
+        max: u64,
+    },
+    Bytes {
+        max: u64,
+    },
     Duration,
     Timestamp,
-    List { elem: Box<Type>, max: u64 },
+    List {
+        elem: Box<Type>,
+        max: u64,
+    },
     /// A map with arbitrary keys (`additionalProperties`).
-    Map { value: Box<Type>, max: u64 },
+    Map {
+        value: Box<Type>,
+        max: u64,
+    },
     /// An object with declared fields; `open` when unknown fields are kept too.
-    Object { fields: BTreeMap<String, Type>, open: bool },
+    Object {
+        fields: BTreeMap<String, Type>,
+        open: bool,
+    },
     /// A value of one of kube's library types (`Quantity`, `URL`, `IP`, ...).
     Opaque(&'static str),
 }

@@ -28,7 +28,9 @@ pub async fn run(st: RestState) {
             let status = if up { "True" } else { "False" };
             let conditions = apiservice.get("status").and_then(|s| s.get("conditions")).and_then(Value::as_array);
             let current = conditions.into_iter().flatten().find(|c| c["type"] == "Available");
-            if current.is_some_and(|c| c["status"] == status && c["reason"] == reason && c["message"] == message.as_str()) {
+            if current
+                .is_some_and(|c| c["status"] == status && c["reason"] == reason && c["message"] == message.as_str())
+            {
                 continue;
             }
             let changed = current.is_none_or(|c| c["status"] != status);
@@ -41,7 +43,9 @@ pub async fn run(st: RestState) {
                 "message": message, "lastTransitionTime": since}]});
             let name = updated.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
             let rv = updated.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|v| v.parse().ok());
-            let key = ObjectKey { group: "apiregistration.k8s.io", resource: "apiservices", namespace: None, name: &name }.encode();
+            let key =
+                ObjectKey { group: "apiregistration.k8s.io", resource: "apiservices", namespace: None, name: &name }
+                    .encode();
             let cmd = Command::Update {
                 key: key.clone(),
                 object: serde_json::to_vec(&updated).unwrap_or_default().into(),

@@ -12,6 +12,7 @@
 //! claims and volumes no longer in use.
 
 pub mod apiserver_endpoints;
+mod apiservice_availability;
 mod backup;
 mod bootstrap;
 mod claim_repair;
@@ -24,7 +25,6 @@ mod namespace_controller;
 mod quota_controller;
 mod role_aggregation;
 mod storage_protection;
-mod apiservice_availability;
 
 use std::collections::BTreeMap;
 use std::io;

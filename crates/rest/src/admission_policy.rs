@@ -99,11 +99,8 @@ fn bound(r: &Review<'_>, policy_plural: &str, binding_plural: &str) -> Vec<Bound
 fn match_resources(r: &Review<'_>, m: Option<&Value>, obj: &Object, rules_required: bool) -> bool {
     let Some(m) = m.filter(|m| m.is_object()) else { return !rules_required };
     let rules = |k: &str| m.get(k).and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-    let included = if rules("resourceRules").is_empty() {
-        !rules_required
-    } else {
-        r.rules_match(rules("resourceRules"), obj)
-    };
+    let included =
+        if rules("resourceRules").is_empty() { !rules_required } else { r.rules_match(rules("resourceRules"), obj) };
     included
         && !r.rules_match(rules("excludeResourceRules"), obj)
         && r.namespace_selected(m.get("namespaceSelector"), obj)
@@ -169,7 +166,10 @@ impl Evaluation<'_> {
     fn eval_bool(&self, expr: &str) -> Result<bool, String> {
         match self.eval(expr)? {
             kuorum_cel::Value::Bool(b) => Ok(b),
-            other => Err(format!("expression '{expr}' resulted in error: expected bool, got {}", kuorum_cel::type_name(&other))),
+            other => Err(format!(
+                "expression '{expr}' resulted in error: expected bool, got {}",
+                kuorum_cel::type_name(&other)
+            )),
         }
     }
 
@@ -204,18 +204,24 @@ fn params(r: &Review<'_>, b: &Bound) -> Result<Option<Vec<Value>>, String> {
         return Err("no paramRef in a binding of a policy with a paramKind".into());
     };
     let namespace = match (def.scope, param_ref.get("namespace").and_then(Value::as_str)) {
-        (Scope::Cluster, Some(_)) => return Err("paramRef.namespace must not be provided for a cluster-scoped `paramKind`".into()),
+        (Scope::Cluster, Some(_)) => {
+            return Err("paramRef.namespace must not be provided for a cluster-scoped `paramKind`".into())
+        }
         (Scope::Cluster, None) => None,
         (Scope::Namespaced, Some(ns)) => Some(ns.to_string()),
         (Scope::Namespaced, None) => match r.target.namespace.clone() {
             Some(ns) => Some(ns),
             None => {
-                return Err("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources".into())
+                return Err(
+                    "cannot use namespaced paramRef in policy binding that matches cluster-scoped resources".into()
+                )
             }
         },
     };
     let found: Vec<Value> = match param_ref.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()) {
-        Some(name) => cached(r.st, def.group, def.plural, namespace.as_deref(), name).map(Value::Object).into_iter().collect(),
+        Some(name) => {
+            cached(r.st, def.group, def.plural, namespace.as_deref(), name).map(Value::Object).into_iter().collect()
+        }
         None => {
             let selector = param_ref.get("selector").cloned().unwrap_or(json!({}));
             cached_list(&r.st.cache, def.group, def.plural, namespace.as_deref())
@@ -244,7 +250,11 @@ fn param_def(r: &Review<'_>, api_version: &str, kind: &str) -> Option<&'static R
 enum Decision {
     Admit,
     /// A failed validation: its message and reason.
-    Fail { message: String, reason: Option<String>, index: usize },
+    Fail {
+        message: String,
+        reason: Option<String>,
+        index: usize,
+    },
     /// An error (an expression, a configuration) under `failurePolicy: Fail`.
     Error(String),
 }
@@ -397,7 +407,10 @@ pub(crate) fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>, ApiE
         }
     }
     if !audited.is_empty() {
-        crate::audit::annotate("validation.policy.admission.k8s.io/validation_failure", Value::Array(audited).to_string());
+        crate::audit::annotate(
+            "validation.policy.admission.k8s.io/validation_failure",
+            Value::Array(audited).to_string(),
+        );
     }
     Ok(warnings)
 }
@@ -421,7 +434,8 @@ pub(crate) fn mutate(r: &Review<'_>, obj: &mut Object) -> Result<(), ApiError> {
             if b.ignores_failures() {
                 return Ok(());
             }
-            let message = format!("policy '{}' with binding '{}' denied request: {why}", b.policy_name(), b.binding_name());
+            let message =
+                format!("policy '{}' with binding '{}' denied request: {why}", b.policy_name(), b.binding_name());
             // kube sets the reason Invalid but keeps the code 403.
             let mut e = ApiError::forbidden(gr, &name, &message);
             e.reason = Reason::Invalid;
@@ -472,7 +486,8 @@ fn mutation(m: &Value, scope: &Evaluation<'_>, current: &Value) -> Result<Value,
     };
     let expr = m.get(field).and_then(|f| f.get("expression")).and_then(Value::as_str).unwrap_or("");
     let value = scope.eval(expr)?;
-    let value = kuorum_cel::json::to_json(&value).ok_or_else(|| format!("expression '{expr}' gave a value JSON cannot hold"))?;
+    let value = kuorum_cel::json::to_json(&value)
+        .ok_or_else(|| format!("expression '{expr}' gave a value JSON cannot hold"))?;
     if json_patch {
         let ops = serde_json::to_vec(&value).map_err(|e| e.to_string())?;
         return kuorum_patch::json_patch(current, &ops).map_err(|e| format!("JSON patch failed: {e:?}"));

@@ -57,13 +57,12 @@ pub(crate) fn find(st: &RestState, group: &str, version: &str) -> Option<Object>
 
 /// Whether the APIService's `Available` condition is True.
 fn available(apiservice: &Object) -> bool {
-    apiservice
-        .get("status")
-        .and_then(|s| s.get("conditions"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|c| c.get("type").and_then(Value::as_str) == Some("Available") && c.get("status").and_then(Value::as_str) == Some("True"))
+    apiservice.get("status").and_then(|s| s.get("conditions")).and_then(Value::as_array).into_iter().flatten().any(
+        |c| {
+            c.get("type").and_then(Value::as_str) == Some("Available")
+                && c.get("status").and_then(Value::as_str) == Some("True")
+        },
+    )
 }
 
 /// A client for the APIService's server and its base URL (`https://host:port`).
@@ -95,7 +94,9 @@ fn unavailable(message: String) -> ApiError {
 pub(crate) async fn proxy(st: &RestState, apiservice: &Object, parts: Parts, body: Body) -> Result<Response, ApiError> {
     let name = crate::object::meta_str(apiservice, "name").unwrap_or("").to_string();
     if !available(apiservice) {
-        return Err(unavailable(format!("the server is currently unable to handle the request (APIService {name} is not available)")));
+        return Err(unavailable(format!(
+            "the server is currently unable to handle the request (APIService {name} is not available)"
+        )));
     }
     let (client, base) = client(st, apiservice, None).map_err(|e| unavailable(format!("service unavailable: {e}")))?;
     let path_and_query = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
@@ -103,7 +104,8 @@ pub(crate) async fn proxy(st: &RestState, apiservice: &Object, parts: Parts, bod
     let body = axum::body::to_bytes(body, crate::negotiate::MAX_BODY_BYTES)
         .await
         .map_err(|_| ApiError::new(Reason::RequestEntityTooLarge, "Request entity too large".to_string()))?;
-    let method = reqwest::Method::from_bytes(parts.method.as_str().as_bytes()).map_err(|_| ApiError::method_not_allowed())?;
+    let method =
+        reqwest::Method::from_bytes(parts.method.as_str().as_bytes()).map_err(|_| ApiError::method_not_allowed())?;
     let mut req = client.request(method, &url).body(body);
     for (k, v) in &parts.headers {
         let key = k.as_str();
@@ -177,7 +179,11 @@ pub async fn check(st: &RestState, apiservice: &Object) -> (bool, &'static str, 
         })
     });
     if !mapped && !has_endpoints {
-        return (false, "MissingEndpoints", format!("endpoints for service/{name} in \"{namespace}\" have no addresses"));
+        return (
+            false,
+            "MissingEndpoints",
+            format!("endpoints for service/{name} in \"{namespace}\" have no addresses"),
+        );
     }
     match fetch_discovery(st, apiservice).await {
         Ok(_) => (true, "Passed", "all checks passed".into()),
@@ -295,7 +301,11 @@ pub(crate) fn add_to_aggregated(doc: &mut Value, served: &[Served]) {
                     .filter(|r| !r.get("name").and_then(Value::as_str).unwrap_or("").contains('/'))
                     .map(|r| {
                         let field = |f: &str| r.get(f).cloned().unwrap_or(Value::Null);
-                        let scope = if r.get("namespaced").and_then(Value::as_bool) == Some(true) { "Namespaced" } else { "Cluster" };
+                        let scope = if r.get("namespaced").and_then(Value::as_bool) == Some(true) {
+                            "Namespaced"
+                        } else {
+                            "Cluster"
+                        };
                         json!({
                             "resource": field("name"),
                             "responseKind": {"group": s.group, "version": s.version, "kind": field("kind")},

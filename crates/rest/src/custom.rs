@@ -145,7 +145,12 @@ pub(crate) fn apply_defaults(c: &CustomRef, obj: &mut Object) {
 /// Checks `obj` (over `old`, on an update) against the version's schema, then its
 /// validation rules: 422 Invalid with every failing field; the warnings of rules that
 /// failed on values the update left unchanged.
-pub(crate) fn validate(def: &ResourceDef, c: &CustomRef, obj: &Object, old: Option<&Object>) -> Result<Vec<String>, ApiError> {
+pub(crate) fn validate(
+    def: &ResourceDef,
+    c: &CustomRef,
+    obj: &Object,
+    old: Option<&Object>,
+) -> Result<Vec<String>, ApiError> {
     let value = Value::Object(obj.clone());
     let mut errs = kuorum_schema::custom::validate(c.schema_value(), &value);
     let mut warnings = Vec::new();

@@ -67,7 +67,8 @@ fn root_type(schema: &Value) -> Type {
     if let Type::Object { fields, .. } = &mut t {
         fields.insert("apiVersion".into(), Type::string(None));
         fields.insert("kind".into(), Type::string(None));
-        let meta = [("name".to_string(), Type::string(Some(253))), ("generateName".to_string(), Type::string(Some(253)))];
+        let meta =
+            [("name".to_string(), Type::string(Some(253))), ("generateName".to_string(), Type::string(Some(253)))];
         fields.insert("metadata".into(), Type::object(meta.into_iter().collect(), false));
     }
     t
@@ -93,7 +94,9 @@ fn compile_error(path: &str, r: &Value, what: &str, e: CompileError) -> FieldErr
     let path = format!("{path}.{what}");
     match e {
         CompileError::TooCostly { .. } => FieldError::forbidden(&path, format!("{cost_name} {}", e.detail())),
-        CompileError::Invalid(_) => FieldError::invalid_value(&path, shown_rule(r), format!("{prefix}: {}", e.detail())),
+        CompileError::Invalid(_) => {
+            FieldError::invalid_value(&path, shown_rule(r), format!("{prefix}: {}", e.detail()))
+        }
     }
 }
 
@@ -133,7 +136,11 @@ fn compile_node(schema: &Value, self_type: Type, at: Place, total: &mut u64, err
         };
         let not = |t: &Type| !matches!(t, Type::Bool | Type::Dyn { .. } | Type::Null);
         if not(&program.result) {
-            let e = FieldError::invalid_value(&format!("{rpath}.rule"), shown_rule(r), "cel expression must evaluate to a bool");
+            let e = FieldError::invalid_value(
+                &format!("{rpath}.rule"),
+                shown_rule(r),
+                "cel expression must evaluate to a bool",
+            );
             errs.push(e);
             continue;
         }
@@ -200,7 +207,11 @@ fn compile_node(schema: &Value, self_type: Type, at: Place, total: &mut u64, err
         let n = elem_cardinality(schema.get("maxItems").and_then(Value::as_u64), 3);
         let is_map = schema.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map");
         let items_path = format!("{path}.items");
-        let place = Place { path: &items_path, cardinality: n, uncorrelatable: if is_map { uncorrelatable } else { Some(path) } };
+        let place = Place {
+            path: &items_path,
+            cardinality: n,
+            uncorrelatable: if is_map { uncorrelatable } else { Some(path) },
+        };
         let child = compile_node(items, Type::from_schema(items), place, total, errs);
         if !child.is_empty() {
             node.items = Some(Box::new(child));
@@ -239,7 +250,10 @@ impl Rules {
         let root = compile_node(schema, root_type(schema), at, &mut total, &mut errs);
         if total > TOTAL_COST_LIMIT {
             let over = CompileError::TooCostly { estimated: total, limit: TOTAL_COST_LIMIT };
-            let detail = format!("x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema {}", over.detail());
+            let detail = format!(
+                "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema {}",
+                over.detail()
+            );
             errs.push(FieldError::forbidden(path, detail));
         }
         let root = (!root.is_empty()).then_some(root);
@@ -443,12 +457,12 @@ mod tests {
     #[test]
     fn bad_rules_refuse_the_crd() {
         let s = json!({"type": "object", "properties": {"spec": {"type": "object",
-            "properties": {"items": {"type": "array", "items": {"type": "string"}}},
-            "x-kubernetes-validations": [
-                {"rule": "self.items.all(x, self.items.all(y, x == y))"},
-                {"rule": "self.itemz.size() > 0"},
-                {"rule": "self.items.size() >"}
-            ]}}});
+        "properties": {"items": {"type": "array", "items": {"type": "string"}}},
+        "x-kubernetes-validations": [
+            {"rule": "self.items.all(x, self.items.all(y, x == y))"},
+            {"rule": "self.itemz.size() > 0"},
+            {"rule": "self.items.size() >"}
+        ]}}});
         let (_, errs) = Rules::compile(&s, "root");
         let shown: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
         assert_eq!(errs.len(), 3, "{shown:?}");

@@ -19,12 +19,13 @@ pub(crate) fn errors(t: &Target, obj: &Object) -> Vec<FieldError> {
         return errs;
     }
     let spec = obj.get("spec").unwrap_or(&Value::Null);
-    let mut check = |path: String, expr: Option<&str>, compile: &dyn Fn(&str) -> Result<(), kuorum_cel::CompileError>| {
-        let Some(expr) = expr.filter(|e| !e.is_empty()) else { return };
-        if let Err(e) = compile(expr) {
-            errs.push(FieldError::invalid(&path, expr, format!("compilation failed: {}", e.detail())));
-        }
-    };
+    let mut check =
+        |path: String, expr: Option<&str>, compile: &dyn Fn(&str) -> Result<(), kuorum_cel::CompileError>| {
+            let Some(expr) = expr.filter(|e| !e.is_empty()) else { return };
+            if let Err(e) = compile(expr) {
+                errs.push(FieldError::invalid(&path, expr, format!("compilation failed: {}", e.detail())));
+            }
+        };
     let policy = |e: &str| crate::admission_policy::compile(e).map(drop);
     let list = |field: &str| spec.get(field).and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let str_at = |v: &'_ Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_string);

@@ -26,8 +26,8 @@ use kuorum_watch::WatchCache;
 use tower_http::compression::{CompressionLayer, Predicate};
 
 pub mod admission;
-pub mod aggregator;
 mod admission_policy;
+pub mod aggregator;
 mod alloc;
 mod answered;
 pub mod audit;

@@ -208,7 +208,8 @@ impl Review<'_> {
     pub(crate) fn object_selected(&self, sel: Option<&Value>, obj: &Object) -> bool {
         let Some(sel) = sel.filter(|s| s.is_object()) else { return true };
         let labels = |o: &Object| object::meta(o).and_then(|m| m.get("labels")).cloned();
-        selector_matches(sel, labels(obj).as_ref()) || self.old.is_some_and(|o| selector_matches(sel, labels(o).as_ref()))
+        selector_matches(sel, labels(obj).as_ref())
+            || self.old.is_some_and(|o| selector_matches(sel, labels(o).as_ref()))
     }
 
     /// The `request` CEL expressions see: the AdmissionRequest without the objects.

@@ -31,20 +31,20 @@ fn deployment(name: &str, replicas: i64) -> Value {
 
 fn max_replicas_policy() -> Value {
     json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": "max-replicas"},
-        "spec": {
-            "failurePolicy": "Fail",
-            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
-            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
-                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
-            "matchConditions": [{"name": "not-exempt", "expression": "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"}],
-            "variables": [{"name": "limit", "expression": "int(params.data.maxReplicas)"}],
-            "validations": [
-                {"expression": "object.spec.replicas <= variables.limit"},
-                {"expression": "object.metadata.name.size() < 20", "messageExpression": "'name ' + object.metadata.name + ' is too long'", "reason": "Forbidden"}
-            ],
-            "auditAnnotations": [{"key": "replicas", "valueExpression": "string(object.spec.replicas)"}]
-        }})
+    "metadata": {"name": "max-replicas"},
+    "spec": {
+        "failurePolicy": "Fail",
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+        "matchConditions": [{"name": "not-exempt", "expression": "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"}],
+        "variables": [{"name": "limit", "expression": "int(params.data.maxReplicas)"}],
+        "validations": [
+            {"expression": "object.spec.replicas <= variables.limit"},
+            {"expression": "object.metadata.name.size() < 20", "messageExpression": "'name ' + object.metadata.name + ' is too long'", "reason": "Forbidden"}
+        ],
+        "auditAnnotations": [{"key": "replicas", "valueExpression": "string(object.spec.replicas)"}]
+    }})
 }
 
 fn binding(name: &str, param: Value, actions: &[&str]) -> Value {
@@ -62,7 +62,11 @@ async fn a_validating_policy_with_a_param_refuses_too_many_replicas() {
     created(
         &app,
         VAPB,
-        binding("max-replicas-binding", json!({"name": "limits", "namespace": "default", "parameterNotFoundAction": "Deny"}), &["Deny"]),
+        binding(
+            "max-replicas-binding",
+            json!({"name": "limits", "namespace": "default", "parameterNotFoundAction": "Deny"}),
+            &["Deny"],
+        ),
     )
     .await;
 
@@ -118,7 +122,11 @@ async fn a_validating_policy_with_a_param_refuses_too_many_replicas() {
     created(
         &app,
         VAPB,
-        binding("missing", json!({"name": "nothere", "namespace": "default", "parameterNotFoundAction": "Deny"}), &["Deny"]),
+        binding(
+            "missing",
+            json!({"name": "nothere", "namespace": "default", "parameterNotFoundAction": "Deny"}),
+            &["Deny"],
+        ),
     )
     .await;
     let r = app.post(DEPLOYMENTS, deployment("d", 1)).await;
@@ -132,7 +140,11 @@ async fn a_validating_policy_with_a_param_refuses_too_many_replicas() {
     created(
         &app,
         VAPB,
-        binding("allow", json!({"name": "nothere", "namespace": "default", "parameterNotFoundAction": "Allow"}), &["Deny"]),
+        binding(
+            "allow",
+            json!({"name": "nothere", "namespace": "default", "parameterNotFoundAction": "Allow"}),
+            &["Deny"],
+        ),
     )
     .await;
     created(&app, DEPLOYMENTS, deployment("e", 100)).await;
@@ -143,18 +155,18 @@ async fn a_mutating_policy_adds_a_label_and_patches() {
     let app = common::app().await;
     app.namespace("default").await;
     let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
-        "metadata": {"name": "label"},
-        "spec": {
-            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                "operations": ["CREATE"], "resources": ["configmaps"]}]},
-            "reinvocationPolicy": "Never",
-            "mutations": [
-                {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
-                    "Object{metadata: Object.metadata{labels: {'environment': 'test', 'owner': request.userInfo.username}}}"}},
-                {"patchType": "JSONPatch", "jsonPatch": {"expression":
-                    "[JSONPatch{op: 'add', path: '/data', value: {'added': 'by-policy'}}]"}}
-            ]
-        }});
+    "metadata": {"name": "label"},
+    "spec": {
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["configmaps"]}]},
+        "reinvocationPolicy": "Never",
+        "mutations": [
+            {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                "Object{metadata: Object.metadata{labels: {'environment': 'test', 'owner': request.userInfo.username}}}"}},
+            {"patchType": "JSONPatch", "jsonPatch": {"expression":
+                "[JSONPatch{op: 'add', path: '/data', value: {'added': 'by-policy'}}]"}}
+        ]
+    }});
     created(&app, MAP, policy).await;
     let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
         "metadata": {"name": "label-binding"}, "spec": {"policyName": "label"}});

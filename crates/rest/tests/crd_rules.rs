@@ -90,7 +90,12 @@ async fn rules_refuse_creates_with_kubes_messages() {
     // Refused writes were never proposed.
     assert_eq!(app.applied(), before);
     // Transition rules do not run on a create.
-    let r = app.post(WIDGETS, widget("w", json!({"replicas": 3, "minReplicas": 1, "name": "a", "ports": [{"name": "http", "port": 80}]}))).await;
+    let r = app
+        .post(
+            WIDGETS,
+            widget("w", json!({"replicas": 3, "minReplicas": 1, "name": "a", "ports": [{"name": "http", "port": 80}]})),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&r.bytes));
 }
 
@@ -107,7 +112,12 @@ async fn transition_rules_refuse_the_right_updates() {
         w["metadata"]["resourceVersion"] = json!(rv(&stored).to_string());
         w
     };
-    let r = app.put(&uri, update(json!({"replicas": 2, "minReplicas": 1, "name": "b", "ports": [{"name": "http", "port": 79}]}))).await;
+    let r = app
+        .put(
+            &uri,
+            update(json!({"replicas": 2, "minReplicas": 1, "name": "b", "ports": [{"name": "http", "port": 79}]})),
+        )
+        .await;
     r.status_of(
         422,
         "Invalid",
@@ -185,7 +195,12 @@ async fn bad_rules_refuse_the_crd() {
         let v = r.json();
         assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
         let message = v["message"].as_str().unwrap_or("");
-        assert!(message.starts_with("CustomResourceDefinition.apiextensions.k8s.io \"widgets.rules.example.com\" is invalid: "), "{message}");
+        assert!(
+            message.starts_with(
+                "CustomResourceDefinition.apiextensions.k8s.io \"widgets.rules.example.com\" is invalid: "
+            ),
+            "{message}"
+        );
         assert!(message.contains(want), "{message}\nwant: {want}");
         assert_eq!(app.applied(), before);
     }

@@ -287,7 +287,9 @@ async fn match_conditions_skip_refuse_or_ignore() {
     assert_eq!((r.status.as_u16(), v["reason"].as_str()), (403, Some("Forbidden")), "{v}");
     let m = v["message"].as_str().unwrap();
     assert!(
-        m.starts_with(r#"configmaps "x" is forbidden: expression 'object.metadata.labels.team == 'a'' resulted in error: "#),
+        m.starts_with(
+            r#"configmaps "x" is forbidden: expression 'object.metadata.labels.team == 'a'' resulted in error: "#
+        ),
         "{m}"
     );
     assert_eq!(app.applied(), before);
