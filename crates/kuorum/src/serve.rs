@@ -81,6 +81,11 @@ pub struct ServeArgs {
     /// Mutating requests served at once; more get 429 with Retry-After (0: no limit).
     #[arg(long, default_value_t = 200)]
     pub max_mutating_requests_inflight: usize,
+    /// API Priority and Fairness: requests are classified by the FlowSchemas and wait
+    /// for a seat of their priority level, sharing --max-requests-inflight +
+    /// --max-mutating-requests-inflight (kube's flag and default).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_priority_and_fairness: bool,
     /// Join a running cluster instead of bootstrapping one from --peers: start with an
     /// empty --data-dir, then add this node with `kuorum member add`.
     #[arg(long)]
@@ -498,6 +503,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         compaction_window: Duration::from_secs(args.compaction_window_secs),
         max_requests_inflight: args.max_requests_inflight,
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+        priority_and_fairness: args.enable_priority_and_fairness,
         join: args.join,
         auth: Arc::new(auth),
         authorization: authorization(&args),

@@ -60,6 +60,8 @@ pub struct NodeConfig {
     pub max_requests_inflight: usize,
     /// Mutating requests served at once before 429 (0: no limit).
     pub max_mutating_requests_inflight: usize,
+    /// API Priority and Fairness, sharing the two limits above among priority levels.
+    pub priority_and_fairness: bool,
     /// Join an existing cluster (to be added by `kuorum member add`) instead of
     /// bootstrapping `members`.
     pub join: bool,
@@ -100,6 +102,9 @@ impl NodeConfig {
             cache: CacheConfig::default(),
             max_requests_inflight: kuorum_rest::metrics::DEFAULT_MAX_READONLY_INFLIGHT,
             max_mutating_requests_inflight: kuorum_rest::metrics::DEFAULT_MAX_MUTATING_INFLIGHT,
+            // Off unless asked for (`kuorum serve` asks by default): the simulator's
+            // clients are few and its runs compare with earlier ones.
+            priority_and_fairness: false,
             join: false,
             auth: Arc::new(kuorum_rest::auth::Authenticator::allow_all()),
             authorization: kuorum_rest::authz::Authorization::AlwaysAllow,
@@ -265,6 +270,11 @@ where
         ..RestState::new(cluster.clone(), cache.clone(), seams.clock.clone(), seams.entropy.clone())
     };
     rest.metrics.set_inflight_limits(cfg.max_requests_inflight, cfg.max_mutating_requests_inflight);
+    rest.apf = cfg.priority_and_fairness.then(|| {
+        let total = cfg.max_requests_inflight + cfg.max_mutating_requests_inflight;
+        let limited = cfg.max_requests_inflight > 0 && cfg.max_mutating_requests_inflight > 0;
+        Arc::new(kuorum_rest::apf::Apf::new(if limited { total } else { kuorum_rest::apf::DEFAULT_TOTAL_SEATS }))
+    });
     if cfg.chaos {
         tracing::warn!("chaos mode: /kuorum/v1/chaos can inject faults into this node");
         let gate = started.state_machine.apply_gate();

@@ -1,7 +1,8 @@
 //! Owns the one layer every request passes through around its handler, in
 //! kube-apiserver's filter order: its id, span and log line ([`request_log`]), its one
 //! parse ([`request`]), its name, in-flight slot and metrics ([`metrics`]), its user
-//! ([`auth`], then [`impersonation`]), its audit events ([`audit`]). Each step is a plain function of its module; this layer only runs them in
+//! ([`auth`], then [`impersonation`]), its audit events ([`audit`]), its seat
+//! ([`crate::apf`]). Each step is a plain function of its module; this layer only runs them in
 //! order, and leaves the parse in the request's extensions for authorization and routing.
 //!
 //! One layer rather than three nested ones because each axum middleware clones and boxes
@@ -29,6 +30,20 @@ use crate::metrics::GuardedBody;
 use crate::request::RequestInfo;
 use crate::{request_log, route, RestState};
 
+/// The request served once API Priority and Fairness ([`crate::apf`]) gives it a seat, or its 429.
+async fn prioritized(st: &RestState, req: Request, next: Next) -> Response {
+    let Some(apf) = &st.apf else { return next.run(req).await };
+    let admitted = match req.extensions().get::<RequestInfo>() {
+        Some(info) => apf.admit(st, info, req.extensions().get::<auth::UserInfo>()).await,
+        None => Ok(None),
+    };
+    match admitted {
+        Ok(Some(seat)) => seat.finish(next.run(req).await),
+        Ok(None) => next.run(req).await,
+        Err(refused) => RestError(refused).into_response(),
+    }
+}
+
 /// The layer (see the module docs).
 pub(crate) async fn serve(State(st): State<Arc<RestState>>, req: Request, next: Next) -> Response {
     let traced = request_log::begin(&req);
@@ -54,9 +69,10 @@ async fn admit_and_run(st: &RestState, mut req: Request, next: Next, id: &str) -
             Err(refused) => RestError(refused).into_response(),
             Ok(()) => {
                 let recording = audit::begin(st.audit.as_ref(), &mut req, id);
+                let run = prioritized(st, req, next);
                 let (resp, annotations) = match &recording {
-                    Some(_) => audit::collecting(next.run(req)).await,
-                    None => (next.run(req).await, Default::default()),
+                    Some(_) => audit::collecting(run).await,
+                    None => (run.await, Default::default()),
                 };
                 let resp = match recording {
                     Some(r) => r.finish(resp, annotations),

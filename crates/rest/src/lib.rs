@@ -30,6 +30,7 @@ mod admission_policy;
 pub mod aggregator;
 mod alloc;
 mod answered;
+pub mod apf;
 pub mod audit;
 pub mod auth;
 pub mod authz;
@@ -123,6 +124,8 @@ pub struct RestState {
     /// (`--webhook-service-map`): webhooks and extension API servers on a local cluster,
     /// where Endpoints may not hold loopback addresses.
     pub service_map: Arc<std::collections::HashMap<(String, String), std::net::SocketAddr>>,
+    /// API Priority and Fairness (`--enable-priority-and-fairness`); `None`: off.
+    pub apf: Option<Arc<apf::Apf>>,
 }
 
 impl RestState {
@@ -146,6 +149,7 @@ impl RestState {
             proxy_identity: None,
             aggregated: Default::default(),
             service_map: Default::default(),
+            apf: Some(Arc::default()),
         }
     }
 }

@@ -1,0 +1,521 @@
+//! Owns API Priority and Fairness: every authenticated request is classified by the
+//! FlowSchemas in this node's watch cache (the bootstrap ones and user-made) into a
+//! priority level, and waits for one of the level's seats, as kube-apiserver's APF filter
+//! does:
+//!
+//! - **Classification:** the first FlowSchema by `matchingPrecedence` (then name) with a
+//!   rule whose subjects (users, groups, service accounts, `*`) and resource rules (verbs,
+//!   groups, resources with subresources, cluster scope or namespaces) or non-resource
+//!   rules (verbs, URLs with `*` suffixes) match. Its `distinguisherMethod` (ByUser,
+//!   ByNamespace) splits it into flows.
+//! - **Seats:** each Limited level gets `ceil(total × shares / Σ shares)` of the server's
+//!   concurrency (`--max-requests-inflight` + `--max-mutating-requests-inflight`, 600 by
+//!   default); an Exempt level (`system:masters`, health probes) is never held.
+//! - **Queues:** a request that finds no free seat goes to the shortest of its flow's
+//!   hand of queues (shuffle sharding: `handSize` of the level's `queues`, dealt from a
+//!   hash of the flow); a queue at `queueLengthLimit`, a level whose limit response is
+//!   Reject, or a wait longer than a quarter of the request timeout is answered 429 with
+//!   `Retry-After`. A freed seat goes to the next non-empty queue in turn, so flows in
+//!   different queues share a level evenly however many requests each sends.
+//! - **Long-running requests:** a watch holds its seat only until its response starts
+//!   (kube counts a watch while it initializes), every other request until its response
+//!   is ready.
+//!
+//! Every answer carries `X-Kubernetes-PF-FlowSchema-UID` and
+//! `X-Kubernetes-PF-PriorityLevel-UID`. The configuration is read again at most once a
+//! second. Not yet: borrowing between levels, seats by estimated work (a big LIST takes
+//! one seat), kube's virtual-time fair queuing within a queue (requests of one queue are
+//! served in order).
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+// tokio's clock, so the simulator's runs stay deterministic.
+use tokio::time::Instant;
+
+use axum::http::HeaderValue;
+use axum::response::Response;
+use kuorum_api::{ApiError, Reason};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::admission::cached_list;
+use crate::auth::UserInfo;
+use crate::request::RequestInfo;
+use crate::RestState;
+
+const GROUP: &str = "flowcontrol.apiserver.k8s.io";
+
+/// How often the FlowSchemas and PriorityLevelConfigurations are read again.
+const REFRESH: Duration = Duration::from_secs(1);
+
+/// The server's concurrency shared by the Limited levels when no limits are set (kube's
+/// 400 + 200).
+pub const DEFAULT_TOTAL_SEATS: usize = 600;
+
+/// One FlowSchema, as classification reads it.
+struct Schema {
+    name: String,
+    uid: String,
+    precedence: i64,
+    level: String,
+    by: Distinguisher,
+    rules: Vec<Value>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Distinguisher {
+    None,
+    ByUser,
+    ByNamespace,
+}
+
+/// One PriorityLevelConfiguration.
+#[derive(Clone)]
+struct LevelSpec {
+    uid: String,
+    exempt: bool,
+    shares: u64,
+    /// `None`: the limit response is Reject.
+    queuing: Option<Queuing>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+struct Queuing {
+    queues: usize,
+    hand_size: usize,
+    queue_length_limit: usize,
+}
+
+/// The configuration read at one time.
+struct Config {
+    read_at: Instant,
+    schemas: Vec<Schema>,
+    levels: HashMap<String, LevelSpec>,
+    /// Σ shares of the Limited levels.
+    total_shares: u64,
+}
+
+/// A request waiting in a queue: sent a permit when a seat is its.
+type Waiter = oneshot::Sender<()>;
+
+/// A Limited level's seats and queues.
+struct Level {
+    state: Mutex<LevelState>,
+}
+
+struct LevelState {
+    seats: usize,
+    in_use: usize,
+    queuing: Option<Queuing>,
+    queues: Vec<VecDeque<Waiter>>,
+    /// The queue the next freed seat looks at first.
+    next: usize,
+}
+
+impl LevelState {
+    fn waiting(&self) -> usize {
+        self.queues.iter().map(VecDeque::len).sum()
+    }
+
+    /// Gives free seats to waiters, a queue at a time in turn.
+    fn dispatch(&mut self) {
+        while self.in_use < self.seats && self.waiting() > 0 {
+            let n = self.queues.len();
+            let mut given = false;
+            for i in 0..n {
+                let q = (self.next + i) % n;
+                while let Some(w) = self.queues[q].pop_front() {
+                    if w.send(()).is_ok() {
+                        self.in_use += 1;
+                        self.next = (q + 1) % n;
+                        given = true;
+                        break;
+                    }
+                    // Its request went away while it waited: try the next one.
+                }
+                if given {
+                    break;
+                }
+            }
+            if !given {
+                return;
+            }
+        }
+    }
+}
+
+/// A seat held: given back when dropped.
+pub(crate) struct Seat {
+    level: Option<Arc<Level>>,
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        if let Some(level) = self.level.take() {
+            let mut st = level.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.in_use = st.in_use.saturating_sub(1);
+            st.dispatch();
+        }
+    }
+}
+
+/// A request admitted: its seat and the headers naming its flow schema and level.
+pub(crate) struct Admitted {
+    seat: Seat,
+    schema_uid: String,
+    level_uid: String,
+}
+
+impl Admitted {
+    /// Gives the seat back and names the schema and level on `resp`.
+    pub(crate) fn finish(self, mut resp: Response) -> Response {
+        let Admitted { seat, schema_uid, level_uid } = self;
+        drop(seat);
+        let headers = resp.headers_mut();
+        if let Ok(v) = HeaderValue::from_str(&schema_uid) {
+            headers.insert("x-kubernetes-pf-flowschema-uid", v);
+        }
+        if let Ok(v) = HeaderValue::from_str(&level_uid) {
+            headers.insert("x-kubernetes-pf-prioritylevel-uid", v);
+        }
+        resp
+    }
+}
+
+/// The node's APF state.
+pub struct Apf {
+    total_seats: usize,
+    config: Mutex<Option<Arc<Config>>>,
+    levels: Mutex<HashMap<String, Arc<Level>>>,
+}
+
+impl Default for Apf {
+    fn default() -> Self {
+        Apf::new(DEFAULT_TOTAL_SEATS)
+    }
+}
+
+impl Apf {
+    /// APF sharing `total_seats` among the Limited levels.
+    pub fn new(total_seats: usize) -> Apf {
+        Apf { total_seats: total_seats.max(1), config: Mutex::new(None), levels: Mutex::new(HashMap::new()) }
+    }
+
+    /// The configuration, read again when older than [`REFRESH`].
+    fn config(&self, st: &RestState) -> Arc<Config> {
+        let mut held = self.config.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = held.as_ref().filter(|c| c.read_at.elapsed() < REFRESH) {
+            return c.clone();
+        }
+        let c = Arc::new(read_config(st));
+        *held = Some(c.clone());
+        c
+    }
+
+    /// The level `name` with `spec`'s seats and queues (changed in place when the
+    /// configuration changed).
+    fn level(&self, name: &str, spec: &LevelSpec, total_shares: u64) -> Arc<Level> {
+        let seats = ((self.total_seats as u64 * spec.shares).div_ceil(total_shares.max(1))).max(1) as usize;
+        let mut levels = self.levels.lock().unwrap_or_else(|e| e.into_inner());
+        let level = levels
+            .entry(name.to_string())
+            .or_insert_with(|| {
+                Arc::new(Level {
+                    state: Mutex::new(LevelState { seats, in_use: 0, queuing: None, queues: Vec::new(), next: 0 }),
+                })
+            })
+            .clone();
+        drop(levels);
+        {
+            let mut s = level.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.seats = seats;
+            if s.queuing != spec.queuing {
+                s.queuing = spec.queuing;
+                let n = spec.queuing.map_or(0, |q| q.queues);
+                // Waiters of queues that go away keep waiting in the first ones.
+                let mut old: Vec<Waiter> = s.queues.drain(..).flatten().collect();
+                s.queues = (0..n).map(|_| VecDeque::new()).collect();
+                if let Some(first) = s.queues.first_mut() {
+                    first.extend(old.drain(..));
+                }
+                s.next = 0;
+            }
+            s.dispatch();
+        }
+        level
+    }
+
+    /// Classifies the request and waits for a seat: the seat, or 429.
+    pub(crate) async fn admit(
+        &self,
+        st: &RestState,
+        info: &RequestInfo,
+        user: Option<&UserInfo>,
+    ) -> Result<Option<Admitted>, ApiError> {
+        let config = self.config(st);
+        let anonymous = UserInfo::new("system:anonymous", &["system:unauthenticated"]);
+        let user = user.unwrap_or(&anonymous);
+        let Some(schema) = config.schemas.iter().find(|s| s.rules.iter().any(|r| rule_matches(r, info, user))) else {
+            return Ok(None);
+        };
+        let Some(spec) = config.levels.get(&schema.level) else { return Ok(None) };
+        let admitted = |level: Option<Arc<Level>>| Admitted {
+            seat: Seat { level },
+            schema_uid: schema.uid.clone(),
+            level_uid: spec.uid.clone(),
+        };
+        if spec.exempt {
+            return Ok(Some(admitted(None)));
+        }
+        let level = self.level(&schema.level, spec, config.total_shares);
+        let waiting = {
+            let mut s = level.state.lock().unwrap_or_else(|e| e.into_inner());
+            if s.in_use < s.seats && s.waiting() == 0 {
+                s.in_use += 1;
+                None
+            } else {
+                let Some(q) = s.queuing else { return Err(too_many_requests()) };
+                let distinguisher = match schema.by {
+                    Distinguisher::ByUser => user.name.as_str(),
+                    Distinguisher::ByNamespace => {
+                        info.resource.as_ref().and_then(|r| r.namespace.as_deref()).unwrap_or("")
+                    }
+                    Distinguisher::None => "",
+                };
+                let hand = deal(flow_hash(&schema.name, distinguisher), s.queues.len(), q.hand_size);
+                let Some(&shortest) = hand.iter().min_by_key(|&&i| s.queues[i].len()) else {
+                    return Err(too_many_requests());
+                };
+                if s.queues[shortest].len() >= q.queue_length_limit {
+                    return Err(too_many_requests());
+                }
+                let (tx, rx) = oneshot::channel();
+                s.queues[shortest].push_back(tx);
+                Some(rx)
+            }
+        };
+        if let Some(rx) = waiting {
+            let wait = (st.request_timeout / 4).max(Duration::from_secs(1));
+            match tokio::time::timeout(wait, rx).await {
+                Ok(Ok(())) => {}
+                // Timed out: its sender is dropped from the queue when next looked at
+                // (a closed receiver refuses the seat).
+                _ => return Err(too_many_requests()),
+            }
+        }
+        Ok(Some(admitted(Some(level))))
+    }
+}
+
+/// kube's APF refusal.
+fn too_many_requests() -> ApiError {
+    let mut e = ApiError::new(Reason::TooManyRequests, "Too many requests, please try again later.".to_string());
+    e.details.get_or_insert_with(Default::default).retry_after_seconds = 1;
+    e
+}
+
+fn flow_hash(schema: &str, distinguisher: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (schema, distinguisher).hash(&mut h);
+    h.finish()
+}
+
+/// Shuffle sharding: `hand` distinct queues of `deck`, chosen by `hash` as kube's dealer
+/// chooses them (the hash read as digits of falling bases).
+fn deal(mut hash: u64, deck: usize, hand: usize) -> Vec<usize> {
+    let hand = hand.min(deck);
+    let mut chosen: Vec<usize> = Vec::with_capacity(hand);
+    for i in 0..hand {
+        let base = (deck - i) as u64;
+        let mut card = (hash % base) as usize;
+        hash /= base;
+        // The card-th queue not chosen yet.
+        let mut sorted = chosen.clone();
+        sorted.sort_unstable();
+        for c in sorted {
+            if c <= card {
+                card += 1;
+            }
+        }
+        chosen.push(card);
+    }
+    chosen
+}
+
+/// Reads the FlowSchemas and PriorityLevelConfigurations in the cache.
+fn read_config(st: &RestState) -> Config {
+    let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+    let mut levels = HashMap::new();
+    let mut total_shares = 0;
+    for plc in cached_list(&st.cache, GROUP, "prioritylevelconfigurations", None) {
+        let plc = Value::Object(plc);
+        let name = str_at(&plc, "/metadata/name");
+        let exempt = str_at(&plc, "/spec/type") == "Exempt";
+        let limited = plc.pointer("/spec/limited").cloned().unwrap_or(Value::Null);
+        let shares = limited.get("nominalConcurrencyShares").and_then(Value::as_u64).unwrap_or(30);
+        let response = limited.get("limitResponse").cloned().unwrap_or(Value::Null);
+        let queuing = (response.get("type").and_then(Value::as_str) != Some("Reject")).then(|| {
+            let q = response.get("queuing").cloned().unwrap_or(Value::Null);
+            let n = |k: &str, d: u64| q.get(k).and_then(Value::as_u64).unwrap_or(d).clamp(1, 1 << 16) as usize;
+            Queuing {
+                queues: n("queues", 64),
+                hand_size: n("handSize", 8),
+                queue_length_limit: n("queueLengthLimit", 50),
+            }
+        });
+        if !exempt {
+            total_shares += shares;
+        }
+        levels.insert(name, LevelSpec { uid: str_at(&plc, "/metadata/uid"), exempt, shares, queuing });
+    }
+    let mut schemas: Vec<Schema> = cached_list(&st.cache, GROUP, "flowschemas", None)
+        .into_iter()
+        .map(|fs| {
+            let fs = Value::Object(fs);
+            let by = match str_at(&fs, "/spec/distinguisherMethod/type").as_str() {
+                "ByUser" => Distinguisher::ByUser,
+                "ByNamespace" => Distinguisher::ByNamespace,
+                _ => Distinguisher::None,
+            };
+            Schema {
+                name: str_at(&fs, "/metadata/name"),
+                uid: str_at(&fs, "/metadata/uid"),
+                precedence: fs.pointer("/spec/matchingPrecedence").and_then(Value::as_i64).unwrap_or(1000),
+                level: str_at(&fs, "/spec/priorityLevelConfiguration/name"),
+                by,
+                rules: fs.pointer("/spec/rules").and_then(Value::as_array).cloned().unwrap_or_default(),
+            }
+        })
+        .collect();
+    schemas.sort_by(|a, b| a.precedence.cmp(&b.precedence).then_with(|| a.name.cmp(&b.name)));
+    Config { read_at: Instant::now(), schemas, levels, total_shares }
+}
+
+fn has(list: Option<&Value>, want: &str) -> bool {
+    list.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).any(|v| v == "*" || v == want)
+}
+
+/// Whether a FlowSchema rule takes this request from `user`.
+fn rule_matches(rule: &Value, info: &RequestInfo, user: &UserInfo) -> bool {
+    let subjects = rule.get("subjects").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    if !subjects.iter().any(|s| subject_matches(s, user)) {
+        return false;
+    }
+    let list = |k: &str| rule.get(k).and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    match &info.resource {
+        Some(r) => list("resourceRules").iter().any(|rr| {
+            let resource = match &r.subresource {
+                Some(sub) => format!("{}/{sub}", r.resource),
+                None => r.resource.clone(),
+            };
+            let scope_ok = match &r.namespace {
+                // A namespace's own object is cluster-scoped.
+                Some(ns) if !(r.group.is_empty() && r.resource == "namespaces") => has(rr.get("namespaces"), ns),
+                _ => rr.get("clusterScope").and_then(Value::as_bool) == Some(true),
+            };
+            has(rr.get("verbs"), info.verb)
+                && has(rr.get("apiGroups"), &r.group)
+                && has(rr.get("resources"), &resource)
+                && scope_ok
+        }),
+        None => list("nonResourceRules").iter().any(|nr| {
+            has(nr.get("verbs"), info.verb)
+                && nr
+                    .get("nonResourceURLs")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .any(|u| {
+                        u == "*"
+                            || u == info.path
+                            || u.strip_suffix('*').is_some_and(|prefix| info.path.starts_with(prefix))
+                    })
+        }),
+    }
+}
+
+fn subject_matches(s: &Value, user: &UserInfo) -> bool {
+    let name = |p: &str| s.pointer(p).and_then(Value::as_str).unwrap_or("");
+    match s.get("kind").and_then(Value::as_str) {
+        Some("User") => matches!(name("/user/name"), "*") || name("/user/name") == user.name,
+        Some("Group") => {
+            let g = name("/group/name");
+            g == "*" || user.groups.iter().any(|ug| ug == g)
+        }
+        Some("ServiceAccount") => {
+            let (ns, n) = (name("/serviceAccount/namespace"), name("/serviceAccount/name"));
+            match user.name.strip_prefix("system:serviceaccount:").and_then(|rest| rest.split_once(':')) {
+                Some((uns, un)) => uns == ns && (n == "*" || n == un),
+                None => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn hands_are_distinct_queues() {
+        for h in [0u64, 1, 12345, u64::MAX] {
+            let hand = deal(h, 8, 4);
+            let mut sorted = hand.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(sorted.len(), 4, "{hand:?}");
+            assert!(hand.iter().all(|&q| q < 8));
+        }
+        assert_eq!(deal(7, 3, 8).len(), 3);
+    }
+
+    #[test]
+    fn rules_match_subjects_and_resources() {
+        let rule = json!({"subjects": [{"kind": "Group", "group": {"name": "system:authenticated"}}],
+            "resourceRules": [{"verbs": ["list"], "apiGroups": [""], "resources": ["pods"], "namespaces": ["*"]}],
+            "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz", "/api/*"]}]});
+        let jane = UserInfo::new("jane", &["system:authenticated"]);
+        let anon = UserInfo::new("system:anonymous", &["system:unauthenticated"]);
+        let list = RequestInfo::parse("GET", "/api/v1/namespaces/a/pods", None);
+        assert!(rule_matches(&rule, &list, &jane));
+        assert!(!rule_matches(&rule, &list, &anon));
+        let create = RequestInfo::parse("POST", "/api/v1/namespaces/a/pods", None);
+        assert!(!rule_matches(&rule, &create, &jane));
+        assert!(rule_matches(&rule, &RequestInfo::parse("GET", "/healthz", None), &jane));
+        let sa = json!({"kind": "ServiceAccount", "serviceAccount": {"namespace": "kube-system", "name": "*"}});
+        assert!(subject_matches(&sa, &UserInfo::new("system:serviceaccount:kube-system:x", &[])));
+        assert!(!subject_matches(&sa, &UserInfo::new("system:serviceaccount:default:x", &[])));
+    }
+
+    #[tokio::test]
+    async fn a_full_level_queues_then_refuses_and_frees_in_turn() {
+        let level = Arc::new(Level {
+            state: Mutex::new(LevelState {
+                seats: 1,
+                in_use: 1,
+                queuing: Some(Queuing { queues: 2, hand_size: 1, queue_length_limit: 1 }),
+                queues: vec![VecDeque::new(), VecDeque::new()],
+                next: 0,
+            }),
+        });
+        let (tx_a, rx_a) = oneshot::channel();
+        let (tx_b, rx_b) = oneshot::channel();
+        {
+            let mut s = level.state.lock().unwrap();
+            s.queues[0].push_back(tx_a);
+            s.queues[1].push_back(tx_b);
+        }
+        // The seat held is given back: the first queue's waiter gets it, then the second's.
+        drop(Seat { level: Some(level.clone()) });
+        assert!(rx_a.await.is_ok());
+        drop(Seat { level: Some(level.clone()) });
+        assert!(rx_b.await.is_ok());
+        assert_eq!(level.state.lock().unwrap().in_use, 1);
+    }
+}
