@@ -1,7 +1,7 @@
 //! kuorum-bench: kuorum beside etcd 3.4 on one machine, scenario by scenario.
 //!
 //! Each scenario (`--scenarios`, all by default: creates, updates, reads, list, watch,
-//! reconnect, failover; see `scenarios/` for what each measures and how) runs against a
+//! reconnect, failover, fairness; see `scenarios/` for what each measures and how) runs against a
 //! fresh local 3-node kuorum and then a fresh local 3-member etcd 3.4 (or `--kuorum URLS` /
 //! `--etcd ENDPOINTS`), one system at a time so they never share the CPU, both with fsync
 //! on and the same concurrency and payload sizes. Progress goes to stderr as it runs; the
@@ -281,6 +281,8 @@ struct Report {
     reconnect: Vec<scenarios::ReconnectResult>,
     #[serde(default)]
     failover: Vec<scenarios::FailoverResult>,
+    #[serde(default)]
+    fairness: Vec<scenarios::FairnessResult>,
     /// Wall-clock seconds of the whole run.
     #[serde(default)]
     total_s: Option<f64>,
@@ -362,6 +364,7 @@ fn main() -> Result<()> {
         updates: vec![],
         reconnect: vec![],
         failover: vec![],
+        fairness: vec![],
         total_s: None,
         failures: vec![],
     };

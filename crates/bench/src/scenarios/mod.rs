@@ -12,6 +12,7 @@
 //! - [`watch`]: watch fan-out to 0..10,000 watchers at paced write rates.
 //! - [`reconnect`]: 1,000 watchers resuming at once from a resourceVersion N writes old.
 //! - [`failover`]: the leader killed (SIGKILL) under 64 creating clients.
+//! - [`fairness`]: one user's reads while another floods (kuorum only).
 //!
 //! This module holds what they share: starting a [`Target`] cluster, filling it, the
 //! HTTP and etcd clients (load clients, watch streams), percentiles, CPU and peak-memory
@@ -19,6 +20,7 @@
 
 pub(crate) mod creates;
 pub(crate) mod failover;
+pub(crate) mod fairness;
 pub(crate) mod list;
 pub(crate) mod reads;
 pub(crate) mod reconnect;
@@ -35,6 +37,7 @@ use kuorum_e2e::{Cluster, ClusterOptions};
 use super::{cpu_seconds, etcd_roles, kuorum_roles, put_first, Args, EtcdCluster, Report};
 
 pub(crate) use failover::FailoverResult;
+pub(crate) use fairness::FairnessResult;
 pub(crate) use list::ListResult;
 pub(crate) use reconnect::ReconnectResult;
 pub(crate) use watch::WatchResult;
@@ -283,6 +286,10 @@ pub(crate) fn run(
         // Keeps its own cluster start: it puts the leader or a follower first (`--first`).
         return creates::bench_one(sys, args, rt, report);
     }
+    if scenario == "fairness" && sys == Sys::Etcd {
+        eprintln!("(fairness is kuorum's only: etcd has no priority levels)");
+        return Ok(());
+    }
     let target = Target::start(sys, args, rt)?;
     match scenario {
         "watch" => watch::run(&target, args, rt, report)?,
@@ -291,6 +298,7 @@ pub(crate) fn run(
         "updates" => report.updates.extend(rt.block_on(updates::updates_scenario(&target, args))?),
         "reconnect" => report.reconnect.extend(rt.block_on(reconnect::reconnect_scenario(&target, args))?),
         "failover" => report.failover.extend(rt.block_on(failover::failover_scenario(&target, args))?),
+        "fairness" => report.fairness.extend(rt.block_on(fairness::fairness_scenario(&target, args))?),
         other => bail!("unknown scenario {other:?}"),
     }
     Ok(())
@@ -304,7 +312,7 @@ pub(crate) fn run_creates_interleaved(args: &Args, rt: &tokio::runtime::Runtime,
 }
 
 /// The scenario names `--scenarios` accepts, in the default order.
-pub(crate) const ALL: &[&str] = &["creates", "updates", "reads", "list", "watch", "reconnect", "failover"];
+pub(crate) const ALL: &[&str] = &["creates", "updates", "reads", "list", "watch", "reconnect", "failover", "fairness"];
 
 // ---------------------------------------------------------------------------------------
 // Filling
@@ -488,6 +496,7 @@ pub(crate) fn print_markdown(report: &Report) {
     watch::markdown(report);
     reconnect::markdown(report);
     failover::markdown(report);
+    fairness::markdown(report);
 }
 
 /// `Some(x)` with `decimals` decimals, else "-".
