@@ -23,9 +23,8 @@
 //!
 //! Every answer carries `X-Kubernetes-PF-FlowSchema-UID` and
 //! `X-Kubernetes-PF-PriorityLevel-UID`. The configuration is read again at most once a
-//! second. Not yet: borrowing between levels, seats by estimated work (a big LIST takes
-//! one seat), kube's virtual-time fair queuing within a queue (requests of one queue are
-//! served in order).
+//! second. Not yet: borrowing between levels, kube's virtual-time fair queuing (requests
+//! of one queue are served in order, queues in turn).
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -98,8 +97,16 @@ struct Config {
     total_shares: u64,
 }
 
-/// A request waiting in a queue: sent a permit when a seat is its.
-type Waiter = oneshot::Sender<()>;
+/// A request waiting in a queue for `width` seats: sent a permit when they are its.
+struct Waiter {
+    tx: oneshot::Sender<()>,
+    width: usize,
+}
+
+/// Objects a LIST may return per seat it takes, and the most seats one request takes
+/// (kube's work estimator: `objectsPerSeat`, `maximumSeats`).
+const OBJECTS_PER_SEAT: usize = 100;
+const MAX_SEATS: usize = 10;
 
 /// A Limited level's seats and queues.
 struct Level {
@@ -120,43 +127,38 @@ impl LevelState {
         self.queues.iter().map(VecDeque::len).sum()
     }
 
-    /// Gives free seats to waiters, a queue at a time in turn.
+    /// Gives free seats to waiters, a queue at a time in turn. The next waiter in turn
+    /// that needs more seats than are free waits for them (nothing narrower passes it, so
+    /// a wide request is not starved).
     fn dispatch(&mut self) {
-        while self.in_use < self.seats && self.waiting() > 0 {
-            let n = self.queues.len();
-            let mut given = false;
-            for i in 0..n {
-                let q = (self.next + i) % n;
-                while let Some(w) = self.queues[q].pop_front() {
-                    if w.send(()).is_ok() {
-                        self.in_use += 1;
-                        self.next = (q + 1) % n;
-                        given = true;
-                        break;
-                    }
-                    // Its request went away while it waited: try the next one.
-                }
-                if given {
-                    break;
-                }
-            }
-            if !given {
+        let n = self.queues.len();
+        while self.waiting() > 0 {
+            let Some(q) = (0..n).map(|i| (self.next + i) % n).find(|&q| !self.queues[q].is_empty()) else { return };
+            let width = self.queues[q].front().map_or(1, |w| w.width.min(self.seats.max(1)));
+            if self.in_use + width > self.seats {
                 return;
+            }
+            let Some(w) = self.queues[q].pop_front() else { return };
+            // A request that went away while it waited gives its turn to the next.
+            if w.tx.send(()).is_ok() {
+                self.in_use += width;
+                self.next = (q + 1) % n;
             }
         }
     }
 }
 
-/// A seat held: given back when dropped.
+/// Seats held: given back when dropped.
 pub(crate) struct Seat {
     level: Option<Arc<Level>>,
+    width: usize,
 }
 
 impl Drop for Seat {
     fn drop(&mut self) {
         if let Some(level) = self.level.take() {
             let mut st = level.state.lock().unwrap_or_else(|e| e.into_inner());
-            st.in_use = st.in_use.saturating_sub(1);
+            st.in_use = st.in_use.saturating_sub(self.width);
             st.dispatch();
         }
     }
@@ -262,19 +264,21 @@ impl Apf {
             return Ok(None);
         };
         let Some(spec) = config.levels.get(&schema.level) else { return Ok(None) };
-        let admitted = |level: Option<Arc<Level>>| Admitted {
-            seat: Seat { level },
+        let admitted = |level: Option<Arc<Level>>, width: usize| Admitted {
+            seat: Seat { level, width },
             schema_uid: schema.uid.clone(),
             level_uid: spec.uid.clone(),
         };
         if spec.exempt {
-            return Ok(Some(admitted(None)));
+            return Ok(Some(admitted(None, 0)));
         }
         let level = self.level(&schema.level, spec, config.total_shares);
+        let width = width(st, info);
         let waiting = {
             let mut s = level.state.lock().unwrap_or_else(|e| e.into_inner());
-            if s.in_use < s.seats && s.waiting() == 0 {
-                s.in_use += 1;
+            let width = width.min(s.seats.max(1));
+            if s.in_use + width <= s.seats && s.waiting() == 0 {
+                s.in_use += width;
                 None
             } else {
                 let Some(q) = s.queuing else { return Err(too_many_requests()) };
@@ -293,7 +297,7 @@ impl Apf {
                     return Err(too_many_requests());
                 }
                 let (tx, rx) = oneshot::channel();
-                s.queues[shortest].push_back(tx);
+                s.queues[shortest].push_back(Waiter { tx, width });
                 Some(rx)
             }
         };
@@ -306,8 +310,21 @@ impl Apf {
                 _ => return Err(too_many_requests()),
             }
         }
-        Ok(Some(admitted(Some(level))))
+        let held = width.min(level.state.lock().unwrap_or_else(|e| e.into_inner()).seats.max(1));
+        Ok(Some(admitted(Some(level), held)))
     }
+}
+
+/// The seats a request takes: a LIST one per [`OBJECTS_PER_SEAT`] objects it may
+/// return (its `limit`, else what the cache holds under its prefix), at most
+/// [`MAX_SEATS`]; anything else one.
+fn width(st: &RestState, info: &RequestInfo) -> usize {
+    let Some(r) = info.resource.as_ref().filter(|_| info.verb == "list") else { return 1 };
+    let max = OBJECTS_PER_SEAT * MAX_SEATS;
+    let limit = info.query.get("limit").and_then(|l| l.parse::<usize>().ok()).filter(|l| *l > 0).unwrap_or(max);
+    let prefix = kuorum_store::keys::collection_prefix(&r.group, &r.resource, r.namespace.as_deref());
+    let objects = st.cache.count_up_to(&prefix, limit.min(max));
+    objects.div_ceil(OBJECTS_PER_SEAT).clamp(1, MAX_SEATS)
 }
 
 /// kube's APF refusal.
@@ -508,14 +525,42 @@ mod tests {
         let (tx_b, rx_b) = oneshot::channel();
         {
             let mut s = level.state.lock().unwrap();
-            s.queues[0].push_back(tx_a);
-            s.queues[1].push_back(tx_b);
+            s.queues[0].push_back(Waiter { tx: tx_a, width: 1 });
+            s.queues[1].push_back(Waiter { tx: tx_b, width: 1 });
         }
         // The seat held is given back: the first queue's waiter gets it, then the second's.
-        drop(Seat { level: Some(level.clone()) });
+        drop(Seat { level: Some(level.clone()), width: 1 });
         assert!(rx_a.await.is_ok());
-        drop(Seat { level: Some(level.clone()) });
+        drop(Seat { level: Some(level.clone()), width: 1 });
         assert!(rx_b.await.is_ok());
         assert_eq!(level.state.lock().unwrap().in_use, 1);
+    }
+
+    #[tokio::test]
+    async fn a_wide_request_waits_for_all_its_seats_and_nothing_passes_it() {
+        let level = Arc::new(Level {
+            state: Mutex::new(LevelState {
+                seats: 3,
+                in_use: 3,
+                queuing: Some(Queuing { queues: 2, hand_size: 1, queue_length_limit: 5 }),
+                queues: vec![VecDeque::new(), VecDeque::new()],
+                next: 0,
+            }),
+        });
+        let (tx_wide, mut rx_wide) = oneshot::channel();
+        let (tx_narrow, mut rx_narrow) = oneshot::channel();
+        {
+            let mut s = level.state.lock().unwrap();
+            s.queues[0].push_back(Waiter { tx: tx_wide, width: 2 });
+            s.queues[1].push_back(Waiter { tx: tx_narrow, width: 1 });
+        }
+        drop(Seat { level: Some(level.clone()), width: 1 });
+        assert!(rx_wide.try_recv().is_err() && rx_narrow.try_recv().is_err(), "one free seat is not two");
+        drop(Seat { level: Some(level.clone()), width: 1 });
+        assert!(rx_wide.try_recv().is_ok());
+        assert!(rx_narrow.try_recv().is_err());
+        drop(Seat { level: Some(level.clone()), width: 1 });
+        assert!(rx_narrow.try_recv().is_ok());
+        assert_eq!(level.state.lock().unwrap().in_use, 3);
     }
 }

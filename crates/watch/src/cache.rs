@@ -376,6 +376,15 @@ impl WatchCache {
         CacheList { rv: s.rv, items, remaining }
     }
 
+    /// How many objects are under `prefix`, counted up to `max`: what a LIST of it will
+    /// cost, estimated before it is served (API Priority and Fairness).
+    pub fn count_up_to(&self, prefix: &str, max: usize) -> usize {
+        let s = self.lock();
+        let lower = Bound::Included(prefix.to_string());
+        let upper = prefix_end(prefix).map_or(Bound::Unbounded, Bound::Excluded);
+        s.objects.range((lower, upper)).take_while(|(k, _)| k.starts_with(prefix)).take(max).count()
+    }
+
     /// Starts a watch. With [`WatchStart::After`], the window must cover the start.
     pub fn watch(
         self: &Arc<Self>,

@@ -2,7 +2,7 @@
 //! a flood from one user.
 //!
 //! 1,000 ConfigMaps of 1 KiB are created, and a priority level for the flooding user
-//! (`bench-flood`: 5 shares, 16 queues, hands of 4, 10 per queue) with a FlowSchema
+//! (`bench-flood`: 5 shares, 8 queues, hands of 2, 4 per queue) with a FlowSchema
 //! sending user `flood` to it. Then, for `PHASE` each:
 //!
 //! - unloaded: user `victim` GETs one ConfigMap (a consistent read) in a closed loop
@@ -82,7 +82,7 @@ pub(super) async fn fairness_scenario(t: &Target, _args: &Args) -> Result<Vec<Fa
     let flowcontrol = format!("{leader}/apis/flowcontrol.apiserver.k8s.io/v1");
     let level = json!({"metadata": {"name": "bench-flood"}, "spec": {"type": "Limited", "limited": {
         "nominalConcurrencyShares": 5,
-        "limitResponse": {"type": "Queue", "queuing": {"queues": 16, "handSize": 4, "queueLengthLimit": 10}}}}});
+        "limitResponse": {"type": "Queue", "queuing": {"queues": 8, "handSize": 2, "queueLengthLimit": 4}}}}});
     let schema = json!({"metadata": {"name": "bench-flood"}, "spec": {"matchingPrecedence": 500,
         "priorityLevelConfiguration": {"name": "bench-flood"}, "distinguisherMethod": {"type": "ByUser"},
         "rules": [{"subjects": [{"kind": "User", "user": {"name": "flood"}}],
