@@ -232,8 +232,21 @@ impl Program {
     /// The expression's value with `vars` bound. The cost is estimated again with the
     /// sizes of these values first: over [`PER_CALL_LIMIT`], it is not run.
     pub fn eval(&self, vars: &[(&str, &serde_json::Value)]) -> Result<Value, EvalError> {
+        self.eval_with(vars, None)
+    }
+
+    /// [`Program::eval`] with one more variable bound to an optional value (kube's
+    /// `optionalOldSelf`: `optional.of(old)`, or `optional.none()` when there is none).
+    pub fn eval_with(
+        &self,
+        vars: &[(&str, &serde_json::Value)],
+        optional: Option<(&str, Option<&serde_json::Value>)>,
+    ) -> Result<Value, EvalError> {
         if self.cost > PER_CALL_LIMIT {
-            let sized: Vec<(&str, Type)> = vars.iter().map(|(n, v)| (*n, Type::of_value(v))).collect();
+            let mut sized: Vec<(&str, Type)> = vars.iter().map(|(n, v)| (*n, Type::of_value(v))).collect();
+            if let Some((name, value)) = optional {
+                sized.push((name, value.map_or(Type::Null, Type::of_value)));
+            }
             let refs: Vec<(&str, &Type)> = sized.iter().map(|(n, t)| (*n, t)).collect();
             let estimate = cost::estimate(self.program.expression(), &refs).map_err(EvalError::Failed)?;
             if estimate.cost > PER_CALL_LIMIT {
@@ -243,6 +256,13 @@ impl Program {
         let mut context = cel::Context::with_env(environment());
         for (name, value) in vars {
             context.add_variable_from_value(*name, json::to_cel(value));
+        }
+        if let Some((name, value)) = optional {
+            let optional = match value {
+                Some(v) => cel::objects::OptionalValue::of(json::to_cel(v)),
+                None => cel::objects::OptionalValue::none(),
+            };
+            context.add_variable_from_value(name, Value::Opaque(Arc::new(optional)));
         }
         Value::resolve(&self.expr, &context).map_err(|e| EvalError::Failed(e.to_string()))
     }
@@ -332,6 +352,15 @@ mod tests {
         assert_eq!(p.eval(&[("self", &small)]), Ok(Value::Bool(true)));
         let big = serde_json::Value::Array((0..5000).map(|i| json!(i)).collect());
         assert_eq!(p.eval(&[("self", &big)]), Err(EvalError::TooCostly));
+    }
+
+    #[test]
+    fn optional_variables_have_a_value_or_none() {
+        let p = compile_any("!old.hasValue() || old.value() <= self", &["self", "old"]).unwrap();
+        let run = |old: Option<serde_json::Value>| p.eval_with(&[("self", &json!(3))], Some(("old", old.as_ref())));
+        assert_eq!(run(None), Ok(Value::Bool(true)));
+        assert_eq!(run(Some(json!(2))), Ok(Value::Bool(true)));
+        assert_eq!(run(Some(json!(5))), Ok(Value::Bool(false)));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! - [`Rules::check`]: on every write of a custom resource, each rule runs with `self` the
 //!   value at its node, and a transition rule (one that reads `oldSelf`) runs on an update
 //!   where the node's old value correlates: same field, same map key, or the same
-//!   `x-kubernetes-list-map-keys` in a `listType: map` list.
+//!   `x-kubernetes-list-map-keys` in a `listType: map` list; with `optionalOldSelf` it
+//!   runs on creates too, `oldSelf` an optional (`optional.none()` without an old value).
 //!
 //! A rule's cost was bounded when its CRD was written, so checking an object is bounded
 //! by its size times the rules' costs.
@@ -33,6 +34,9 @@ struct Rule {
     field_path: Option<String>,
     /// Reads `oldSelf`: runs only on an update where the old value correlates.
     transition: bool,
+    /// `optionalOldSelf`: a transition rule that runs on creates too, with `oldSelf` an
+    /// optional (`optional.none()` where there is no old value).
+    optional_old_self: bool,
 }
 
 /// The rules of one schema node and of the nodes below it that have any.
@@ -145,6 +149,15 @@ fn compile_node(schema: &Value, self_type: Type, at: Place, total: &mut u64, err
             continue;
         }
         let transition = program.references("oldSelf");
+        let optional_old_self = r.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
+        if let (false, Some(v)) = (transition, r.get("optionalOldSelf").filter(|v| !v.is_null())) {
+            errs.push(FieldError::invalid_value(
+                &format!("{rpath}.optionalOldSelf"),
+                BadValue::of_json(v),
+                "may not be set if oldSelf is not used in rule",
+            ));
+            continue;
+        }
         if let (true, Some(list)) = (transition, uncorrelatable) {
             errs.push(FieldError::invalid(
                 &format!("{rpath}.rule"),
@@ -184,6 +197,7 @@ fn compile_node(schema: &Value, self_type: Type, at: Place, total: &mut u64, err
         node.rules.push(Rule {
             source: source.to_string(),
             transition,
+            optional_old_self,
             program,
             message: r.get("message").and_then(Value::as_str).map(str::to_string),
             message_expression,
@@ -315,14 +329,22 @@ fn check_node(node: &Node, value: &Value, old: Option<&Value>, path: &str, out: 
     }
     let unchanged = old == Some(value);
     for rule in &node.rules {
-        if rule.transition && old.is_none() {
+        if rule.transition && old.is_none() && !rule.optional_old_self {
             continue;
         }
         let vars: Vec<(&str, &Value)> = match old {
-            Some(o) if rule.transition => vec![("self", value), ("oldSelf", o)],
+            Some(o) if rule.transition && !rule.optional_old_self => vec![("self", value), ("oldSelf", o)],
             _ => vec![("self", value)],
         };
-        let error = match rule.program.eval_bool(&vars) {
+        let optional = rule.optional_old_self.then_some(("oldSelf", old));
+        let result = match rule.program.eval_with(&vars, optional) {
+            Ok(kuorum_cel::Value::Bool(b)) => Ok(b),
+            Ok(other) => {
+                Err(kuorum_cel::EvalError::Failed(format!("expected bool, got {}", kuorum_cel::type_name(&other))))
+            }
+            Err(e) => Err(e),
+        };
+        let error = match result {
             Ok(true) => continue,
             Ok(false) => failure(node, rule, value, &vars, path),
             Err(kuorum_cel::EvalError::TooCostly) => FieldError::invalid(
@@ -452,6 +474,26 @@ mod tests {
                 "spec.name: Invalid value: \"b\": name is immutable".to_string()
             ]
         );
+    }
+
+    #[test]
+    fn optional_old_self_runs_on_creates_too() {
+        let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"size": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "!oldSelf.hasValue() ? self.size < 10 : self.size >= oldSelf.value().size",
+                                          "optionalOldSelf": true, "message": "small at first, then only growing"}]}}});
+        let (rules, errs) = Rules::compile(&s, "root");
+        assert!(errs.is_empty(), "{errs:?}");
+        let (small, big, bigger) =
+            (json!({"spec": {"size": 5}}), json!({"spec": {"size": 50}}), json!({"spec": {"size": 60}}));
+        assert!(rules.check(&small, None).errors.is_empty());
+        assert_eq!(rules.check(&big, None).errors.len(), 1, "a create is judged as a create");
+        assert!(rules.check(&bigger, Some(&big)).errors.is_empty());
+        assert_eq!(rules.check(&small, Some(&big)).errors.len(), 1);
+        // Without oldSelf in the rule, optionalOldSelf is refused.
+        let bad = json!({"type": "object", "x-kubernetes-validations": [{"rule": "true", "optionalOldSelf": true}]});
+        let (_, errs) = Rules::compile(&bad, "root");
+        assert_eq!(errs[0].to_string(), "root.x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule");
     }
 
     #[test]
