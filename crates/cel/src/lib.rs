@@ -156,8 +156,11 @@ pub fn compile(source: &str, vars: &[(&str, &Type)], limit: u64) -> Result<Progr
 /// source and variables, so a policy is compiled once, not once per request.
 pub fn compile_any(source: &str, vars: &[&str]) -> Result<Arc<Program>, CompileError> {
     type Memo = std::collections::HashMap<(String, Vec<String>), Arc<Program>>;
-    /// Beyond this many, the memo starts over: a bound on what hostile policies can pin.
+    /// Beyond this many, the memo starts over; a longer source is compiled each time it
+    /// is run. Together a bound on what hostile policies can pin (4,096 × 8 KiB of source
+    /// and its tree), whatever the body limit lets an expression be.
     const MEMO_ENTRIES: usize = 4096;
+    const MEMO_SOURCE_BYTES: usize = 8 * 1024;
     static MEMO: OnceLock<std::sync::Mutex<Memo>> = OnceLock::new();
     let key = (source.to_string(), vars.iter().map(|v| v.to_string()).collect::<Vec<_>>());
     let memo = MEMO.get_or_init(Default::default);
@@ -167,6 +170,9 @@ pub fn compile_any(source: &str, vars: &[&str]) -> Result<Arc<Program>, CompileE
     let any = Type::dyn_any();
     let typed: Vec<(&str, &Type)> = vars.iter().map(|v| (*v, &any)).collect();
     let program = Arc::new(compile(source, &typed, u64::MAX)?);
+    if source.len() > MEMO_SOURCE_BYTES {
+        return Ok(program);
+    }
     let mut memo = memo.lock().unwrap_or_else(|e| e.into_inner());
     if memo.len() >= MEMO_ENTRIES {
         memo.clear();
@@ -361,6 +367,14 @@ mod tests {
         assert_eq!(run(None), Ok(Value::Bool(true)));
         assert_eq!(run(Some(json!(2))), Ok(Value::Bool(true)));
         assert_eq!(run(Some(json!(5))), Ok(Value::Bool(false)));
+    }
+
+    #[test]
+    fn only_short_sources_are_kept_compiled() {
+        let short = "self + 1 > 0";
+        assert!(Arc::ptr_eq(&compile_any(short, &["self"]).unwrap(), &compile_any(short, &["self"]).unwrap()));
+        let long = format!("self == '{}'", "x".repeat(16 * 1024));
+        assert!(!Arc::ptr_eq(&compile_any(&long, &["self"]).unwrap(), &compile_any(&long, &["self"]).unwrap()));
     }
 
     #[test]
