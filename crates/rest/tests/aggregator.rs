@@ -7,6 +7,8 @@
 //! is answered 503.
 
 mod common;
+#[path = "common/tls_server.rs"]
+mod tls_server;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,7 +16,6 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::Json;
-use base64::Engine;
 use serde_json::json;
 
 const APISERVICES: &str = "/apis/apiregistration.k8s.io/v1/apiservices";
@@ -41,36 +42,7 @@ async fn extension_server() -> (u16, String, tokio::task::JoinHandle<()>) {
                     "impersonate": all("impersonate-user")}))
             }),
         );
-    let certified = rcgen::generate_simple_self_signed(vec!["metrics-server.kube-system.svc".to_string()]).unwrap();
-    let ca = base64::engine::general_purpose::STANDARD.encode(certified.cert.pem());
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![certified.cert.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(certified.key_pair.serialize_der().into()),
-        )
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let task = tokio::spawn(async move {
-        let mut conns = tokio::task::JoinSet::new();
-        loop {
-            let Ok((sock, _)) = listener.accept().await else { return };
-            let (acceptor, router) = (acceptor.clone(), router.clone());
-            conns.spawn(async move {
-                let Ok(tls) = acceptor.accept(sock).await else { return };
-                let service = hyper_util::service::TowerToHyperService::new(router);
-                let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
-                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
-                    .await;
-            });
-        }
-    });
-    (port, ca, task)
+    tls_server::serve(router, "metrics-server.kube-system.svc").await
 }
 
 /// Writes the Available condition the availability check finds now; answers it.

@@ -7,8 +7,9 @@
 //! side effects.
 
 mod common;
+#[path = "common/tls_server.rs"]
+mod tls_server;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::routing::post;
@@ -69,34 +70,7 @@ async fn webhook_server() -> (u16, String) {
                 answer(&review, json!({}))
             }),
         );
-    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
-    let ca = base64::engine::general_purpose::STANDARD.encode(certified.cert.pem());
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![certified.cert.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(certified.key_pair.serialize_der().into()),
-        )
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        loop {
-            let Ok((sock, _)) = listener.accept().await else { return };
-            let (acceptor, router) = (acceptor.clone(), router.clone());
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(sock).await else { return };
-                let service = hyper_util::service::TowerToHyperService::new(router);
-                let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
-                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
-                    .await;
-            });
-        }
-    });
+    let (port, ca, _server) = tls_server::serve(router, "127.0.0.1").await;
     (port, ca)
 }
 
