@@ -9,6 +9,9 @@
 //! - kubectl against the CEL features: a CRD whose `x-kubernetes-validations` include a
 //!   transition rule refuses the right update; a ValidatingAdmissionPolicy with a param
 //!   refuses a Deployment with too many replicas; a MutatingAdmissionPolicy adds a label.
+//! - A CRD with two versions and a conversion webhook (the test's server, speaking
+//!   `ConversionReview` v1) serves each version to kubectl through every node and to a
+//!   `kubectl get -w`, each object in the version asked for.
 
 use std::net::TcpListener;
 use std::thread;
@@ -16,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use kuorum_e2e::https_server::{HttpsServer, Request};
-use kuorum_e2e::{Cluster, Http};
+use kuorum_e2e::{eventually, Cluster, Http, StreamChild};
 use serde_json::{json, Value};
 
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
@@ -303,4 +306,113 @@ spec: {policyName: add-label}
     c.kubectl(2, &["create", "configmap", "labelled", "--from-literal=a=b"]).unwrap().ok("create cm");
     let cm = c.get_json(3, &["configmap", "labelled"]);
     assert_eq!(cm["metadata"]["labels"]["environment"], "test", "{cm}");
+}
+
+/// The test's conversion server: v1 says `spec.cronSpec`, v2 says `spec.schedule`.
+fn convert(request: &Request) -> (u16, Value) {
+    let review = &request.body["request"];
+    let desired = review["desiredAPIVersion"].as_str().unwrap_or("");
+    let (from, to) = if desired.ends_with("/v2") { ("cronSpec", "schedule") } else { ("schedule", "cronSpec") };
+    let converted: Vec<Value> = review["objects"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|o| {
+            let mut o = o.clone();
+            if let Some(v) = o["spec"].as_object_mut().and_then(|s| s.remove(from)) {
+                o["spec"][to] = v;
+            }
+            o["apiVersion"] = json!(desired);
+            o
+        })
+        .collect();
+    let response = json!({"uid": review["uid"], "result": {"status": "Success"}, "convertedObjects": converted});
+    (200, json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": response}))
+}
+
+#[test]
+fn a_conversion_webhook_serves_both_versions_to_kubectl_and_to_a_watch() {
+    let Some(c) = Cluster::start_for_kubectl(3) else { return };
+    let server = HttpsServer::start(&["127.0.0.1"], convert);
+    let schema = |field: &str| {
+        json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {field: {"type": "string"}}}}}})
+    };
+    let column = |field: &str| json!([{"name": "Schedule", "type": "string", "jsonPath": format!(".spec.{field}")}]);
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "crontabs.stable.example.com"},
+        "spec": {"group": "stable.example.com", "scope": "Namespaced", "names": {"plural": "crontabs", "kind": "CronTab"},
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": schema("cronSpec"),
+                 "additionalPrinterColumns": column("cronSpec")},
+                {"name": "v2", "served": true, "storage": false, "schema": schema("schedule"),
+                 "additionalPrinterColumns": column("schedule")}],
+            "conversion": {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+                "clientConfig": {"url": server.url("/convert"), "caBundle": server.ca_bundle}}}}
+    });
+    let path = c.write_file("crontab-crd.json", &crd.to_string());
+    c.kubectl(1, &["apply", "-f", &path]).unwrap().ok("apply crd");
+    for id in c.ids() {
+        c.kubectl(id, &["wait", "--for=condition=established", "crd/crontabs.stable.example.com", "--timeout=30s"])
+            .unwrap()
+            .ok("wait crd");
+    }
+
+    // A watch through v2 on node 3, from before the object exists.
+    let cmd = c
+        .kubectl_command(
+            3,
+            "60s",
+            &["get", "crontabs.v2.stable.example.com", "-w", "-o", "json", "--output-watch-events"],
+        )
+        .unwrap();
+    let mut watch =
+        StreamChild::spawn("kubectl get -w", cmd, &c.root().join("kubectl-conversion-watch.stderr")).unwrap();
+    thread::sleep(Duration::from_secs(1));
+
+    // Written at v1 through node 1.
+    let v1 = "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: nightly}\nspec: {cronSpec: \"0 3 * * *\"}\n";
+    let path = c.write_file("nightly.yaml", v1);
+    c.kubectl(1, &["apply", "-f", &path]).unwrap().ok("apply v1 object");
+
+    // Read at each version through each node.
+    for id in c.ids() {
+        let wait = eventually(Duration::from_secs(10), "the object on every node", || {
+            let out = c.kubectl(id, &["get", "crontabs.v2.stable.example.com", "nightly", "-o", "json"])?;
+            Ok(out.success().then(|| out.json()).transpose()?)
+        })
+        .unwrap();
+        assert_eq!(wait["apiVersion"], "stable.example.com/v2", "node {id}");
+        assert_eq!(wait["spec"], json!({"schedule": "0 3 * * *"}), "node {id}");
+        let v1 = c.kubectl(id, &["get", "crontabs.v1.stable.example.com", "nightly", "-o", "json"]).unwrap();
+        assert_eq!(v1.json().unwrap()["spec"], json!({"cronSpec": "0 3 * * *"}), "node {id}");
+    }
+    // kubectl's table at v2 prints v2's column.
+    let out = c.kubectl(2, &["get", "crontabs.v2.stable.example.com"]).unwrap().ok("table");
+    assert!(out.stdout.contains("SCHEDULE") && out.stdout.contains("0 3 * * *"), "{}", out.stdout);
+
+    // Changed at v2 through node 2: stored at v1.
+    let v2 = "apiVersion: stable.example.com/v2\nkind: CronTab\nmetadata: {name: nightly}\nspec: {schedule: \"0 4 * * *\"}\n";
+    let path = c.write_file("nightly-v2.yaml", v2);
+    c.kubectl(2, &["apply", "-f", &path]).unwrap().ok("apply v2 object");
+    let stored =
+        c.http().get(&format!("{}/apis/stable.example.com/v1/namespaces/default/crontabs/nightly", c.url(1))).unwrap();
+    assert_eq!(stored.body["spec"], json!({"cronSpec": "0 4 * * *"}), "{}", stored.text);
+
+    // The watch saw both at v2.
+    let events = watch
+        .wait_for(Duration::from_secs(20), "the added and modified events at v2", |lines| {
+            let text = lines.join("\n");
+            let events: Vec<Value> =
+                serde_json::Deserializer::from_str(&text).into_iter::<Value>().filter_map(Result::ok).collect();
+            (events.len() >= 2).then_some(events)
+        })
+        .unwrap();
+    assert_eq!(events[0]["type"], "ADDED");
+    assert_eq!(events[0]["object"]["apiVersion"], "stable.example.com/v2");
+    assert_eq!(events[0]["object"]["spec"], json!({"schedule": "0 3 * * *"}));
+    assert_eq!(events[1]["type"], "MODIFIED");
+    assert_eq!(events[1]["object"]["spec"], json!({"schedule": "0 4 * * *"}));
+    watch.kill();
 }

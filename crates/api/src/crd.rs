@@ -90,6 +90,24 @@ pub struct Version {
     pub columns: Vec<PrinterColumn>,
 }
 
+/// `spec.conversion`: how an object stored at one version is served at another.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Conversion {
+    /// Only `apiVersion` changes.
+    #[default]
+    None,
+    /// A `ConversionReview` to the webhook converts the objects.
+    Webhook {
+        /// `webhook.clientConfig`: `url` or `service`, and `caBundle`.
+        client_config: Value,
+        /// `webhook.conversionReviewVersions`, in the CRD's order of preference.
+        review_versions: Vec<String>,
+    },
+}
+
+/// The `ConversionReview` versions kube-apiserver speaks.
+pub const CONVERSION_REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
+
 /// A CRD as stored: what serving its resources needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CustomResourceDefinition {
@@ -99,6 +117,7 @@ pub struct CustomResourceDefinition {
     pub names: Names,
     pub scope: Scope,
     pub versions: Vec<Version>,
+    pub conversion: Conversion,
     /// Marked for deletion: its objects are being removed, and no new ones are accepted.
     pub terminating: bool,
 }
@@ -156,6 +175,16 @@ fn version_of(v: &Value) -> Version {
     }
 }
 
+fn conversion_of(spec: &Value) -> Conversion {
+    match str_at(spec, "/conversion/strategy") {
+        "Webhook" => Conversion::Webhook {
+            client_config: spec.pointer("/conversion/webhook/clientConfig").cloned().unwrap_or(Value::Null),
+            review_versions: strings_at(spec, "/conversion/webhook/conversionReviewVersions"),
+        },
+        _ => Conversion::None,
+    }
+}
+
 impl CustomResourceDefinition {
     /// Reads a stored CRD; `None` if it lacks what serving it needs (a group, plural and
     /// kind, a scope), which a validated CRD never does.
@@ -184,6 +213,7 @@ impl CustomResourceDefinition {
             names,
             scope,
             versions,
+            conversion: conversion_of(spec),
             terminating: crd.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()),
         })
     }
@@ -415,6 +445,8 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
         ));
     }
 
+    validate_conversion(&spec, &mut errs);
+
     // spec.names
     for (value, field) in [
         (&names.plural, "plural"),
@@ -473,6 +505,69 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
         }
     }
     errs
+}
+
+/// `validateCustomResourceConversion`. Paths are kube's, which name the fields of its
+/// internal form: `spec.conversion.webhookClientConfig` for v1's
+/// `spec.conversion.webhook.clientConfig`.
+fn validate_conversion(spec: &Value, errs: &mut Vec<FieldError>) {
+    let Some(conversion) = spec.get("conversion").filter(|c| !c.is_null()) else { return };
+    let strategy = str_at(conversion, "/strategy");
+    match strategy {
+        "" => errs.push(FieldError::required("spec.conversion.strategy", "")),
+        "None" | "Webhook" => {}
+        other => errs.push(FieldError::not_supported("spec.conversion.strategy", other, &["None", "Webhook"])),
+    }
+    let client_config = conversion.pointer("/webhook/clientConfig").filter(|c| !c.is_null());
+    let review_versions = conversion.pointer("/webhook/conversionReviewVersions").and_then(Value::as_array);
+    if strategy != "Webhook" {
+        if client_config.is_some() {
+            errs.push(FieldError::forbidden(
+                "spec.conversion.webhookClientConfig",
+                "should not be set when strategy is not set to Webhook",
+            ));
+        }
+        if review_versions.is_some_and(|v| !v.is_empty()) {
+            errs.push(FieldError::forbidden(
+                "spec.conversion.conversionReviewVersions",
+                "should not be set when strategy is not set to Webhook",
+            ));
+        }
+        return;
+    }
+    const CC: &str = "spec.conversion.webhookClientConfig";
+    match client_config {
+        None => errs.push(FieldError::required(CC, "required when strategy is set to Webhook")),
+        Some(cc) => match (cc.get("url").and_then(Value::as_str), cc.get("service").filter(|s| !s.is_null())) {
+            (Some(url), None) => {
+                if !url.starts_with("https://") {
+                    errs.push(FieldError::invalid(&format!("{CC}.url"), url, "'https' is the only allowed URL scheme"));
+                }
+            }
+            (None, Some(service)) => {
+                for field in ["name", "namespace"] {
+                    if str_at(service, &format!("/{field}")).is_empty() {
+                        errs.push(FieldError::required(
+                            &format!("{CC}.service.{field}"),
+                            format!("service {field} is required"),
+                        ));
+                    }
+                }
+            }
+            _ => errs.push(FieldError::required(CC, "exactly one of url or service is required")),
+        },
+    }
+    const VERSIONS: &str = "spec.conversion.conversionReviewVersions";
+    let versions: Vec<&str> = review_versions.into_iter().flatten().filter_map(Value::as_str).collect();
+    if versions.is_empty() {
+        errs.push(FieldError::required(VERSIONS, ""));
+    } else if !versions.iter().any(|v| CONVERSION_REVIEW_VERSIONS.contains(v)) {
+        errs.push(FieldError::invalid_value(
+            VERSIONS,
+            json_value(conversion.pointer("/webhook/conversionReviewVersions")),
+            format!("must include at least one of {}", CONVERSION_REVIEW_VERSIONS.join(", ")),
+        ));
+    }
 }
 
 /// `ValidateCustomResourceDefinitionNames`.
@@ -682,6 +777,55 @@ mod tests {
         assert!(beta.subresources.is_empty());
         assert!(!c.terminating);
         assert!(validate(&crd, None).is_empty(), "{:?}", messages(&validate(&crd, None)));
+    }
+
+    #[test]
+    fn webhook_conversion_parses_and_is_checked_with_kubes_paths() {
+        let mut crd = widget();
+        crd["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+            "clientConfig": {"url": "https://conv.example.com/convert", "caBundle": "Zm9v"},
+            "conversionReviewVersions": ["v2", "v1"]}});
+        assert!(validate(&crd, None).is_empty(), "{:?}", messages(&validate(&crd, None)));
+        let c = CustomResourceDefinition::parse(&crd).unwrap();
+        let Conversion::Webhook { client_config, review_versions } = &c.conversion else {
+            panic!("{:?}", c.conversion)
+        };
+        assert_eq!(client_config["url"], "https://conv.example.com/convert");
+        assert_eq!(review_versions, &["v2", "v1"]);
+
+        crd["spec"]["conversion"]["webhook"] = json!({"clientConfig": {"url": "http://x", "service": {"name": "s"}},
+            "conversionReviewVersions": ["v2"]});
+        assert_eq!(
+            messages(&validate(&crd, None)),
+            [
+                "spec.conversion.webhookClientConfig: Required value: exactly one of url or service is required",
+                "spec.conversion.conversionReviewVersions: Invalid value: [\"v2\"]: must include at least one of v1, v1beta1",
+            ]
+        );
+        crd["spec"]["conversion"]["webhook"] = json!({"clientConfig": {"service": {"name": "s"}}});
+        assert_eq!(
+            messages(&validate(&crd, None)),
+            [
+                "spec.conversion.webhookClientConfig.service.namespace: Required value: service namespace is required",
+                "spec.conversion.conversionReviewVersions: Required value",
+            ]
+        );
+        crd["spec"]["conversion"]["strategy"] = json!("None");
+        crd["spec"]["conversion"]["webhook"]["conversionReviewVersions"] = json!(["v1"]);
+        assert_eq!(
+            messages(&validate(&crd, None)),
+            [
+                "spec.conversion.webhookClientConfig: Forbidden: should not be set when strategy is not set to Webhook",
+                "spec.conversion.conversionReviewVersions: Forbidden: should not be set when strategy is not set to \
+                 Webhook",
+            ]
+        );
+        assert_eq!(CustomResourceDefinition::parse(&crd).unwrap().conversion, Conversion::None);
+        crd["spec"]["conversion"] = json!({"strategy": "Magic"});
+        assert_eq!(
+            messages(&validate(&crd, None)),
+            ["spec.conversion.strategy: Unsupported value: \"Magic\": supported values: \"None\", \"Webhook\""]
+        );
     }
 
     #[test]

@@ -90,7 +90,8 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
 
         // Store.
         let claims = alloc::claim(st, &ctx.target, None, &mut obj).await?;
-        let (stored, claims) = alloc::checked(st, claims, strategy::stored(&ctx.target, &obj)).await?;
+        let (stored, claims) =
+            alloc::checked(st, claims, crate::conversion::stored(st, &ctx.target, &obj).await).await?;
         let cmd = Command::Create {
             key: object::key(ctx.target.storage_def(), namespace.as_deref(), &name),
             namespace: namespace.clone(),
@@ -101,7 +102,10 @@ pub(crate) async fn create(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
         match result.map_err(cluster_error)? {
             // Encode.
             Ok(stored) => {
-                let resp = json_response(StatusCode::CREATED, object::served_bytes(&stored, def)?);
+                let resp = json_response(
+                    StatusCode::CREATED,
+                    crate::conversion::served_bytes(st, &ctx.target, &stored).await?,
+                );
                 return Ok(fields::with_warnings(resp, &warnings));
             }
             Err(WriteError::AlreadyExists) if attempt < attempts => continue,

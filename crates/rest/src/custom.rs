@@ -16,7 +16,8 @@
 //!   printer columns and scale paths; [`validate`] checks an object against the schema.
 //!
 //! Objects are stored at the CRD's storage version and read or written through any served
-//! version with only `apiVersion` rewritten (conversion strategy `None`).
+//! version: with only `apiVersion` rewritten (conversion strategy `None`), or converted by
+//! the CRD's conversion webhook ([`crate::conversion`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -130,6 +131,11 @@ impl CustomRef {
     /// Whether the CRD is being deleted.
     pub(crate) fn terminating(&self) -> bool {
         self.crd.spec.terminating
+    }
+
+    /// How objects stored at one version are served at another (`spec.conversion`).
+    pub(crate) fn conversion(&self) -> &kuorum_api::crd::Conversion {
+        &self.crd.spec.conversion
     }
 }
 

@@ -60,7 +60,7 @@ pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, Api
     if opts.dry_run {
         crate::consistency::wait_fresh(st, crate::consistency::Freshness::MostRecent).await?;
         return match st.cluster.get(&t.key()).map_err(cluster_error)? {
-            Some(stored) => Ok(json_response(StatusCode::OK, object::served_bytes(&stored, def)?)),
+            Some(stored) => Ok(json_response(StatusCode::OK, crate::conversion::served_bytes(st, t, &stored).await?)),
             None => Err(ApiError::not_found(def.group_resource(), &name)),
         };
     }
@@ -72,7 +72,7 @@ pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, Api
     if let Next::Answer(marked) =
         graceful::before_delete(st, t, &t.key(), &opts.precondition, opts.grace_period).await?
     {
-        return Ok(json_response(StatusCode::OK, object::served_bytes(&marked, def)?));
+        return Ok(json_response(StatusCode::OK, crate::conversion::served_bytes(st, t, &marked).await?));
     }
     let wanted_rv = opts.precondition.resource_version;
     let cmd = Command::Delete {
@@ -85,7 +85,7 @@ pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, Api
         // Encode.
         Ok(stored) => {
             alloc::free_deleted(st, t, &stored).await;
-            Ok(json_response(StatusCode::OK, object::served_bytes(&stored, def)?))
+            Ok(json_response(StatusCode::OK, crate::conversion::served_bytes(st, t, &stored).await?))
         }
         Err(WriteError::Conflict) => {
             // Name the record's resourceVersion as kube-apiserver does, if we can see it.
@@ -139,9 +139,7 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
         }
         crate::admission::validate_delete(st, ctx.user.as_ref(), &ctx.target, Some(&obj))?;
         if opts.dry_run {
-            let mut obj = obj;
-            object::to_served(&mut obj, def);
-            deleted.push(Value::Object(obj));
+            deleted.push(Value::Object(crate::conversion::parse_served(st, &ctx.target, &item.bytes).await?));
             continue;
         }
         if strategy::is_crd(&ctx.target) {
@@ -151,7 +149,7 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
             Precondition { resource_version: None, uid: object::meta_str(&obj, "uid").map(str::to_string) };
         match graceful::before_delete(st, &ctx.target, &item.key, &precondition, opts.grace_period).await {
             Ok(Next::Answer(marked)) => {
-                deleted.push(Value::Object(object::parse_served(&marked, def)?));
+                deleted.push(Value::Object(crate::conversion::parse_served(st, &ctx.target, &marked).await?));
                 continue;
             }
             Ok(Next::Remove) => {}
@@ -167,7 +165,7 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
         match st.cluster.write(cmd, st.request_timeout).await.map_err(cluster_error)? {
             Ok(stored) => {
                 alloc::free_deleted(st, &ctx.target, &stored).await;
-                deleted.push(Value::Object(object::parse_served(&stored, def)?));
+                deleted.push(Value::Object(crate::conversion::parse_served(st, &ctx.target, &stored).await?));
             }
             // Gone or replaced meanwhile: not ours to delete.
             Err(WriteError::NotFound | WriteError::UidMismatch { .. }) => {}

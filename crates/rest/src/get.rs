@@ -6,10 +6,11 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 use kuorum_api::ApiError;
+use serde_json::Value;
 
 use crate::consistency::{get_freshness, wait_fresh};
+use crate::conversion;
 use crate::negotiate::{json_response, json_response_as, negotiate_output, Output};
-use crate::object::served_bytes;
 use crate::table::{self, TableView};
 use crate::target::Ctx;
 use crate::RestState;
@@ -23,13 +24,18 @@ pub(crate) async fn get(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> 
         return Err(ApiError::not_found(t.def.group_resource(), t.name()));
     };
     let body = match output {
-        Output::Json => return Ok(json_response(StatusCode::OK, served_bytes(&obj.bytes, t.def)?)),
+        Output::Json => return Ok(json_response(StatusCode::OK, conversion::served_bytes(st, t, &obj.bytes).await?)),
         Output::Table(version) => {
             let view = TableView::for_request(t, version, &ctx.query)?;
-            let parsed = obj
-                .value()
-                .filter(|v| v.is_object())
-                .ok_or_else(|| ApiError::internal(format!("stored object {} is not a JSON object", obj.key)))?;
+            let converted;
+            let parsed = if conversion::by_webhook(t) {
+                converted = Value::Object(conversion::parse_served(st, t, &obj.bytes).await?);
+                &converted
+            } else {
+                obj.value()
+                    .filter(|v| v.is_object())
+                    .ok_or_else(|| ApiError::internal(format!("stored object {} is not a JSON object", obj.key)))?
+            };
             view.object(parsed, true, st.clock.now_unix_seconds())
         }
         Output::PartialObjectMetadata(version) => table::partial_object(version, &obj.bytes)?,

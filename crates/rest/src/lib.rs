@@ -37,6 +37,7 @@ pub mod authz;
 pub mod chaos;
 mod component_status;
 mod consistency;
+mod conversion;
 mod crd_cleanup;
 mod create;
 mod custom;

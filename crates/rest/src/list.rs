@@ -26,6 +26,7 @@ use kuorum_store::keys::collection_prefix;
 use kuorum_watch::{Obj, WatchFilter};
 
 use crate::consistency::{wait_for_index, wait_fresh, Freshness, ListOptions, ListPlan};
+use crate::conversion;
 use crate::history;
 use crate::negotiate::{json_response, json_response_as, negotiate_output, Output};
 use crate::object::{has_type_meta, served_bytes};
@@ -119,6 +120,7 @@ pub(crate) async fn list(st: &RestState, ctx: Ctx) -> Result<Response, ApiError>
             }
         }
     };
+    let page = converted_page(st, t, page).await?;
     let body = match output {
         Output::Json => {
             let body = axum::body::Body::new(encode_list(t.def, &filter.prefix, page)?);
@@ -134,6 +136,18 @@ pub(crate) async fn list(st: &RestState, ctx: Ctx) -> Result<Response, ApiError>
         Output::PartialObjectMetadata(_) => return Err(table::partial_of_list(t.def)),
     };
     Ok(json_response_as(StatusCode::OK, output.content_type(), body))
+}
+
+/// A page with the objects stored at another version converted by the CRD's conversion
+/// webhook ([`conversion::served_many`]); as it is for every other resource.
+async fn converted_page(st: &RestState, t: &Target, mut page: Page) -> Result<Page, ApiError> {
+    if !conversion::by_webhook(t) {
+        return Ok(page);
+    }
+    let bytes: Vec<&[u8]> = page.items.iter().map(AsRef::as_ref).collect();
+    let converted = conversion::served_many(st, t, &bytes).await?;
+    page.items = page.items.into_iter().zip(converted).map(|(item, c)| c.map_or(item, Item::Read)).collect();
+    Ok(page)
 }
 
 /// A page of the watch cache as it is now.

@@ -116,7 +116,7 @@ pub(crate) async fn patch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
     // Read, patch, store; again if the object moved on.
     for attempt in 1..=MAX_ATTEMPTS {
         let current = match read_for_write(st, &t.key(), attempt).await? {
-            Some(bytes) => Some(object::parse_served(&bytes, t.def)?),
+            Some(bytes) => Some(crate::conversion::parse_served(st, t, &bytes).await?),
             None => None,
         };
         let mut attempt_warnings = warnings.clone();
@@ -268,13 +268,13 @@ async fn update_by_patch(
 
     // Store.
     let claims = alloc::claim(st, t, Some(&current), &mut new).await?;
-    let (stored, claims) = alloc::checked(st, claims, strategy::stored(t, &new)).await?;
+    let (stored, claims) = alloc::checked(st, claims, crate::conversion::stored(st, t, &new).await).await?;
     let cmd = Command::Update { key: t.key(), object: stored.into(), precondition, finalizing: t.finalizing() };
     let result = st.cluster.write(cmd, st.request_timeout).await;
     alloc::settle(st, claims, alloc::written(&result)).await;
     match result.map_err(cluster_error)? {
         // Encode.
-        Ok(stored) => Ok(Attempt::Done(object::served_bytes(&stored, def)?)),
+        Ok(stored) => Ok(Attempt::Done(crate::conversion::served_bytes(st, t, &stored).await?)),
         Err(WriteError::Conflict | WriteError::NotFound) if client_rv.is_none() => Ok(Attempt::Retry),
         Err(e) => Err(write_error(e, def, t.name())),
     }
@@ -309,12 +309,12 @@ async fn create_by_apply(st: &RestState, req: &Request<'_>, warnings: &mut Vec<S
         return Ok(Attempt::Done(object::to_vec(&obj).into()));
     }
     let claims = alloc::claim(st, t, None, &mut obj).await?;
-    let (stored, claims) = alloc::checked(st, claims, strategy::stored(t, &obj)).await?;
+    let (stored, claims) = alloc::checked(st, claims, crate::conversion::stored(st, t, &obj).await).await?;
     let cmd = Command::Create { key: t.key(), namespace: t.namespace.clone(), object: stored.into() };
     let result = st.cluster.write(cmd, st.request_timeout).await;
     alloc::settle(st, claims, alloc::written(&result)).await;
     match result.map_err(cluster_error)? {
-        Ok(stored) => Ok(Attempt::Done(object::served_bytes(&stored, def)?)),
+        Ok(stored) => Ok(Attempt::Done(crate::conversion::served_bytes(st, t, &stored).await?)),
         Err(WriteError::AlreadyExists) => Ok(Attempt::Retry),
         Err(e) => Err(write_error(e, def, t.name())),
     }

@@ -207,7 +207,7 @@ pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result
         let Some(stored) = read_for_write(st, &t.key(), attempt).await? else {
             return Err(ApiError::not_found(t.def.group_resource(), t.name()));
         };
-        let old = object::parse_served(&stored, t.def)?;
+        let old = crate::conversion::parse_served(st, t, &stored).await?;
         let scale = scale_of(t, &old);
         let new_scale = match patch_type {
             Some(pt) => patch_scale(pt, &scale, &body)?,
@@ -248,7 +248,7 @@ pub(crate) async fn write_scale(st: &RestState, ctx: Ctx, patch: bool) -> Result
         // Store.
         let cmd = Command::Update {
             key: t.key(),
-            object: strategy::stored(t, &new)?.into(),
+            object: crate::conversion::stored(st, t, &new).await?.into(),
             precondition,
             finalizing: t.finalizing(),
         };

@@ -61,7 +61,7 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
             return Err(ApiError::not_found(def.group_resource(), &name));
         };
         // An object stored at another version reads as this one.
-        let old = object::parse_served(&old, def)?;
+        let old = crate::conversion::parse_served(st, t, &old).await?;
         let sub = t.subresource.as_deref();
         let now = st.clock.now_rfc3339();
         let new = subresource::shape_write(def, sub, &old, obj.clone());
@@ -79,14 +79,14 @@ pub(crate) async fn update(st: &RestState, ctx: Ctx) -> Result<Response, ApiErro
 
         // Store.
         let claims = alloc::claim(st, t, Some(&old), &mut new).await?;
-        let (stored, claims) = alloc::checked(st, claims, strategy::stored(t, &new)).await?;
+        let (stored, claims) = alloc::checked(st, claims, crate::conversion::stored(st, t, &new).await).await?;
         let cmd = Command::Update { key: t.key(), object: stored.into(), precondition: p, finalizing: t.finalizing() };
         let result = st.cluster.write(cmd, st.request_timeout).await;
         alloc::settle(st, claims, alloc::written(&result)).await;
         match result.map_err(cluster_error)? {
             // Encode.
             Ok(stored) => {
-                let resp = json_response(StatusCode::OK, object::served_bytes(&stored, def)?);
+                let resp = json_response(StatusCode::OK, crate::conversion::served_bytes(st, t, &stored).await?);
                 return Ok(fields::with_warnings(resp, &warnings));
             }
             Err(WriteError::Conflict | WriteError::NotFound)

@@ -48,7 +48,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::{BufMut, Bytes, BytesMut};
 use kuorum_api::selector::FieldRequirement;
 use kuorum_api::{ApiError, ResourceDef};
-use kuorum_watch::{event_line, InitialState, Obj, TooOld, Watch, WatchCache, WatchItem, WatchStart};
+use kuorum_watch::{event_line, Event, InitialState, Obj, TooOld, Watch, WatchCache, WatchItem, WatchStart};
 use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant, Sleep};
 
@@ -58,7 +58,7 @@ use crate::list::{filter_of, serves_as_stored};
 use crate::negotiate::{negotiate_output, Output, JSON};
 use crate::object::served_bytes;
 use crate::table::{TableView, WatchView};
-use crate::target::Ctx;
+use crate::target::{Ctx, Target};
 use crate::RestState;
 
 /// kube-apiserver's `--min-request-timeout`: a watch without `timeoutSeconds` lasts
@@ -166,6 +166,7 @@ pub(crate) async fn watch(st: &RestState, ctx: Ctx) -> Result<Response, ApiError
         flush_timer: Box::pin(sleep_until(now)),
         strikes: st.chaos.as_ref().map(|c| (c.clone(), c.subscribe())),
         ended: false,
+        convert: crate::conversion::by_webhook(t).then(|| Arc::new((st.clone(), t.clone()))),
     };
     let body = Body::from_stream(futures::stream::unfold(stream, EventStream::next));
     Ok(streaming_response(body))
@@ -304,8 +305,11 @@ struct EventStream {
     flush_timer: Pin<Box<Sleep>>,
     /// Chaos mode only: the injector and the strikes it sends to open watches.
     strikes: Option<(Arc<Chaos>, StrikeReceiver)>,
-    /// The last chunk (a chaos 410) went out: end the stream.
+    /// The last chunk (a chaos 410, a failed conversion) went out: end the stream.
     ended: bool,
+    /// For a custom resource converted by its CRD's webhook: what converting an object
+    /// needs ([`crate::conversion`]). Objects are converted before they are encoded.
+    convert: Option<Arc<(RestState, Target)>>,
 }
 
 /// How a watch stream stops short: a cut connection, as a network fault would leave it.
@@ -319,7 +323,10 @@ impl EventStream {
                 // The deadline passed before the client took the last chunk.
                 return None;
             }
-            let chunk = self.initial_chunk();
+            let chunk = match self.convert.clone() {
+                Some(convert) => self.converted_initial_chunk(&convert).await,
+                None => self.initial_chunk(),
+            };
             if !chunk.is_empty() {
                 return Some((Ok(Bytes::from_owner(InFlight { chunk, written })), self));
             }
@@ -346,11 +353,14 @@ impl EventStream {
                     }
                 },
             };
-            let line = self.line(item);
+            let line = self.next_line(item).await;
             if !line.is_empty() {
                 break line;
             }
         };
+        if self.ended {
+            return Some((Ok(first), self));
+        }
         let interval = flush_interval(self.cache.watcher_count());
         let mut now = Instant::now();
         if let Some(next_write) = self.last_write.map(|t| t + interval).filter(|t| *t > now) {
@@ -370,10 +380,10 @@ impl EventStream {
         // Send what is ready together, one line per event.
         let mut buf = BytesMut::new();
         buf.put_slice(&first);
-        buf.put_slice(&self.line(second));
-        while buf.len() < CHUNK_BYTES {
+        buf.put_slice(&self.next_line(second).await);
+        while buf.len() < CHUNK_BYTES && !self.ended {
             match self.watch.rx.try_recv() {
-                Ok(item) => buf.put_slice(&self.line(item)),
+                Ok(item) => buf.put_slice(&self.next_line(item).await),
                 Err(_) => break,
             }
         }
@@ -436,6 +446,75 @@ impl EventStream {
             }
         }
         chunk.freeze()
+    }
+
+    /// The next chunk of initial events of a watch whose objects convert by webhook: up to
+    /// a review's worth ([`crate::conversion::BATCH`]) converted at once, then encoded as
+    /// [`EventStream::initial_chunk`] encodes them. A failed conversion is an ERROR event
+    /// that ends the stream, as kube-apiserver ends a watch it cannot encode.
+    async fn converted_initial_chunk(&mut self, convert: &(RestState, Target)) -> Bytes {
+        let Some(initial) = self.initial.as_mut() else { return Bytes::new() };
+        let mut objects = Vec::new();
+        let mut budget = INITIAL_SCAN;
+        while objects.len() < crate::conversion::BATCH {
+            match initial.objects.next_within(&mut budget) {
+                Some(obj) => objects.push(obj),
+                None => break,
+            }
+        }
+        let (done, rv, end_bookmark) = (initial.objects.is_done(), initial.rv, initial.end_bookmark);
+        let bytes: Vec<&[u8]> = objects.iter().map(|o| &o.bytes[..]).collect();
+        let converted = match crate::conversion::served_many(&convert.0, &convert.1, &bytes).await {
+            Ok(c) => c,
+            Err(e) => return self.fail(&e),
+        };
+        let mut chunk = BytesMut::new();
+        for (obj, c) in objects.into_iter().zip(converted) {
+            let obj = match c {
+                Some(bytes) => Obj::new(obj.key.clone(), obj.rv, bytes),
+                None => obj,
+            };
+            match self.view.as_mut() {
+                None => put_added(&mut chunk, &obj, self.def),
+                Some(v) => chunk.put_slice(&view_line(v, "ADDED", &obj)),
+            }
+        }
+        if done {
+            if end_bookmark {
+                chunk.put_slice(&bookmark_line(self.def, rv, true));
+            }
+            self.initial = None;
+        }
+        chunk.freeze()
+    }
+
+    /// Ends the stream after an ERROR event with `e`'s Status.
+    fn fail(&mut self, e: &ApiError) -> Bytes {
+        self.initial = None;
+        self.ended = true;
+        event_line("ERROR", &serde_json::to_vec(&e.to_json()).unwrap_or_default())
+    }
+
+    /// The line for one queued item ([`EventStream::line`]), its object converted first
+    /// when the CRD converts by webhook.
+    async fn next_line(&mut self, item: WatchItem) -> Bytes {
+        let Some(convert) = self.convert.clone() else { return self.line(item) };
+        let item = match item {
+            WatchItem::Event(t, event) if !serves_as_stored(&event.object, self.def) => {
+                match crate::conversion::served_many(&convert.0, &convert.1, &[&event.object.bytes[..]]).await {
+                    Ok(mut c) => match c.pop().flatten() {
+                        Some(bytes) => {
+                            let obj = Obj::new(event.object.key.clone(), event.object.rv, bytes);
+                            WatchItem::Event(t, Event::new(event.rv, event.kind, obj, None))
+                        }
+                        None => WatchItem::Event(t, event),
+                    },
+                    Err(e) => return self.fail(&e),
+                }
+            }
+            other => other,
+        };
+        self.line(item)
     }
 
     /// The line for one queued item (empty for an object that cannot be served).

@@ -259,32 +259,10 @@ impl Review<'_> {
         let body = serde_json::to_vec(&self.review(&uid, obj)).map_err(|e| e.to_string())?;
         let (client, url) = client_for(self.st, &w.spec, w.timeout())?;
         let url = format!("{url}{}timeout={}s", if url.contains('?') { '&' } else { '?' }, w.timeout().as_secs());
-        let failed = |e: &dyn std::fmt::Display| format!("failed to call webhook: Post {url:?}: {e}");
-        let resp = client
-            .post(&url)
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| failed(&error_chain(&e)))?;
-        let status = resp.status();
-        // Read a chunk at a time, so an answer without a length is bounded too.
-        let mut resp = resp;
-        let mut bytes = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(|e| failed(&error_chain(&e)))? {
-            if bytes.len() + chunk.len() > MAX_REVIEW_BYTES {
-                return Err(failed(&"the response is larger than the body limit"));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        if !status.is_success() {
-            return Err(format!(
-                "failed to call webhook: the server responded with the status code {}",
-                status.as_u16()
-            ));
-        }
-        let v: Value = serde_json::from_slice(&bytes).map_err(|e| format!("received invalid webhook response: {e}"))?;
+        let v = post_json(&client, &url, body).await.map_err(|e| match e {
+            PostError::Invalid(e) => format!("received invalid webhook response: {e}"),
+            other => format!("failed to call webhook: {other}"),
+        })?;
         let response = v.get("response").and_then(Value::as_object).cloned().ok_or("webhook response was absent")?;
         let got = response.get("uid").and_then(Value::as_str).unwrap_or("");
         if got != uid {
@@ -504,6 +482,51 @@ fn endpoint(st: &RestState, namespace: &str, name: &str, port: u64) -> Option<(s
         }
     }
     None
+}
+
+/// Why a [`post_json`] failed.
+pub(crate) enum PostError {
+    /// The request did not complete: `Post "url": why`.
+    Transport(String),
+    /// The server answered this non-2xx status.
+    Status(u16),
+    /// The answer is not JSON.
+    Invalid(String),
+}
+
+impl std::fmt::Display for PostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PostError::Transport(e) | PostError::Invalid(e) => f.write_str(e),
+            PostError::Status(code) => write!(f, "the server responded with the status code {code}"),
+        }
+    }
+}
+
+/// Posts `body` (JSON) to `url` and parses the answer, read a chunk at a time so that an
+/// answer without a length is bounded too (at most the body limit).
+pub(crate) async fn post_json(client: &reqwest::Client, url: &str, body: Vec<u8>) -> Result<Value, PostError> {
+    let failed = |e: &dyn std::fmt::Display| PostError::Transport(format!("Post {url:?}: {e}"));
+    let mut resp = client
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json")
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| failed(&error_chain(&e)))?;
+    let status = resp.status();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| failed(&error_chain(&e)))? {
+        if bytes.len() + chunk.len() > MAX_REVIEW_BYTES {
+            return Err(failed(&"the response is larger than the body limit"));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    if !status.is_success() {
+        return Err(PostError::Status(status.as_u16()));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| PostError::Invalid(e.to_string()))
 }
 
 /// An error with its sources, as Go prints a wrapped error.
