@@ -1,6 +1,6 @@
 //! Owns the small HTTPS servers tests stand up beside a cluster, as real webhook and
 //! extension API servers are: a self-signed certificate for the names given (its PEM,
-//! base64, is the `caBundle` to configure), one HTTP/1.1 exchange per connection, and a
+//! base64, is the `caBundle` to configure), HTTP/1.1 with keep-alive, and a
 //! handler that answers each request. [`HttpsServer::set_down`] makes it drop every
 //! connection unanswered, as a server that went away.
 
@@ -68,10 +68,10 @@ impl HttpsServer {
                 if is_down.load(Ordering::SeqCst) {
                     continue;
                 }
-                let (config, handler) = (config.clone(), handler.clone());
+                let (config, handler, is_down) = (config.clone(), handler.clone(), is_down.clone());
                 thread::spawn(move || {
                     let Ok(conn) = rustls::ServerConnection::new(config) else { return };
-                    serve_one(rustls::StreamOwned::new(conn, sock), &*handler);
+                    serve_one(rustls::StreamOwned::new(conn, sock), &*handler, &is_down);
                 });
             }
         });
@@ -83,48 +83,60 @@ impl HttpsServer {
         format!("https://127.0.0.1:{}{path}", self.port)
     }
 
-    /// While down, every connection is closed unanswered.
+    /// While down, every connection is closed unanswered, the open ones at their next
+    /// request.
     pub fn set_down(&self, down: bool) {
         self.down.store(down, Ordering::SeqCst);
     }
 }
 
-/// One exchange on `stream`.
-fn serve_one(mut stream: impl Read + Write, handler: &dyn Fn(&Request) -> (u16, Value)) {
+/// The exchanges on `stream`, until the client closes it (HTTP/1.1 keep-alive, as real
+/// servers keep connections open for kube-apiserver's clients to reuse).
+fn serve_one(mut stream: impl Read + Write, handler: &dyn Fn(&Request) -> (u16, Value), down: &AtomicBool) {
     let mut reader = BufReader::new(&mut stream);
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
-        return;
-    }
-    let mut words = line.split_whitespace();
-    let method = words.next().unwrap_or("").to_string();
-    let path = words.next().unwrap_or("").split('?').next().unwrap_or("").to_string();
-    let mut headers = Vec::new();
-    let mut length = 0usize;
     loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).is_err() || header.trim().is_empty() {
-            break;
+        let mut line = String::new();
+        if !matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
+            return;
         }
-        if let Some((k, v)) = header.split_once(':') {
-            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_string());
-            if k == "content-length" {
-                length = v.parse().unwrap_or(0);
+        let mut words = line.split_whitespace();
+        let method = words.next().unwrap_or("").to_string();
+        let path = words.next().unwrap_or("").split('?').next().unwrap_or("").to_string();
+        let mut headers = Vec::new();
+        let mut length = 0usize;
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).is_err() || header.trim().is_empty() {
+                break;
             }
-            headers.push((k, v));
+            if let Some((k, v)) = header.split_once(':') {
+                let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_string());
+                if k == "content-length" {
+                    length = v.parse().unwrap_or(0);
+                }
+                headers.push((k, v));
+            }
+        }
+        let mut body = vec![0; length.min(16 << 20)];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        if down.load(Ordering::SeqCst) {
+            return;
+        }
+        let close = headers.iter().any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"));
+        let request = Request { method, path, headers, body: serde_json::from_slice(&body).unwrap_or(Value::Null) };
+        let (status, reply) = handler(&request);
+        let reply = reply.to_string();
+        let stream = reader.get_mut();
+        let connection = if close { "close" } else { "keep-alive" };
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n{reply}",
+            reply.len()
+        );
+        if stream.flush().is_err() || close {
+            return;
         }
     }
-    let mut body = vec![0; length.min(16 << 20)];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
-    let request = Request { method, path, headers, body: serde_json::from_slice(&body).unwrap_or(Value::Null) };
-    let (status, reply) = handler(&request);
-    let reply = reply.to_string();
-    let _ = write!(
-        stream,
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
-        reply.len()
-    );
-    let _ = stream.flush();
 }

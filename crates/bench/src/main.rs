@@ -104,6 +104,11 @@ struct Args {
     /// its nodes); 0 leaves each server its own default (every CPU).
     #[arg(long)]
     server_threads: Option<u16>,
+    /// creates (kuorum): configure one ValidatingWebhookConfiguration for ConfigMap creates,
+    /// served by a webhook the bench starts that allows everything, to measure what a
+    /// webhook costs per request.
+    #[arg(long)]
+    noop_webhook: bool,
     /// Where to write the JSON result.
     #[arg(long, default_value = "bench-result.json")]
     out: PathBuf,

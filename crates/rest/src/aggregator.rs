@@ -73,17 +73,20 @@ fn client(st: &RestState, apiservice: &Object, timeout: Option<Duration>) -> Res
         s.remove("path");
     }
     let config = json!({"service": service, "caBundle": spec.get("caBundle").cloned().unwrap_or(Value::Null)});
-    let mut builder = reqwest::Client::builder().connect_timeout(CHECK_TIMEOUT);
-    if let Some(t) = timeout {
-        builder = builder.timeout(t);
-    }
-    if spec.get("insecureSkipTLSVerify").and_then(Value::as_bool) == Some(true) {
-        builder = builder.danger_accept_invalid_certs(true);
-    }
-    if let Some(identity) = st.proxy_identity.as_ref() {
-        builder = builder.identity(identity.clone());
-    }
-    crate::webhook::service_client(st, &config, builder)
+    let insecure = spec.get("insecureSkipTLSVerify").and_then(Value::as_bool) == Some(true);
+    crate::webhook::service_client(st, &config, &format!("proxy {timeout:?} {insecure}"), || {
+        let mut builder = reqwest::Client::builder().connect_timeout(CHECK_TIMEOUT);
+        if let Some(t) = timeout {
+            builder = builder.timeout(t);
+        }
+        if insecure {
+            builder = builder.danger_accept_invalid_certs(true);
+        }
+        if let Some(identity) = st.proxy_identity.as_ref() {
+            builder = builder.identity(identity.clone());
+        }
+        builder
+    })
 }
 
 fn unavailable(message: String) -> ApiError {

@@ -158,8 +158,8 @@ async fn to_version(
         "request": {"uid": uid, "desiredAPIVersion": desired, "objects": sent},
     });
     let body = serde_json::to_vec(&review).map_err(|e| failed(&e))?;
-    let builder = reqwest::Client::builder().timeout(TIMEOUT).connect_timeout(TIMEOUT);
-    let (client, url) = service_client(st, client_config, builder).map_err(|e| failed(&e))?;
+    let builder = || reqwest::Client::builder().timeout(TIMEOUT).connect_timeout(TIMEOUT);
+    let (client, url) = service_client(st, client_config, "conversion", builder).map_err(|e| failed(&e))?;
     let answer = post_json(&client, &url, body).await.map_err(|e| match e {
         PostError::Invalid(e) => failed(&format!("received invalid webhook response: {e}")),
         other => failed(&other),

@@ -76,7 +76,7 @@ mod target;
 mod token;
 mod update;
 mod watch;
-mod webhook;
+pub mod webhook;
 mod yaml_limits;
 
 pub use crd_cleanup::finalize_deleted_crds;
@@ -127,6 +127,9 @@ pub struct RestState {
     pub service_map: Arc<std::collections::HashMap<(String, String), std::net::SocketAddr>>,
     /// API Priority and Fairness (`--enable-priority-and-fairness`); `None`: off.
     pub apf: Option<Arc<apf::Apf>>,
+    /// The HTTPS clients of webhooks and extension servers, kept so that calls reuse
+    /// their connections.
+    pub clients: Arc<webhook::Clients>,
 }
 
 impl RestState {
@@ -151,6 +154,7 @@ impl RestState {
             aggregated: Default::default(),
             service_map: Default::default(),
             apf: Some(Arc::default()),
+            clients: Default::default(),
         }
     }
 }

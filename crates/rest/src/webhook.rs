@@ -16,7 +16,7 @@
 //! - **Where:** `clientConfig.url`, or `clientConfig.service`: the Service's Endpoints
 //!   (first address, the port whose `port` or `targetPort` the reference names, 443 by
 //!   default) are dialled, with the TLS name `<service>.<namespace>.svc` checked against
-//!   `caBundle`.
+//!   `caBundle`. Clients are kept ([`Clients`]), so calls reuse their connections.
 //! - **Failures:** a call that fails, times out (`timeoutSeconds`, 10 by default, at most
 //!   30) or answers nonsense is kube's 500 `failed calling webhook` under
 //!   `failurePolicy: Fail` (the default; kube's code, kept so clients see what they see
@@ -24,9 +24,10 @@
 //!   words it (`admission webhook "x" denied the request: ...`, 400 or more).
 //! - **Dry runs** reach only webhooks whose `sideEffects` are `None` or `NoneOnDryRun`;
 //!   any other matching webhook makes the dry run 400, as kube.
+//! - **Reinvocation:** a mutating webhook with `reinvocationPolicy: IfNeeded` whose
+//!   result a later webhook changed runs once more.
 //!
-//! Not yet: `reinvocationPolicy: IfNeeded` (each mutating webhook runs once),
-//! `matchPolicy: Equivalent` across versions (kuorum serves most resources at one
+//! Not yet: `matchPolicy: Equivalent` across versions (kuorum serves most resources at one
 //! version), webhooks on deletes and on `CONNECT`.
 
 use std::time::Duration;
@@ -332,44 +333,70 @@ fn warnings_of(response: &Map<String, Value>) -> Vec<String> {
 }
 
 /// The mutating webhooks, in turn, on `obj`. Answers their warnings.
+///
+/// `reinvocationPolicy: IfNeeded`: a webhook that ran and whose result a later webhook
+/// changed is called once more, after the others, in order (kube's reinvocation; kuorum's
+/// own mutating plugins and MutatingAdmissionPolicies run before the webhooks, so only a
+/// webhook can change the object after one).
 pub(crate) async fn mutate(r: &Review<'_>, obj: &mut Object) -> Result<Vec<String>, ApiError> {
     let mut warnings = Vec::new();
-    for w in webhooks(r.st, "mutatingwebhookconfigurations") {
-        if !r.matches(&w, obj)? {
-            continue;
+    let hooks = webhooks(r.st, "mutatingwebhookconfigurations");
+    // Each IfNeeded webhook that ran, with the object as it left it.
+    let mut ran: Vec<(usize, Object)> = Vec::new();
+    for (i, w) in hooks.iter().enumerate() {
+        if mutate_once(r, w, obj, &mut warnings).await? && w.str("reinvocationPolicy") == "IfNeeded" {
+            ran.push((i, obj.clone()));
         }
-        if let Some(e) = r.side_effects_refuse_dry_run(&w) {
-            return Err(e);
-        }
-        let response = match r.call(&w, obj).await {
-            Ok(resp) => resp,
-            Err(_) if w.ignores_failures() => continue,
-            Err(why) => return Err(call_failed(&w.name, &why)),
-        };
-        warnings.extend(warnings_of(&response));
-        if response.get("allowed").and_then(Value::as_bool) != Some(true) {
-            return Err(denied(&w.name, &response));
-        }
-        let Some(patch) = response.get("patch").and_then(Value::as_str) else { continue };
-        if response.get("patchType").and_then(Value::as_str) != Some("JSONPatch") {
-            let e = "the response has a patch but no patchType JSONPatch";
-            if w.ignores_failures() {
-                continue;
-            }
-            return Err(call_failed(&w.name, e));
-        }
-        let patched =
-            base64::engine::general_purpose::STANDARD.decode(patch).map_err(|e| e.to_string()).and_then(|bytes| {
-                kuorum_patch::json_patch(&Value::Object(obj.clone()), &bytes).map_err(|e| format!("{e:?}"))
-            });
-        match patched {
-            Ok(Value::Object(p)) => *obj = p,
-            Ok(_) | Err(_) if w.ignores_failures() => continue,
-            Ok(_) => return Err(call_failed(&w.name, "the patch does not leave an object")),
-            Err(e) => return Err(call_failed(&w.name, &format!("the patch does not apply: {e}"))),
+    }
+    for (i, left) in ran {
+        if &left != obj {
+            mutate_once(r, &hooks[i], obj, &mut warnings).await?;
         }
     }
     Ok(warnings)
+}
+
+/// Calls `w` on `obj` if it matches and applies its patch; whether it was called.
+async fn mutate_once(
+    r: &Review<'_>,
+    w: &Webhook,
+    obj: &mut Object,
+    warnings: &mut Vec<String>,
+) -> Result<bool, ApiError> {
+    if !r.matches(w, obj)? {
+        return Ok(false);
+    }
+    if let Some(e) = r.side_effects_refuse_dry_run(w) {
+        return Err(e);
+    }
+    let response = match r.call(w, obj).await {
+        Ok(resp) => resp,
+        Err(_) if w.ignores_failures() => return Ok(true),
+        Err(why) => return Err(call_failed(&w.name, &why)),
+    };
+    warnings.extend(warnings_of(&response));
+    if response.get("allowed").and_then(Value::as_bool) != Some(true) {
+        return Err(denied(&w.name, &response));
+    }
+    let Some(patch) = response.get("patch").and_then(Value::as_str) else { return Ok(true) };
+    if response.get("patchType").and_then(Value::as_str) != Some("JSONPatch") {
+        let e = "the response has a patch but no patchType JSONPatch";
+        if w.ignores_failures() {
+            return Ok(true);
+        }
+        return Err(call_failed(&w.name, e));
+    }
+    let patched = base64::engine::general_purpose::STANDARD
+        .decode(patch)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| kuorum_patch::json_patch(&Value::Object(obj.clone()), &bytes).map_err(|e| format!("{e:?}")));
+    match patched {
+        Ok(Value::Object(p)) => *obj = p,
+        Ok(_) | Err(_) if w.ignores_failures() => {}
+        Ok(_) => return Err(call_failed(&w.name, "the patch does not leave an object")),
+        Err(e) => return Err(call_failed(&w.name, &format!("the patch does not apply: {e}"))),
+    }
+    Ok(true)
 }
 
 /// The validating webhooks, all at once, on `obj`. Answers their warnings; the first
@@ -409,26 +436,36 @@ pub(crate) async fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>
 /// An HTTPS client for a webhook's `clientConfig` and the URL to post to.
 fn client_for(st: &RestState, spec: &Value, timeout: Duration) -> Result<(reqwest::Client, String), String> {
     let config = spec.get("clientConfig").cloned().unwrap_or(Value::Null);
-    let builder = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout);
-    service_client(st, &config, builder)
+    service_client(st, &config, &format!("webhook {timeout:?}"), || {
+        reqwest::Client::builder().timeout(timeout).connect_timeout(timeout)
+    })
 }
 
+/// The most clients [`Clients`] keeps; past it, it starts over.
+const MAX_CLIENTS: usize = 256;
+
+/// The HTTPS clients of webhooks and extension servers, by what each was built from (its
+/// options, `clientConfig` and the address dialled). A call reuses its client's pooled
+/// connections, as kube-apiserver's webhook client manager does; a client built per call
+/// would pay a TCP connect and a TLS handshake every time.
+#[derive(Default)]
+pub struct Clients(
+    std::sync::Mutex<std::collections::HashMap<String, reqwest::Client>>,
+    /// Keyed per process, so that no one can make two bundles' hashes collide.
+    std::collections::hash_map::RandomState,
+);
+
 /// A client for `config` (a webhook's `clientConfig`: `url` or `service`, and
-/// `caBundle`) built on `builder`, and the URL to call.
+/// `caBundle`) built by `builder` (whose options `options` names, for the cache), and the
+/// URL to call.
 pub(crate) fn service_client(
     st: &RestState,
     config: &Value,
-    builder: reqwest::ClientBuilder,
+    options: &str,
+    builder: impl FnOnce() -> reqwest::ClientBuilder,
 ) -> Result<(reqwest::Client, String), String> {
-    let mut builder = builder.use_rustls_tls();
-    if let Some(ca) = config.get("caBundle").and_then(Value::as_str).filter(|c| !c.is_empty()) {
-        let pem = base64::engine::general_purpose::STANDARD.decode(ca).map_err(|e| format!("caBundle: {e}"))?;
-        for cert in reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| format!("caBundle: {e}"))? {
-            builder = builder.add_root_certificate(cert);
-        }
-    }
-    let url = if let Some(url) = config.get("url").and_then(Value::as_str) {
-        url.to_string()
+    let (url, resolve) = if let Some(url) = config.get("url").and_then(Value::as_str) {
+        (url.to_string(), None)
     } else if let Some(service) = config.get("service") {
         let s = |f: &str| service.get(f).and_then(Value::as_str).unwrap_or("");
         let (namespace, name, path) = (s("namespace"), s("name"), s("path"));
@@ -436,12 +473,40 @@ pub(crate) fn service_client(
         let (ip, target) = endpoint(st, namespace, name, port)
             .ok_or_else(|| format!("service \"{namespace}/{name}\" has no endpoints on port {port}"))?;
         let host = format!("{name}.{namespace}.svc");
-        builder = builder.resolve(&host, std::net::SocketAddr::new(ip, target));
-        format!("https://{host}:{target}{path}")
+        let url = format!("https://{host}:{target}{path}");
+        (url, Some((host, std::net::SocketAddr::new(ip, target))))
     } else {
         return Err("the clientConfig names neither url nor service".into());
     };
-    Ok((builder.build().map_err(|e| e.to_string())?, url))
+    let ca = config.get("caBundle").and_then(Value::as_str).unwrap_or("");
+    // The CA by its hash: a bundle may be large, and the key is kept.
+    let ca_hash = {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = st.clients.1.build_hasher();
+        h.write(ca.as_bytes());
+        h.finish()
+    };
+    let key = format!("{options}|{resolve:?}|{ca_hash:x}");
+    if let Some(client) = st.clients.0.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok((client.clone(), url));
+    }
+    let mut builder = builder().use_rustls_tls();
+    if !ca.is_empty() {
+        let pem = base64::engine::general_purpose::STANDARD.decode(ca).map_err(|e| format!("caBundle: {e}"))?;
+        for cert in reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| format!("caBundle: {e}"))? {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    if let Some((host, addr)) = resolve {
+        builder = builder.resolve(&host, addr);
+    }
+    let client = builder.build().map_err(|e| e.to_string())?;
+    let mut clients = st.clients.0.lock().unwrap_or_else(|e| e.into_inner());
+    if clients.len() >= MAX_CLIENTS {
+        clients.clear();
+    }
+    clients.insert(key, client.clone());
+    Ok((client, url))
 }
 
 /// The address of a Service in `--webhook-service-map`, else the first address of its

@@ -288,3 +288,62 @@ async fn match_conditions_skip_refuse_or_ignore() {
     let m = v["message"].as_str().unwrap();
     assert!(m.contains("webhooks[0].matchConditions[0].expression: Invalid value: \"object.metadata.name ==\": compilation failed: "), "{m}");
 }
+
+/// A webhook that records the labels it saw in an annotation, then one that adds a label:
+/// with `reinvocationPolicy: IfNeeded` the first runs again and sees the label; with
+/// `Never` it does not.
+#[tokio::test]
+async fn if_needed_webhooks_run_again_after_a_later_change() {
+    let app = common::app().await;
+    app.namespace("default").await;
+    let router = axum::Router::new()
+        .route(
+            "/record",
+            post(|Json(review): Json<Value>| async move {
+                let labels = review["request"]["object"]["metadata"]["labels"].as_object().cloned().unwrap_or_default();
+                let seen = labels.keys().cloned().collect::<Vec<_>>().join(",");
+                let patch = json!([{"op": "add", "path": "/metadata/annotations", "value": {"seen": seen}}]);
+                let patch = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&patch).unwrap());
+                answer(&review, json!({"patchType": "JSONPatch", "patch": patch}))
+            }),
+        )
+        .route(
+            "/label",
+            post(|Json(review): Json<Value>| async move {
+                let patch = json!([{"op": "add", "path": "/metadata/labels", "value": {"added": "yes"}}]);
+                let patch = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&patch).unwrap());
+                answer(&review, json!({"patchType": "JSONPatch", "patch": patch}))
+            }),
+        );
+    let (port, ca, _server) = tls_server::serve(router, "127.0.0.1").await;
+    let url = |path: &str| format!("https://127.0.0.1:{port}{path}");
+    let record = |policy: &str| {
+        configuration(
+            "MutatingWebhookConfiguration",
+            "a-record",
+            &url("/record"),
+            &ca,
+            json!({"reinvocationPolicy": policy}),
+        )
+    };
+    created(&app, MUTATING, record("Never")).await;
+    created(&app, MUTATING, configuration("MutatingWebhookConfiguration", "b-label", &url("/label"), &ca, json!({})))
+        .await;
+
+    // Never: the recorder ran first and saw no labels.
+    let r = app.post(CONFIGMAPS, cm("never", json!({}))).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    let obj = r.json();
+    assert_eq!(
+        (&obj["metadata"]["annotations"]["seen"], &obj["metadata"]["labels"]["added"]),
+        (&json!(""), &json!("yes"))
+    );
+
+    // IfNeeded: it runs again after the label was added, and sees it.
+    let mut config = app.get(&format!("{MUTATING}/a-record")).await.json();
+    config["webhooks"][0]["reinvocationPolicy"] = json!("IfNeeded");
+    assert_eq!(app.put(&format!("{MUTATING}/a-record"), config).await.status.as_u16(), 200);
+    let r = app.post(CONFIGMAPS, cm("if-needed", json!({}))).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    assert_eq!(r.json()["metadata"]["annotations"]["seen"], "added");
+}

@@ -31,6 +31,8 @@ struct Creating {
     /// The cluster this bench started (None for `--kuorum`/`--etcd`), stopped when dropped.
     kuorum: Option<Cluster>,
     _etcd: Option<EtcdCluster>,
+    /// `--noop-webhook`: the webhook server, up while the cluster calls it.
+    _webhook: Option<kuorum_e2e::https_server::HttpsServer>,
 }
 
 impl Creating {
@@ -50,12 +52,18 @@ impl Creating {
             let leader = c.leader()?;
             eprintln!("kuorum nodes {urls:?}, leader node {leader}");
         }
+        let webhook = if args.noop_webhook { Some(noop_webhook(&urls)?) } else { None };
         let roles = kuorum_roles(&urls)?;
         let (members, client0_target) = put_first(urls, roles, &args.first)?;
         let idle_cores = idle_cores("kuorum", pids.as_deref());
         Ok(Creating {
             system: "kuorum",
-            workload: "create ConfigMap (REST)",
+            workload: if webhook.is_some() {
+                "create ConfigMap (REST), 1 no-op validating webhook"
+            } else {
+                "create ConfigMap (REST)"
+            },
+            _webhook: webhook,
             members,
             pids,
             idle_cores,
@@ -90,6 +98,7 @@ impl Creating {
             client0_target,
             kuorum: None,
             _etcd: cluster,
+            _webhook: None,
         })
     }
 
@@ -140,6 +149,35 @@ impl Creating {
         }
         eprintln!("{} still busy after 20 s; going on", self.system);
     }
+}
+
+/// Starts a webhook server that allows every review and registers it for ConfigMap
+/// creates through the first node; waits until every node has the configuration.
+fn noop_webhook(urls: &[String]) -> Result<kuorum_e2e::https_server::HttpsServer> {
+    let server = kuorum_e2e::https_server::HttpsServer::start(&["127.0.0.1"], |r| {
+        let response = serde_json::json!({"uid": r.body["request"]["uid"], "allowed": true});
+        (200, serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
+    });
+    let config = serde_json::json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "bench-noop"},
+        "webhooks": [{"name": "noop.bench.kuorum", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": server.url("/validate"), "caBundle": server.ca_bundle},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]}]
+    });
+    let http = reqwest::blocking::Client::new();
+    const PATH: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+    let r = http.post(format!("{}{PATH}", urls[0])).json(&config).send()?;
+    anyhow::ensure!(r.status().is_success(), "registering the webhook: {}", r.text()?);
+    for url in urls {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !http.get(format!("{url}{PATH}/bench-noop")).send()?.status().is_success() {
+            anyhow::ensure!(std::time::Instant::now() < deadline, "{url} never saw the webhook");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    eprintln!("a no-op validating webhook at {} for ConfigMap creates", server.url("/validate"));
+    Ok(server)
 }
 
 /// Every level on one system, on one cluster (started here unless given).
