@@ -68,6 +68,7 @@ impl HttpsServer {
                 if is_down.load(Ordering::SeqCst) {
                     continue;
                 }
+                let _ = sock.set_nodelay(true);
                 let (config, handler, is_down) = (config.clone(), handler.clone(), is_down.clone());
                 thread::spawn(move || {
                     let Ok(conn) = rustls::ServerConnection::new(config) else { return };
@@ -130,11 +131,13 @@ fn serve_one(mut stream: impl Read + Write, handler: &dyn Fn(&Request) -> (u16, 
         let reply = reply.to_string();
         let stream = reader.get_mut();
         let connection = if close { "close" } else { "keep-alive" };
-        let _ = write!(
-            stream,
+        // One write, so the answer leaves as one TLS record: written in pieces, Nagle's
+        // algorithm would hold the later ones for the client's delayed ACK (40 ms).
+        let answer = format!(
             "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n{reply}",
             reply.len()
         );
+        let _ = stream.write_all(answer.as_bytes());
         if stream.flush().is_err() || close {
             return;
         }

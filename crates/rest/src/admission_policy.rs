@@ -23,8 +23,9 @@
 //!   or `JSONPatch` (a list of `JSONPatch{op, path, value}`).
 //!
 //! Every expression is compiled once per text ([`kuorum_cel::compile_any`]) and bounded
-//! per evaluation by [`kuorum_cel::PER_CALL_LIMIT`]. Not yet: `status.typeChecking`,
-//! `reinvocationPolicy`, `matchPolicy: Equivalent`, policies on deletes.
+//! per evaluation by [`kuorum_cel::PER_CALL_LIMIT`]. Validating policies run on deletes
+//! too (`object` null, `oldObject` the object). Not yet: `status.typeChecking`,
+//! `reinvocationPolicy`, `matchPolicy: Equivalent`.
 
 use std::sync::Arc;
 
@@ -131,7 +132,7 @@ impl Inputs {
             })
             .unwrap_or(Value::Null);
         Inputs {
-            object: Value::Object(obj.clone()),
+            object: r.object_value(obj),
             old: r.old.map(|o| Value::Object(o.clone())).unwrap_or(Value::Null),
             request: r.request_value(obj),
             namespace,

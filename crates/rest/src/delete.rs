@@ -24,6 +24,7 @@ use serde_json::Value;
 use crate::alloc;
 use crate::consistency::read_for_write;
 use crate::error::{cluster_error, write_error};
+use crate::fields;
 use crate::graceful::{self, Next};
 use crate::negotiate::{self, json_response};
 use crate::object;
@@ -56,11 +57,12 @@ pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, Api
     if let Some(s) = t.strategy() {
         s.check_delete(&name)?;
     }
-    crate::admission::validate_delete(st, ctx.user.as_ref(), t, None)?;
+    let warnings = crate::admission::validate_delete(st, ctx.user.as_ref(), t, None, opts.dry_run).await?;
+    let answer = |body| fields::with_warnings(json_response(StatusCode::OK, body), &warnings);
     if opts.dry_run {
         crate::consistency::wait_fresh(st, crate::consistency::Freshness::MostRecent).await?;
         return match st.cluster.get(&t.key()).map_err(cluster_error)? {
-            Some(stored) => Ok(json_response(StatusCode::OK, crate::conversion::served_bytes(st, t, &stored).await?)),
+            Some(stored) => Ok(answer(crate::conversion::served_bytes(st, t, &stored).await?)),
             None => Err(ApiError::not_found(def.group_resource(), &name)),
         };
     }
@@ -72,7 +74,7 @@ pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, Api
     if let Next::Answer(marked) =
         graceful::before_delete(st, t, &t.key(), &opts.precondition, opts.grace_period).await?
     {
-        return Ok(json_response(StatusCode::OK, crate::conversion::served_bytes(st, t, &marked).await?));
+        return Ok(answer(crate::conversion::served_bytes(st, t, &marked).await?));
     }
     let wanted_rv = opts.precondition.resource_version;
     let cmd = Command::Delete {
@@ -85,7 +87,7 @@ pub(crate) async fn delete(st: &RestState, mut ctx: Ctx) -> Result<Response, Api
         // Encode.
         Ok(stored) => {
             alloc::free_deleted(st, t, &stored).await;
-            Ok(json_response(StatusCode::OK, crate::conversion::served_bytes(st, t, &stored).await?))
+            Ok(answer(crate::conversion::served_bytes(st, t, &stored).await?))
         }
         Err(WriteError::Conflict) => {
             // Name the record's resourceVersion as kube-apiserver does, if we can see it.
@@ -127,6 +129,7 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
 
     // Store, one object at a time.
     let mut deleted = Vec::new();
+    let mut warnings = Vec::new();
     for item in matching.items {
         let obj = object::parse_stored(&item.bytes)?;
         // What may not be deleted is left out of a collection's deletion.
@@ -137,7 +140,9 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
         if kept {
             continue;
         }
-        crate::admission::validate_delete(st, ctx.user.as_ref(), &ctx.target, Some(&obj))?;
+        warnings.extend(
+            crate::admission::validate_delete(st, ctx.user.as_ref(), &ctx.target, Some(&obj), opts.dry_run).await?,
+        );
         if opts.dry_run {
             deleted.push(Value::Object(crate::conversion::parse_served(st, &ctx.target, &item.bytes).await?));
             continue;
@@ -180,7 +185,7 @@ pub(crate) async fn delete_collection(st: &RestState, mut ctx: Ctx) -> Result<Re
         "metadata": {},
         "items": deleted,
     });
-    Ok(json_response(StatusCode::OK, serde_json::to_vec(&list).unwrap_or_default()))
+    Ok(fields::with_warnings(json_response(StatusCode::OK, serde_json::to_vec(&list).unwrap_or_default()), &warnings))
 }
 
 /// Gives the CRD at `key` the cleanup finalizer (unless it has it, or is being deleted

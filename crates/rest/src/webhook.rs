@@ -27,8 +27,11 @@
 //! - **Reinvocation:** a mutating webhook with `reinvocationPolicy: IfNeeded` whose
 //!   result a later webhook changed runs once more.
 //!
+//! - **Deletes:** validating webhooks whose rules take `DELETE` are called with `object`
+//!   null and `oldObject` the object ([`crate::admission::validate_delete`]).
+//!
 //! Not yet: `matchPolicy: Equivalent` across versions (kuorum serves most resources at one
-//! version), webhooks on deletes and on `CONNECT`.
+//! version), mutating webhooks on deletes, `CONNECT`.
 
 use std::time::Duration;
 
@@ -54,7 +57,7 @@ pub(crate) struct Review<'a> {
     pub st: &'a RestState,
     pub user: Option<&'a UserInfo>,
     pub target: &'a Target,
-    /// `CREATE` or `UPDATE`.
+    /// `CREATE`, `UPDATE` or `DELETE`.
     pub operation: &'static str,
     pub old: Option<&'a Object>,
     pub dry_run: bool,
@@ -107,7 +110,7 @@ impl Review<'_> {
     fn match_conditions(&self, w: &Webhook, obj: &Object) -> Result<bool, ApiError> {
         let conditions = w.spec.get("matchConditions").and_then(Value::as_array);
         let Some(conditions) = conditions.filter(|c| !c.is_empty()) else { return Ok(true) };
-        let object = Value::Object(obj.clone());
+        let object = self.object_value(obj);
         let old = self.old.map(|o| Value::Object(o.clone())).unwrap_or(Value::Null);
         let request = self.request_value(obj);
         let vars = [("object", &object), ("oldObject", &old), ("request", &request)];
@@ -224,6 +227,15 @@ impl Review<'_> {
         request
     }
 
+    /// `obj` as reviews and expressions see the new object: none on a delete, whose
+    /// object is the old one.
+    pub(crate) fn object_value(&self, obj: &Object) -> Value {
+        match self.operation {
+            "DELETE" => Value::Null,
+            _ => Value::Object(obj.clone()),
+        }
+    }
+
     /// The `AdmissionReview` sent for `obj`.
     fn review(&self, uid: &str, obj: &Object) -> Value {
         let t = self.target;
@@ -235,11 +247,15 @@ impl Review<'_> {
             "kind": kind, "resource": resource, "requestKind": kind, "requestResource": resource,
             "name": object::meta_str(obj, "name").unwrap_or(t.name()),
             "operation": self.operation,
-            "object": obj,
+            "object": self.object_value(obj),
             "oldObject": self.old,
             "dryRun": self.dry_run,
             "options": {"apiVersion": "meta.k8s.io/v1",
-                        "kind": if self.operation == "CREATE" { "CreateOptions" } else { "UpdateOptions" }},
+                        "kind": match self.operation {
+                            "CREATE" => "CreateOptions",
+                            "DELETE" => "DeleteOptions",
+                            _ => "UpdateOptions",
+                        }},
         });
         if let Some(ns) = &t.namespace {
             request["namespace"] = json!(ns);

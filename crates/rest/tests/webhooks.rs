@@ -347,3 +347,46 @@ async fn if_needed_webhooks_run_again_after_a_later_change() {
     assert_eq!(r.status.as_u16(), 201, "{}", r.json());
     assert_eq!(r.json()["metadata"]["annotations"]["seen"], "added");
 }
+
+/// A validating webhook whose rules take DELETE is asked about deletes, with the object
+/// as `oldObject` and no `object`, and its refusal keeps the object.
+#[tokio::test]
+async fn validating_webhooks_are_asked_about_deletes() {
+    let app = common::app().await;
+    app.namespace("default").await;
+    let router = axum::Router::new().route(
+        "/deletes",
+        post(|Json(review): Json<Value>| async move {
+            let request = &review["request"];
+            let protected = request["oldObject"]["metadata"]["labels"].get("protected").is_some();
+            if request["operation"] != "DELETE" || !request["object"].is_null() {
+                return answer(&review, json!({"allowed": false, "status": {"message": "not a delete review"}}));
+            }
+            if protected {
+                answer(&review, json!({"allowed": false, "status": {"code": 403, "message": "protected"}}))
+            } else {
+                answer(&review, json!({"warnings": ["deleted"]}))
+            }
+        }),
+    );
+    let (port, ca, _server) = tls_server::serve(router, "127.0.0.1").await;
+    let mut config = configuration(
+        "ValidatingWebhookConfiguration",
+        "deletes",
+        &format!("https://127.0.0.1:{port}/deletes"),
+        &ca,
+        json!({}),
+    );
+    config["webhooks"][0]["rules"][0]["operations"] = json!(["DELETE"]);
+    created(&app, VALIDATING, config).await;
+    created(&app, CONFIGMAPS, json!({"metadata": {"name": "guarded", "labels": {"protected": "yes"}}})).await;
+    created(&app, CONFIGMAPS, cm("free", json!({}))).await;
+
+    let r = app.delete(&format!("{CONFIGMAPS}/guarded")).await;
+    assert_eq!(r.status.as_u16(), 403, "{}", r.json());
+    assert_eq!(r.json()["message"], r#"admission webhook "deletes.kuorum.test" denied the request: protected"#);
+    assert_eq!(app.get(&format!("{CONFIGMAPS}/guarded")).await.status.as_u16(), 200);
+    let r = app.delete(&format!("{CONFIGMAPS}/free")).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.json());
+    assert_eq!(r.headers.get("warning").unwrap().to_str().unwrap(), "299 - \"deleted\"");
+}

@@ -197,28 +197,34 @@ pub(crate) fn validate(a: &Attributes, obj: &Object) -> Result<Vec<String>, ApiE
 
 /// Admission of a delete of `existing` (read from the cache when `None`; an object not
 /// there is left to the delete to report) at `t`, as kube runs validating admission on
-/// deletes too: only NodeRestriction has something to say.
-pub(crate) fn validate_delete(
+/// deletes too: NodeRestriction, then the ValidatingAdmissionPolicies and validating
+/// webhooks whose rules take `DELETE` (`object` null, `oldObject` the object). Answers
+/// their warnings.
+pub(crate) async fn validate_delete(
     st: &RestState,
     user: Option<&UserInfo>,
     t: &Target,
     existing: Option<&Object>,
-) -> Result<(), ApiError> {
-    if !st.admission.on("NodeRestriction") || !node_restriction::restricts(user) || t.custom.is_some() {
-        return Ok(());
-    }
+    dry_run: bool,
+) -> Result<Vec<String>, ApiError> {
     let read;
     let existing = match existing {
         Some(e) => e,
         None => {
-            read = cached(st, t.def.group, t.def.plural, t.namespace.as_deref(), t.name());
+            read = cached(st, t.storage_def().group, t.storage_def().plural, t.namespace.as_deref(), t.name());
             match &read {
                 Some(o) => o,
-                None => return Ok(()),
+                None => return Ok(Vec::new()),
             }
         }
     };
-    node_restriction::admit_delete(user, t, existing)
+    if st.admission.on("NodeRestriction") && node_restriction::restricts(user) && t.custom.is_none() {
+        node_restriction::admit_delete(user, t, existing)?;
+    }
+    let review = crate::webhook::Review { st, user, target: t, operation: "DELETE", old: Some(existing), dry_run };
+    let mut warnings = crate::admission_policy::validate(&review, existing)?;
+    warnings.extend(crate::webhook::validate(&review, existing).await?);
+    Ok(warnings)
 }
 
 /// Admission of an eviction of the pod `t` names.
