@@ -5,7 +5,7 @@
 //!
 //! - **Reads** (get, list, watch, and the object a write answers with) convert what is
 //!   stored at another version to the version the request names; a list's objects go in
-//!   reviews of at most [`BATCH`], only those at another version.
+//!   reviews of at most [`BATCH`] objects and 1 MiB, only those at another version.
 //! - **Writes** convert the object the write starts from to the request's version, and
 //!   the result to the storage version before it is proposed: a conversion that fails
 //!   leaves nothing in the log.
@@ -40,6 +40,11 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// The most objects sent in one `ConversionReview`, so that a list of 10,000 objects is
 /// not one request (and one answer) of its whole size.
 pub(crate) const BATCH: usize = 100;
+
+/// The most stored bytes sent in one review (but at least one object): the answer must
+/// fit in what a webhook answer may be ([`crate::webhook::post_json`] reads at most the
+/// body limit), and a review's request is held in memory whole.
+const BATCH_BYTES: usize = 1 << 20;
 
 /// The CRD of `t` when it converts through a webhook.
 fn webhook(t: &Target) -> Option<&CustomRef> {
@@ -92,7 +97,17 @@ pub(crate) async fn served_many(st: &RestState, t: &Target, items: &[&[u8]]) -> 
         }
     }
     while !pending.is_empty() {
-        let batch: Vec<(usize, Object)> = pending.drain(..pending.len().min(BATCH)).collect();
+        // At most BATCH objects and BATCH_BYTES of them, at least one.
+        let mut take = 0;
+        let mut size = 0;
+        while take < pending.len().min(BATCH) {
+            size += items[pending[take].0].len();
+            if take > 0 && size > BATCH_BYTES {
+                break;
+            }
+            take += 1;
+        }
+        let batch: Vec<(usize, Object)> = pending.drain(..take).collect();
         let (slots, objs): (Vec<usize>, Vec<Object>) = batch.into_iter().unzip();
         for (slot, mut obj) in slots.into_iter().zip(to_version(st, t, objs, t.def).await?) {
             object::set_type_meta(&mut obj, t.def);

@@ -239,6 +239,27 @@ async fn a_long_list_converts_in_bounded_reviews() {
     }
 }
 
+/// Large objects go in reviews of at most 1 MiB, so that no answer outgrows what a
+/// webhook answer may be: 12 objects of 200 KB each take at least three reviews.
+#[tokio::test]
+async fn large_objects_convert_in_reviews_bounded_in_bytes() {
+    let (app, server) = setup().await;
+    let big = "x".repeat(200 * 1024);
+    for i in 0..12 {
+        let body = json!({"metadata": {"name": format!("big{i:02}")}, "spec": {"cronSpec": big}});
+        assert_eq!(app.post(V1, body).await.status, StatusCode::CREATED);
+    }
+    let before = server.reviews.load(Ordering::SeqCst);
+    let list = app.get(V2).await;
+    assert_eq!(list.status, StatusCode::OK);
+    let list = list.json();
+    assert_eq!(list["items"].as_array().unwrap().len(), 12);
+    assert!(list["items"].as_array().unwrap().iter().all(|i| i["spec"]["schedule"].as_str() == Some(big.as_str())));
+    let reviews = server.reviews.load(Ordering::SeqCst) - before;
+    assert!((3..=12).contains(&reviews), "{reviews} reviews");
+    assert!(server.largest.load(Ordering::SeqCst) <= 5, "at most 1 MiB of 200 KB objects per review");
+}
+
 #[tokio::test]
 async fn a_failing_webhook_is_a_500_and_stores_nothing() {
     let (app, server) = setup().await;
