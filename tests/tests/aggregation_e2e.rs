@@ -4,14 +4,15 @@
 //! registered with an APIService; the leader finds it Available; `kubectl get --raw`
 //! --as=jane` through every node reaches it with jane in the front-proxy headers;
 //! `kubectl api-versions` lists it; when the server stops, the APIService reports
-//! unavailable and its requests get 503.
+//! unavailable and its requests get 503. `kuorum up`'s nodes publish their front-proxy
+//! CA in `extension-apiserver-authentication` and accept that proxy's `X-Remote-*` users.
 
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use kuorum_e2e::https_server::HttpsServer;
-use kuorum_e2e::{kubectl_bin, Cluster, ClusterOptions};
+use kuorum_e2e::{kubectl_bin, Cluster, ClusterOptions, Http, TlsClientOptions, UpCluster};
 use serde_json::{json, Value};
 
 const RAW: &str = "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/web";
@@ -103,5 +104,62 @@ fn an_extension_api_server_is_reached_through_every_node() {
     for id in c.ids() {
         let r = c.http().get(&format!("{}{RAW}", c.url(id))).unwrap();
         assert_eq!(r.status, 503, "node {id}: {}", r.text);
+    }
+}
+
+/// `kuorum up` makes kubeadm's front-proxy pair and starts its nodes with
+/// `--requestheader-*` and `--proxy-client-*`: every node publishes whom extension
+/// servers should trust in `kube-system/extension-apiserver-authentication`, and a
+/// request over a connection with the front-proxy client certificate is the user its
+/// `X-Remote-*` headers name, on every node, while the same headers from an ordinary
+/// user's connection are ignored.
+#[test]
+fn nodes_publish_and_accept_the_front_proxy() {
+    let Some(up) = UpCluster::start_or_skip(3) else { return };
+    let admin = up.client(Some("admin"), &TlsClientOptions::default()).unwrap();
+    let front_proxy = up.pki().join("front-proxy");
+    let cm_url = format!("{}/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication", up.url(2));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let cm = loop {
+        let r = admin.send("GET", &cm_url, &[], None).unwrap();
+        if r.status == 200 {
+            break r.body;
+        }
+        assert!(Instant::now() < deadline, "no extension-apiserver-authentication: {}", r.text);
+        thread::sleep(Duration::from_millis(300));
+    };
+    let data = &cm["data"];
+    let proxy_ca = std::fs::read_to_string(front_proxy.join("ca.crt")).unwrap();
+    assert_eq!(data["requestheader-client-ca-file"].as_str().unwrap().trim(), proxy_ca.trim(), "{cm}");
+    assert_eq!(data["client-ca-file"].as_str().unwrap().trim(), std::fs::read_to_string(up.ca()).unwrap().trim());
+    assert_eq!(data["requestheader-allowed-names"], r#"["front-proxy-client"]"#);
+    assert_eq!(data["requestheader-username-headers"], r#"["X-Remote-User"]"#);
+    assert_eq!(data["requestheader-group-headers"], r#"["X-Remote-Group"]"#);
+    assert_eq!(data["requestheader-extra-headers-prefix"], r#"["X-Remote-Extra-"]"#);
+
+    let proxy = Http::tls(
+        &up.ca(),
+        Some((&front_proxy.join("front-proxy-client.crt"), &front_proxy.join("front-proxy-client.key"))),
+        &TlsClientOptions::default(),
+    )
+    .unwrap();
+    let review = br#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#.to_vec();
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("X-Remote-User", "jane"),
+        ("X-Remote-Group", "dev"),
+        ("X-Remote-Extra-Scopes", "view"),
+    ];
+    for id in up.ids() {
+        let url = format!("{}/apis/authentication.k8s.io/v1/selfsubjectreviews", up.url(id));
+        let r = proxy.send("POST", &url, &headers, Some(review.clone())).unwrap();
+        assert_eq!(r.status, 201, "node {id}: {}", r.text);
+        let user = &r.body["status"]["userInfo"];
+        assert_eq!(user["username"], "jane", "node {id}: {}", r.text);
+        assert!(user["groups"].as_array().unwrap().contains(&json!("dev")), "{user}");
+        assert_eq!(user["extra"]["scopes"], json!(["view"]), "{user}");
+        // The admin's own connection: the headers are not its word.
+        let r = admin.send("POST", &url, &headers, Some(review.clone())).unwrap();
+        assert_eq!(r.body["status"]["userInfo"]["username"], "kuorum-admin", "{}", r.text);
     }
 }

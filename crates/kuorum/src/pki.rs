@@ -3,9 +3,12 @@
 //! for users. `kuorum certs` writes them; `kuorum up` makes them on its first start.
 //!
 //! Files in the directory: `ca.crt`/`ca.key`, `node<N>.crt`/`.key`, `admin.crt`/`.key`
-//! (`CN=kuorum-admin, O=system:masters`), `<user>.crt`/`.key`, and `sa.key`, the key
-//! every node signs and verifies service-account tokens with (ECDSA P-256, PKCS#8). Keys
-//! are written 0600.
+//! (`CN=kuorum-admin, O=system:masters`), `<user>.crt`/`.key`, `sa.key`, the key
+//! every node signs and verifies service-account tokens with (ECDSA P-256, PKCS#8), and
+//! kubeadm's front-proxy pair: `front-proxy/ca.crt`/`.key`, a CA of its own, and
+//! `front-proxy/front-proxy-client.crt`/`.key` (`CN=front-proxy-client`), which nodes
+//! present to extension API servers and accept from authenticating proxies. Keys are
+//! written 0600.
 
 use std::fs;
 use std::io::Write;
@@ -24,6 +27,10 @@ pub const MASTERS: &str = "system:masters";
 
 /// The issuer `kuorum up` gives its nodes, kube-apiserver's usual one.
 pub const SERVICE_ACCOUNT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+
+/// The front-proxy CA's directory, and the common name of its client certificate.
+pub const FRONT_PROXY_DIR: &str = "front-proxy";
+pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
 
 /// The cluster's service-account signing key.
 pub fn service_account_key(dir: &Path) -> PathBuf {
@@ -75,11 +82,16 @@ fn validity(params: &mut CertificateParams, years: i32) {
 impl Ca {
     /// A new CA, written to `dir/ca.crt` and `dir/ca.key`.
     pub fn create(dir: &Path) -> anyhow::Result<Ca> {
+        Ca::create_named(dir, "kuorum-ca")
+    }
+
+    /// A new CA with the common name `cn`, written to `dir/ca.crt` and `dir/ca.key`.
+    pub fn create_named(dir: &Path, cn: &str) -> anyhow::Result<Ca> {
         fs::create_dir_all(dir)?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, "kuorum-ca");
+        dn.push(DnType::CommonName, cn);
         params.distinguished_name = dn;
         params.key_usages =
             vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
@@ -156,6 +168,7 @@ pub fn ensure_cluster(dir: &Path, nodes: u64, hosts: &[String]) -> anyhow::Resul
     }
     fs::create_dir_all(dir)?;
     ensure_service_account_key(dir)?;
+    ensure_front_proxy(&dir.join(FRONT_PROXY_DIR))?;
     if wanted.iter().all(|p| p.exists()) {
         return Ok(());
     }
@@ -167,6 +180,17 @@ pub fn ensure_cluster(dir: &Path, nodes: u64, hosts: &[String]) -> anyhow::Resul
     }
     ca.issue(dir, "admin", "kuorum-admin", &[MASTERS.into()], &[], false)?;
     Ok(())
+}
+
+/// The front-proxy CA and its client certificate in `dir`, made if missing (kubeadm's
+/// `front-proxy-ca` and `front-proxy-client`).
+fn ensure_front_proxy(dir: &Path) -> anyhow::Result<()> {
+    let client = dir.join(format!("{FRONT_PROXY_CLIENT}.crt"));
+    if client.exists() && dir.join(format!("{FRONT_PROXY_CLIENT}.key")).exists() {
+        return Ok(());
+    }
+    let ca = if dir.join("ca.crt").exists() { Ca::load(dir)? } else { Ca::create_named(dir, "front-proxy-ca")? };
+    ca.issue(dir, FRONT_PROXY_CLIENT, FRONT_PROXY_CLIENT, &[], &[], false)
 }
 
 #[derive(Args, Debug)]

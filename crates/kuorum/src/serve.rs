@@ -173,6 +173,29 @@ pub struct ServeArgs {
     /// hold loopback addresses): `<namespace>/<name>=<host>:<port>`, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub webhook_service_map: Vec<String>,
+    /// CA that signs authenticating proxies' client certificates (an aggregating API
+    /// server's `--proxy-client-cert-file`): a request over a connection with one is
+    /// the user its --requestheader-username-headers name (kube's flag). Published, with
+    /// --client-ca-file and the header names, in the ConfigMap
+    /// `kube-system/extension-apiserver-authentication`, where extension API servers
+    /// read them.
+    #[arg(long)]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    /// Common names a proxy's certificate may have (empty: any the CA signed).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_allowed_names: Vec<String>,
+    /// Headers naming the user, first non-empty wins (kubeadm's value is the default).
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-User")]
+    pub requestheader_username_headers: Vec<String>,
+    /// Headers naming the groups.
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-Group")]
+    pub requestheader_group_headers: Vec<String>,
+    /// Header prefixes of the user's extra values.
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-Extra-")]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+    /// Headers naming the user's uid.
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-Uid")]
+    pub requestheader_uid_headers: Vec<String>,
     /// The private key (PEM) of --proxy-client-cert-file.
     #[arg(long, requires = "proxy_client_cert_file")]
     pub proxy_client_key_file: Option<PathBuf>,
@@ -324,10 +347,12 @@ fn advertised(args: &ServeArgs) -> anyhow::Result<Advertised> {
 }
 
 /// What the REST port speaks and who it serves.
-fn rest_security(args: &ServeArgs) -> anyhow::Result<(Option<Arc<rustls::ServerConfig>>, Authenticator)> {
+fn rest_security(args: &ServeArgs) -> anyhow::Result<(Option<crate::tls::RestTls>, Authenticator)> {
     match (&args.tls_cert_file, &args.tls_private_key_file, args.insecure) {
         (Some(cert), Some(key), false) => {
-            let tls = crate::tls::rest_server_config(cert, key, args.client_ca_file.as_deref())?;
+            let front_proxy =
+                args.requestheader_client_ca_file.as_deref().map(|ca| (ca, args.requestheader_allowed_names.clone()));
+            let tls = crate::tls::rest_server_config(cert, key, args.client_ca_file.as_deref(), front_proxy)?;
             let tokens = match &args.token_auth_file {
                 Some(path) => {
                     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -338,8 +363,11 @@ fn rest_security(args: &ServeArgs) -> anyhow::Result<(Option<Arc<rustls::ServerC
             if args.client_ca_file.is_none() && tokens.is_empty() && !args.anonymous_auth {
                 bail!("no way to authenticate: give --client-ca-file or --token-auth-file (or --anonymous-auth)");
             }
-            let authenticator =
+            let mut authenticator =
                 Authenticator::new(tokens, args.anonymous_auth).with_watch_cap(args.max_watches_per_user);
+            if args.requestheader_client_ca_file.is_some() {
+                authenticator = authenticator.with_request_header(request_header(args));
+            }
             let authenticator = match service_account_tokens(args)? {
                 Some(sa) => authenticator.with_service_account_tokens(Arc::new(sa)),
                 None => authenticator,
@@ -356,6 +384,39 @@ fn rest_security(args: &ServeArgs) -> anyhow::Result<(Option<Arc<rustls::ServerC
              (`kuorum certs` makes them), or --insecure for plain HTTP with no authentication"
         ),
     }
+}
+
+/// The headers authenticating proxies name the user in (`--requestheader-*`).
+fn request_header(args: &ServeArgs) -> kuorum_rest::auth::RequestHeader {
+    let names = |v: &[String]| v.iter().map(|h| h.trim().to_string()).filter(|h| !h.is_empty()).collect();
+    kuorum_rest::auth::RequestHeader {
+        username: names(&args.requestheader_username_headers),
+        group: names(&args.requestheader_group_headers),
+        extra_prefixes: names(&args.requestheader_extra_headers_prefix),
+        uid: names(&args.requestheader_uid_headers),
+    }
+}
+
+/// What kube-apiserver publishes in `kube-system/extension-apiserver-authentication` for
+/// extension API servers: `client-ca-file`, and with a front-proxy CA the
+/// `requestheader-*` keys (lists as JSON arrays).
+fn authentication_info(args: &ServeArgs) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+    let mut data = std::collections::BTreeMap::new();
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
+    if let Some(ca) = &args.client_ca_file {
+        data.insert("client-ca-file".to_string(), read(ca)?);
+    }
+    if let Some(ca) = &args.requestheader_client_ca_file {
+        let h = request_header(args);
+        let list = |v: &[String]| serde_json::to_string(v).unwrap_or_default();
+        data.insert("requestheader-client-ca-file".into(), read(ca)?);
+        data.insert("requestheader-allowed-names".into(), list(&args.requestheader_allowed_names));
+        data.insert("requestheader-username-headers".into(), list(&h.username));
+        data.insert("requestheader-group-headers".into(), list(&h.group));
+        data.insert("requestheader-extra-headers-prefix".into(), list(&h.extra_prefixes));
+        data.insert("requestheader-uid-headers".into(), list(&h.uid));
+    }
+    Ok(data)
 }
 
 /// How peers reach each other: plain TCP, or mutual TLS.
@@ -516,6 +577,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         admission: admission_plugins(&args)?,
         audit: audit_log(&args)?,
         proxy_identity: proxy_identity(&args)?,
+        authentication_info: authentication_info(&args)?,
         service_map: service_map(&args)?,
         ..NodeConfig::new(args.id, members)
     };

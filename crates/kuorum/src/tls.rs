@@ -14,9 +14,10 @@ use anyhow::{bail, Context as _};
 use futures::future::BoxFuture;
 use kuorum_node::http_server::{Admission, ConnectionCaps, ConnectionLimiter};
 use kuorum_raft::{Dialer, PeerIo};
-use kuorum_rest::auth::{ClientIdentity, UserInfo};
+use kuorum_rest::auth::{ClientIdentity, FrontProxyCert, UserInfo};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -55,20 +56,73 @@ fn roots(ca: &Path) -> anyhow::Result<Arc<RootCertStore>> {
     Ok(Arc::new(roots))
 }
 
-/// The REST port's configuration: this certificate; client certificates optional, and
-/// checked against `client_ca` when given (a request without one authenticates some
-/// other way or is anonymous).
-pub fn rest_server_config(cert: &Path, key: &Path, client_ca: Option<&Path>) -> anyhow::Result<Arc<ServerConfig>> {
+/// The REST port's TLS: its configuration, and how a client certificate is read.
+pub struct RestTls {
+    pub config: Arc<ServerConfig>,
+    certs: Arc<ClientCerts>,
+}
+
+/// Whom a REST client's certificate names. The handshake accepts a certificate of either
+/// CA; which one signed it is told apart here.
+struct ClientCerts {
+    /// Checks against `--client-ca-file`, when there is also a front-proxy CA (with only
+    /// the client CA, the handshake's check is this one).
+    client: Option<Arc<dyn ClientCertVerifier>>,
+    /// Checks against `--requestheader-client-ca-file`, and the common names allowed
+    /// (`--requestheader-allowed-names`; empty: any).
+    front_proxy: Option<(Arc<dyn ClientCertVerifier>, Vec<String>)>,
+}
+
+impl ClientCerts {
+    /// The user a verified `chain` names as a client certificate, and whether it is an
+    /// authenticating proxy's.
+    fn identify(&self, chain: Option<&[CertificateDer<'static>]>) -> (Option<UserInfo>, Option<FrontProxyCert>) {
+        let Some((leaf, intermediates)) = chain.and_then(|c| c.split_first()) else { return (None, None) };
+        let Some((proxy_ca, allowed)) = &self.front_proxy else { return (user_of(leaf), None) };
+        let signed_by =
+            |v: &Arc<dyn ClientCertVerifier>| v.verify_client_cert(leaf, intermediates, UnixTime::now()).is_ok();
+        let user = self.client.as_ref().filter(|v| signed_by(v)).and_then(|_| user_of(leaf));
+        let proxy = signed_by(proxy_ca)
+            .then(|| user_of(leaf))
+            .flatten()
+            .filter(|u| allowed.is_empty() || allowed.contains(&u.name))
+            .map(|u| FrontProxyCert(u.name));
+        (user, proxy)
+    }
+}
+
+/// The REST port's configuration: this certificate; client certificates optional,
+/// checked against `client_ca` (a user's) or `front_proxy_ca` (an authenticating
+/// proxy's, with the common names `allowed`) when given. A request without one
+/// authenticates some other way or is anonymous.
+pub fn rest_server_config(
+    cert: &Path,
+    key: &Path,
+    client_ca: Option<&Path>,
+    front_proxy_ca: Option<(&Path, Vec<String>)>,
+) -> anyhow::Result<RestTls> {
+    let verifier = |roots: Arc<RootCertStore>| {
+        WebPkiClientVerifier::builder_with_provider(roots, provider()).allow_unauthenticated().build()
+    };
+    let mut both = RootCertStore::empty();
+    for ca in client_ca.into_iter().chain(front_proxy_ca.as_ref().map(|(ca, _)| *ca)) {
+        both.roots.extend(roots(ca)?.roots.iter().cloned());
+    }
     let builder = ServerConfig::builder_with_provider(provider()).with_safe_default_protocol_versions()?;
-    let builder = match client_ca {
-        Some(ca) => builder.with_client_cert_verifier(
-            WebPkiClientVerifier::builder_with_provider(roots(ca)?, provider()).allow_unauthenticated().build()?,
-        ),
-        None => builder.with_no_client_auth(),
+    let builder = match both.is_empty() {
+        false => builder.with_client_cert_verifier(verifier(Arc::new(both))?),
+        true => builder.with_no_client_auth(),
     };
     let mut config = builder.with_single_cert(load_certs(cert)?, load_key(key)?)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
+    let certs = match front_proxy_ca {
+        None => ClientCerts { client: None, front_proxy: None },
+        Some((ca, allowed)) => ClientCerts {
+            client: client_ca.map(|ca| verifier(roots(ca)?).map_err(anyhow::Error::from)).transpose()?,
+            front_proxy: Some((verifier(roots(ca)?)?, allowed)),
+        },
+    };
+    Ok(RestTls { config: Arc::new(config), certs: Arc::new(certs) })
 }
 
 /// The peer port's configuration: a client certificate signed by `ca` is required.
@@ -107,6 +161,7 @@ fn user_of(cert: &CertificateDer<'_>) -> Option<UserInfo> {
 pub struct RestStream {
     io: RestIo,
     user: Option<UserInfo>,
+    front_proxy: Option<FrontProxyCert>,
     _admission: Admission,
 }
 
@@ -118,6 +173,10 @@ enum RestIo {
 impl ClientIdentity for RestStream {
     fn client_user(&self) -> Option<UserInfo> {
         self.user.clone()
+    }
+
+    fn front_proxy(&self) -> Option<FrontProxyCert> {
+        self.front_proxy.clone()
     }
 }
 
@@ -184,13 +243,16 @@ pub struct RestListener {
 impl RestListener {
     pub fn new(
         tcp: TcpListener,
-        tls: Option<Arc<ServerConfig>>,
+        tls: Option<RestTls>,
         caps: ConnectionCaps,
         handshake_timeout: Duration,
     ) -> io::Result<Self> {
         let local = tcp.local_addr()?;
         let (tx, ready) = mpsc::channel(256);
-        let acceptor = tls.map(TlsAcceptor::from);
+        let (acceptor, certs) = match tls {
+            Some(t) => (Some(TlsAcceptor::from(t.config)), t.certs),
+            None => (None, Arc::new(ClientCerts { client: None, front_proxy: None })),
+        };
         let limiter = ConnectionLimiter::new(caps);
         tokio::spawn(async move {
             loop {
@@ -213,13 +275,19 @@ impl RestListener {
                     None => {
                         // No handshake: nothing to wait for, nothing to evict.
                         admission.handshake_done();
-                        let conn = RestStream { io: RestIo::Plain(sock), user: None, _admission: admission };
+                        let conn = RestStream {
+                            io: RestIo::Plain(sock),
+                            user: None,
+                            front_proxy: None,
+                            _admission: admission,
+                        };
                         if tx.send((conn, addr)).await.is_err() {
                             return;
                         }
                     }
                     Some(acceptor) => {
                         let acceptor = acceptor.clone();
+                        let certs = certs.clone();
                         tokio::spawn(async move {
                             let handshake = tokio::time::timeout(handshake_timeout, acceptor.accept(sock));
                             let done = tokio::select! {
@@ -236,10 +304,13 @@ impl RestListener {
                                 Ok(Ok(_)) if !admission.handshake_done() => {}
                                 Ok(Ok(tls)) => {
                                     tracing::debug!(%addr, "TLS handshake done");
-                                    let user =
-                                        tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(user_of);
-                                    let conn =
-                                        RestStream { io: RestIo::Tls(Box::new(tls)), user, _admission: admission };
+                                    let (user, front_proxy) = certs.identify(tls.get_ref().1.peer_certificates());
+                                    let conn = RestStream {
+                                        io: RestIo::Tls(Box::new(tls)),
+                                        user,
+                                        front_proxy,
+                                        _admission: admission,
+                                    };
                                     let _ = tx.send((conn, addr)).await;
                                 }
                                 Ok(Err(e)) => tracing::debug!(%addr, "TLS handshake failed: {e}"),
@@ -352,9 +423,77 @@ mod tests {
 
         // The configurations build from what `kuorum certs` wrote.
         let (c, k) = crate::pki::node_files(dir.path(), 1);
-        rest_server_config(&c, &k, Some(&dir.path().join("ca.crt"))).unwrap();
+        rest_server_config(&c, &k, Some(&dir.path().join("ca.crt")), None).unwrap();
         peer_server_config(&c, &k, &dir.path().join("ca.crt")).unwrap();
         peer_client_config(&c, &k, &dir.path().join("ca.crt")).unwrap();
+    }
+
+    /// With a front-proxy CA beside the client CA, the handshake takes a certificate of
+    /// either; a user's names its user, a proxy's (with an allowed name) is a proxy's and
+    /// no user, and a proxy certificate with a name not allowed is neither.
+    #[tokio::test]
+    async fn front_proxy_certificates_are_told_from_users() {
+        use axum::routing::get as route;
+        use kuorum_rest::auth::ClientCert;
+        let dir = tempfile::tempdir().unwrap();
+        crate::pki::ensure_cluster(dir.path(), 1, &[]).unwrap();
+        let proxy_dir = tempfile::tempdir().unwrap();
+        let proxy_ca = crate::pki::Ca::create_named(proxy_dir.path(), "front-proxy-ca").unwrap();
+        for (stem, cn) in [("front-proxy-client", "front-proxy-client"), ("stranger", "stranger")] {
+            proxy_ca.issue(proxy_dir.path(), stem, cn, &[], &[], false).unwrap();
+        }
+        let (c, k) = crate::pki::node_files(dir.path(), 1);
+        let tls = rest_server_config(
+            &c,
+            &k,
+            Some(&dir.path().join("ca.crt")),
+            Some((&proxy_dir.path().join("ca.crt"), vec!["front-proxy-client".into()])),
+        )
+        .unwrap();
+        let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = tcp.local_addr().unwrap();
+        let listener = RestListener::new(
+            tcp,
+            Some(tls),
+            ConnectionCaps { per_source: 0, total: 1000, reserved: 10 },
+            HANDSHAKE_TIMEOUT,
+        )
+        .unwrap();
+        let app = axum::Router::new().route(
+            "/whoami",
+            route(
+                |axum::Extension(ClientCert(user)): axum::Extension<ClientCert>,
+                 proxy: Option<axum::Extension<FrontProxyCert>>| async move {
+                    format!(
+                        "user={} proxy={}",
+                        user.map_or("-".to_string(), |u| u.name),
+                        proxy.map_or("-".to_string(), |axum::Extension(p)| p.0)
+                    )
+                },
+            ),
+        );
+        tokio::spawn(kuorum_node::http_server::serve(listener, app, Default::default()));
+        let ask = |cert_dir: std::path::PathBuf, stem: &'static str| {
+            let roots_dir = dir.path().to_path_buf();
+            async move {
+                let config = ClientConfig::builder_with_provider(provider())
+                    .with_safe_default_protocol_versions()
+                    .unwrap()
+                    .with_root_certificates(roots(&roots_dir.join("ca.crt")).unwrap())
+                    .with_client_auth_cert(
+                        load_certs(&cert_dir.join(format!("{stem}.crt"))).unwrap(),
+                        load_key(&cert_dir.join(format!("{stem}.key"))).unwrap(),
+                    )
+                    .unwrap();
+                let sock = TcpStream::connect(addr).await.unwrap();
+                let name = ServerName::try_from("127.0.0.1").unwrap();
+                let mut c = TlsConnector::from(Arc::new(config)).connect(name, sock).await.unwrap();
+                get(&mut c, "/whoami").await.unwrap().1
+            }
+        };
+        assert_eq!(ask(dir.path().to_path_buf(), "admin").await, "user=kuorum-admin proxy=-");
+        assert_eq!(ask(proxy_dir.path().to_path_buf(), "front-proxy-client").await, "user=- proxy=front-proxy-client");
+        assert_eq!(ask(proxy_dir.path().to_path_buf(), "stranger").await, "user=- proxy=-");
     }
 
     /// A REST port on 127.0.0.1 with TLS (node 1's certificate, client certificates from
@@ -367,7 +506,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         crate::pki::ensure_cluster(dir.path(), 1, &[]).unwrap();
         let (c, k) = crate::pki::node_files(dir.path(), 1);
-        let tls = rest_server_config(&c, &k, Some(&dir.path().join("ca.crt"))).unwrap();
+        let tls = rest_server_config(&c, &k, Some(&dir.path().join("ca.crt")), None).unwrap();
         let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = tcp.local_addr().unwrap();
         let listener = RestListener::new(tcp, Some(tls), caps, handshake_timeout).unwrap();

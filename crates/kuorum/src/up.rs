@@ -139,6 +139,11 @@ fn spawn_node(
             cmd.arg("--tls-cert-file").arg(&cert).arg("--tls-private-key-file").arg(&key);
             cmd.arg("--client-ca-file").arg(&ca);
             cmd.arg("--peer-cert-file").arg(&cert).arg("--peer-key-file").arg(&key).arg("--peer-ca-file").arg(&ca);
+            let front_proxy = pki.join(crate::pki::FRONT_PROXY_DIR);
+            let client = |ext: &str| front_proxy.join(format!("{}.{ext}", crate::pki::FRONT_PROXY_CLIENT));
+            cmd.arg("--requestheader-client-ca-file").arg(front_proxy.join("ca.crt"));
+            cmd.args(["--requestheader-allowed-names", crate::pki::FRONT_PROXY_CLIENT]);
+            cmd.arg("--proxy-client-cert-file").arg(client("crt")).arg("--proxy-client-key-file").arg(client("key"));
             cmd.arg("--service-account-signing-key-file").arg(crate::pki::service_account_key(pki));
             cmd.args(["--service-account-issuer", crate::pki::SERVICE_ACCOUNT_ISSUER]);
         }

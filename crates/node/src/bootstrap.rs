@@ -93,6 +93,69 @@ pub async fn ensure_bootstrap_objects(cluster: Cluster, clock: Arc<dyn Clock>, e
     }
 }
 
+/// kube's cluster authentication trust controller: the ConfigMap
+/// `kube-system/extension-apiserver-authentication` holds `data` (the client CA, the
+/// front-proxy CA and its header names), where extension API servers (metrics-server)
+/// read whom to trust. As kube merges what each API server publishes, the leader adds its
+/// values to the stored ones: certificates and list items it lacks are appended.
+pub async fn ensure_authentication_info(
+    cluster: Cluster,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    data: std::collections::BTreeMap<String, String>,
+) {
+    const NAME: &str = "extension-apiserver-authentication";
+    let key = ObjectKey { group: "", resource: "configmaps", namespace: Some("kube-system"), name: NAME }.encode();
+    let object = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": NAME, "namespace": "kube-system"},
+        "data": data,
+    });
+    ensure_in(&cluster, clock.as_ref(), entropy.as_ref(), key.clone(), Some("kube-system"), object).await;
+    reconcile(&cluster, &key, |stored| {
+        let mut merged = stored.clone();
+        for (k, v) in &data {
+            let old = stored.pointer(&format!("/data/{k}")).and_then(Value::as_str).unwrap_or("");
+            merged["data"][k] = json!(merge_authentication_value(k, old, v));
+        }
+        (&merged != stored).then_some(merged)
+    })
+    .await;
+}
+
+/// `ours` added to the `stored` value of key `k`: PEM bundles by certificate, JSON lists
+/// by item, anything else replaced.
+fn merge_authentication_value(k: &str, stored: &str, ours: &str) -> String {
+    if k.ends_with("-ca-file") {
+        let blocks = |s: &str| -> Vec<String> {
+            s.split_inclusive("-----END CERTIFICATE-----")
+                .map(str::trim)
+                .filter(|b| b.contains("-----BEGIN CERTIFICATE-----"))
+                .map(str::to_string)
+                .collect()
+        };
+        let mut all = blocks(stored);
+        for b in blocks(ours) {
+            if !all.contains(&b) {
+                all.push(b);
+            }
+        }
+        return all.iter().map(|b| format!("{b}\n")).collect();
+    }
+    match (serde_json::from_str::<Vec<String>>(stored), serde_json::from_str::<Vec<String>>(ours)) {
+        (Ok(mut all), Ok(ours)) => {
+            for v in ours {
+                if !all.contains(&v) {
+                    all.push(v);
+                }
+            }
+            serde_json::to_string(&all).unwrap_or_default()
+        }
+        _ => ours.to_string(),
+    }
+}
+
 /// Deletes the flow-control objects of `resource` kube no longer ships that are annotated
 /// for auto-update (on the leader).
 async fn remove_unwanted(cluster: &Cluster, clock: &dyn Clock, resource: &str) {
@@ -187,5 +250,24 @@ async fn ensure_in(
             Err(e) => tracing::debug!("creating {key}: {e}"),
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authentication_info_merges_certificates_and_lists() {
+        let a = "-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n";
+        let b = "-----BEGIN CERTIFICATE-----\nBBB\n-----END CERTIFICATE-----\n";
+        assert_eq!(merge_authentication_value("client-ca-file", "", a), a);
+        assert_eq!(merge_authentication_value("client-ca-file", a, a), a, "a certificate once");
+        assert_eq!(merge_authentication_value("requestheader-client-ca-file", a, b), format!("{a}{b}"));
+        let names =
+            merge_authentication_value("requestheader-allowed-names", r#"["front-proxy-client"]"#, r#"["kuorum"]"#);
+        assert_eq!(names, r#"["front-proxy-client","kuorum"]"#);
+        let headers = merge_authentication_value("requestheader-username-headers", "", r#"["X-Remote-User"]"#);
+        assert_eq!(headers, r#"["X-Remote-User"]"#);
     }
 }

@@ -44,7 +44,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use kuorum_api::status::{ApiError, Reason};
-use kuorum_rest::auth::{ClientAddr, ClientCert, ClientIdentity};
+use kuorum_rest::auth::{ClientAddr, ClientCert, ClientIdentity, FrontProxyCert};
 use kuorum_rest::RestError;
 use tokio::time::Instant;
 use tower::ServiceExt;
@@ -363,12 +363,14 @@ where
             continue;
         };
         let user = io.client_user();
-        let Some(access) = admission.settle(user.is_some()) else {
+        let front_proxy = io.front_proxy();
+        let Some(access) = admission.settle(user.is_some() || front_proxy.is_some()) else {
             tracing::debug!(%addr, "connection refused: the anonymous share is full");
             continue;
         };
         tracing::debug!(%addr, ?access, "connection served");
-        let conn = Connection { app: app.clone(), limits: limits.clone(), cert: ClientCert(user), addr, access };
+        let conn =
+            Connection { app: app.clone(), limits: limits.clone(), cert: ClientCert(user), front_proxy, addr, access };
         tokio::spawn(conn.serve(builder.clone(), io, admission));
     }
 }
@@ -398,6 +400,8 @@ struct Connection {
     app: Router,
     limits: Arc<HttpLimits>,
     cert: ClientCert,
+    /// An authenticating proxy's certificate, when the connection presented one.
+    front_proxy: Option<FrontProxyCert>,
     /// Where the connection comes from (the audit log's `sourceIPs`).
     addr: SocketAddr,
     access: Access,
@@ -450,6 +454,9 @@ impl Connection {
             None => {
                 let mut req = req.map(Body::new);
                 req.extensions_mut().insert(self.cert.clone());
+                if let Some(proxy) = &self.front_proxy {
+                    req.extensions_mut().insert(proxy.clone());
+                }
                 req.extensions_mut().insert(ClientAddr(self.addr));
                 match self.app.oneshot(req).await {
                     Ok(resp) => resp,

@@ -83,6 +83,9 @@ pub struct NodeConfig {
     pub audit: Option<Arc<kuorum_rest::audit::AuditLog>>,
     /// The client certificate presented to extension API servers (`--proxy-client-cert-file`).
     pub proxy_identity: Option<kuorum_rest::aggregator::ProxyIdentity>,
+    /// What extension API servers read in `kube-system/extension-apiserver-authentication`
+    /// (`client-ca-file`, `requestheader-*`); empty: no ConfigMap is written.
+    pub authentication_info: BTreeMap<String, String>,
     /// Services reached at a fixed address (`--webhook-service-map`).
     pub service_map: std::collections::HashMap<(String, String), std::net::SocketAddr>,
     /// The REST address this node lists in the `kubernetes` Service's endpoints; `None`
@@ -114,6 +117,7 @@ impl NodeConfig {
             admission: Default::default(),
             audit: None,
             proxy_identity: None,
+            authentication_info: BTreeMap::new(),
             service_map: Default::default(),
             advertise: None,
         }
@@ -296,6 +300,10 @@ where
     if let Some(me) = cfg.advertise.clone() {
         let (clock, entropy, service_ip) = (seams.clock.clone(), seams.entropy.clone(), cfg.pools.first_address());
         tasks.push(tokio::spawn(apiserver_endpoints::run(cluster.clone(), clock, entropy, me, service_ip)));
+    }
+    if !cfg.authentication_info.is_empty() {
+        let (clock, entropy, data) = (seams.clock.clone(), seams.entropy.clone(), cfg.authentication_info.clone());
+        tasks.push(tokio::spawn(bootstrap::ensure_authentication_info(cluster.clone(), clock, entropy, data)));
     }
     tasks.push(tokio::spawn(bootstrap::ensure_bootstrap_objects(cluster.clone(), seams.clock.clone(), seams.entropy)));
     tasks.push(tokio::spawn(namespace_controller::run(cluster.clone(), seams.clock.clone())));

@@ -16,9 +16,12 @@
 //!   answers its group-version's discovery document.
 //! - [`discovered`]: the group-versions discovery lists (legacy and aggregated), with the
 //!   resources each server lists, fetched by this node and kept for [`DISCOVERY_TTL`].
+//! - [`openapi_documents`]: each available server's `/openapi/v3` document of its
+//!   group-version (found through the server's own index), which kuorum's `/openapi/v3`
+//!   lists and serves beside its own, kept as long.
 //!
-//! Not yet: the extension servers' `/openapi/v3` documents, local APIServices' own
-//! checks (they are served by kuorum itself and created Available).
+//! Not yet: local APIServices' own checks (they are served by kuorum itself and created
+//! Available).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -194,13 +197,17 @@ pub async fn check(st: &RestState, apiservice: &Object) -> (bool, &'static str, 
     }
 }
 
-/// The APIService's server's discovery document for its group-version.
-async fn fetch_discovery(st: &RestState, apiservice: &Object) -> Result<Value, String> {
-    let spec = apiservice.get("spec").cloned().unwrap_or(Value::Null);
-    let group = spec.get("group").and_then(Value::as_str).unwrap_or("");
-    let version = spec.get("version").and_then(Value::as_str).unwrap_or("");
+/// The APIService's group and version.
+fn group_version(apiservice: &Object) -> (&str, &str) {
+    let field = |f: &str| apiservice.get("spec").and_then(|s| s.get(f)).and_then(Value::as_str).unwrap_or("");
+    (field("group"), field("version"))
+}
+
+/// GETs `path` (with its query) from the APIService's server: the body, at most the
+/// request body limit, of a 2xx answer.
+async fn fetch(st: &RestState, apiservice: &Object, path: &str) -> Result<Vec<u8>, String> {
     let (client, base) = client(st, apiservice, Some(CHECK_TIMEOUT))?;
-    let url = format!("{base}/apis/{group}/{version}");
+    let url = format!("{base}{path}");
     let resp = client.get(&url).send().await.map_err(|e| format!("{url}: {}", crate::webhook::error_chain(&e)))?;
     let status = resp.status();
     if !status.is_success() {
@@ -210,11 +217,73 @@ async fn fetch_discovery(st: &RestState, apiservice: &Object) -> Result<Value, S
     let mut bytes = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(|e| format!("{url}: {e}"))? {
         if bytes.len() + chunk.len() > crate::negotiate::MAX_BODY_BYTES {
-            return Err(format!("{url}: the discovery document is larger than the body limit"));
+            return Err(format!("{url}: the document is larger than the body limit"));
         }
         bytes.extend_from_slice(&chunk);
     }
-    serde_json::from_slice(&bytes).map_err(|e| format!("{url}: {e}"))
+    Ok(bytes)
+}
+
+/// The APIService's server's discovery document for its group-version.
+async fn fetch_discovery(st: &RestState, apiservice: &Object) -> Result<Value, String> {
+    let (group, version) = group_version(apiservice);
+    let bytes = fetch(st, apiservice, &format!("/apis/{group}/{version}")).await?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("/apis/{group}/{version}: {e}"))
+}
+
+/// The APIService's server's OpenAPI v3 document of its group-version: the URL its
+/// `/openapi/v3` index gives for `apis/<group>/<version>`, fetched.
+async fn fetch_openapi(st: &RestState, apiservice: &Object) -> Result<Vec<u8>, String> {
+    let (group, version) = group_version(apiservice);
+    let index: Value = serde_json::from_slice(&fetch(st, apiservice, "/openapi/v3").await?)
+        .map_err(|e| format!("/openapi/v3: {e}"))?;
+    let path = format!("apis/{group}/{version}");
+    let url = index
+        .pointer(&format!("/paths/{}", path.replace('~', "~0").replace('/', "~1")))
+        .and_then(|p| p.get("serverRelativeURL"))
+        .and_then(Value::as_str)
+        .filter(|u| u.starts_with('/'))
+        .ok_or_else(|| format!("/openapi/v3 does not list {path}"))?;
+    let doc = fetch(st, apiservice, url).await?;
+    serde_json::from_slice::<serde::de::IgnoredAny>(&doc).map_err(|e| format!("{url}: {e}"))?;
+    Ok(doc)
+}
+
+/// What this node fetched of extension servers' OpenAPI documents, by APIService name:
+/// when, and the document of its group-version (`None`: the server has none).
+#[derive(Default)]
+pub struct OpenApiFetched(Mutex<HashMap<String, (Instant, Option<(String, bytes::Bytes)>)>>);
+
+/// The OpenAPI v3 documents of the available aggregated group-versions, keyed by their
+/// path in `/openapi/v3` (`apis/<group>/<version>`), fetched by this node and kept for
+/// [`DISCOVERY_TTL`]. A server without one (or failing) is left out, as kube leaves it.
+pub(crate) async fn openapi_documents(st: &RestState) -> Vec<(String, bytes::Bytes)> {
+    let mut out = Vec::new();
+    for apiservice in cached_list(&st.cache, GROUP, PLURAL, None) {
+        if !apiservice.get("spec").is_some_and(|s| s.get("service").is_some_and(Value::is_object))
+            || !available(&apiservice)
+        {
+            continue;
+        }
+        let name = crate::object::meta_str(&apiservice, "name").unwrap_or("").to_string();
+        let fresh = {
+            let memo = st.aggregated_openapi.0.lock().unwrap_or_else(|e| e.into_inner());
+            memo.get(&name).filter(|(at, _)| at.elapsed() < DISCOVERY_TTL).map(|(_, d)| d.clone())
+        };
+        let doc = match fresh {
+            Some(d) => d,
+            None => {
+                let (group, version) = group_version(&apiservice);
+                let path = format!("apis/{group}/{version}");
+                let d = fetch_openapi(st, &apiservice).await.ok().map(|doc| (path, bytes::Bytes::from(doc)));
+                let mut memo = st.aggregated_openapi.0.lock().unwrap_or_else(|e| e.into_inner());
+                memo.insert(name, (Instant::now(), d.clone()));
+                d
+            }
+        };
+        out.extend(doc);
+    }
+    out
 }
 
 /// One group-version an extension server serves, as discovery lists it.

@@ -19,7 +19,7 @@
 //!   different queues share a level evenly however many requests each sends.
 //! - **Long-running requests:** a watch holds its seat only until its response starts
 //!   (kube counts a watch while it initializes), every other request until its response
-//!   is ready.
+//!   body has been sent.
 //!
 //! Every answer carries `X-Kubernetes-PF-FlowSchema-UID` and
 //! `X-Kubernetes-PF-PriorityLevel-UID`. The configuration is read again at most once a
@@ -42,6 +42,7 @@ use tokio::sync::oneshot;
 
 use crate::admission::cached_list;
 use crate::auth::UserInfo;
+use crate::metrics::GuardedBody;
 use crate::request::RequestInfo;
 use crate::RestState;
 
@@ -57,7 +58,8 @@ pub const DEFAULT_TOTAL_SEATS: usize = 600;
 /// One FlowSchema, as classification reads it.
 struct Schema {
     name: String,
-    uid: String,
+    /// Its uid, as the `X-Kubernetes-PF-FlowSchema-UID` header sends it.
+    uid: HeaderValue,
     precedence: i64,
     level: String,
     by: Distinguisher,
@@ -74,11 +76,15 @@ enum Distinguisher {
 /// One PriorityLevelConfiguration.
 #[derive(Clone)]
 struct LevelSpec {
-    uid: String,
+    /// Its uid, as the `X-Kubernetes-PF-PriorityLevel-UID` header sends it.
+    uid: HeaderValue,
     exempt: bool,
     shares: u64,
     /// `None`: the limit response is Reject.
     queuing: Option<Queuing>,
+    /// Its seats and queues (`None` when exempt): resolved when the configuration is
+    /// read, so a request takes no lock but its level's.
+    seats: Option<Arc<Level>>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -167,23 +173,25 @@ impl Drop for Seat {
 /// A request admitted: its seat and the headers naming its flow schema and level.
 pub(crate) struct Admitted {
     seat: Seat,
-    schema_uid: String,
-    level_uid: String,
+    schema_uid: HeaderValue,
+    level_uid: HeaderValue,
 }
 
 impl Admitted {
-    /// Gives the seat back and names the schema and level on `resp`.
-    pub(crate) fn finish(self, mut resp: Response) -> Response {
+    /// Names the schema and level on `resp`, and gives the seat back: a watch's now (its
+    /// response has started), anything else's when its body has been sent, as kube's
+    /// handler holds its seat while it writes the response. A LIST of a thousand objects
+    /// is mostly the writing of it; a seat given back before would let a level send any
+    /// number of them at once.
+    pub(crate) fn finish(self, mut resp: Response, watch: bool) -> Response {
         let Admitted { seat, schema_uid, level_uid } = self;
-        drop(seat);
         let headers = resp.headers_mut();
-        if let Ok(v) = HeaderValue::from_str(&schema_uid) {
-            headers.insert("x-kubernetes-pf-flowschema-uid", v);
+        headers.insert("x-kubernetes-pf-flowschema-uid", schema_uid);
+        headers.insert("x-kubernetes-pf-prioritylevel-uid", level_uid);
+        if watch || seat.level.is_none() {
+            return resp;
         }
-        if let Ok(v) = HeaderValue::from_str(&level_uid) {
-            headers.insert("x-kubernetes-pf-prioritylevel-uid", v);
-        }
-        resp
+        GuardedBody::wrap(resp, seat)
     }
 }
 
@@ -212,7 +220,13 @@ impl Apf {
         if let Some(c) = held.as_ref().filter(|c| c.read_at.elapsed() < REFRESH) {
             return c.clone();
         }
-        let c = Arc::new(read_config(st));
+        let mut c = read_config(st);
+        for (name, spec) in c.levels.iter_mut() {
+            if !spec.exempt {
+                spec.seats = Some(self.level(name, spec, c.total_shares));
+            }
+        }
+        let c = Arc::new(c);
         *held = Some(c.clone());
         c
     }
@@ -258,8 +272,14 @@ impl Apf {
         user: Option<&UserInfo>,
     ) -> Result<Option<Admitted>, ApiError> {
         let config = self.config(st);
-        let anonymous = UserInfo::new("system:anonymous", &["system:unauthenticated"]);
-        let user = user.unwrap_or(&anonymous);
+        let anonymous;
+        let user = match user {
+            Some(u) => u,
+            None => {
+                anonymous = UserInfo::new("system:anonymous", &["system:unauthenticated"]);
+                &anonymous
+            }
+        };
         let Some(schema) = config.schemas.iter().find(|s| s.rules.iter().any(|r| rule_matches(r, info, user))) else {
             return Ok(None);
         };
@@ -269,10 +289,9 @@ impl Apf {
             schema_uid: schema.uid.clone(),
             level_uid: spec.uid.clone(),
         };
-        if spec.exempt {
+        let Some(level) = spec.seats.clone() else {
             return Ok(Some(admitted(None, 0)));
-        }
-        let level = self.level(&schema.level, spec, config.total_shares);
+        };
         let width = width(st, info);
         let waiting = {
             let mut s = level.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -365,6 +384,10 @@ fn deal(mut hash: u64, deck: usize, hand: usize) -> Vec<usize> {
 /// Reads the FlowSchemas and PriorityLevelConfigurations in the cache.
 fn read_config(st: &RestState) -> Config {
     let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+    let header_at = |v: &Value, p: &str| {
+        HeaderValue::from_str(v.pointer(p).and_then(Value::as_str).unwrap_or(""))
+            .unwrap_or(HeaderValue::from_static(""))
+    };
     let mut levels = HashMap::new();
     let mut total_shares = 0;
     for plc in cached_list(&st.cache, GROUP, "prioritylevelconfigurations", None) {
@@ -386,7 +409,7 @@ fn read_config(st: &RestState) -> Config {
         if !exempt {
             total_shares += shares;
         }
-        levels.insert(name, LevelSpec { uid: str_at(&plc, "/metadata/uid"), exempt, shares, queuing });
+        levels.insert(name, LevelSpec { uid: header_at(&plc, "/metadata/uid"), exempt, shares, queuing, seats: None });
     }
     let mut schemas: Vec<Schema> = cached_list(&st.cache, GROUP, "flowschemas", None)
         .into_iter()
@@ -399,7 +422,7 @@ fn read_config(st: &RestState) -> Config {
             };
             Schema {
                 name: str_at(&fs, "/metadata/name"),
-                uid: str_at(&fs, "/metadata/uid"),
+                uid: header_at(&fs, "/metadata/uid"),
                 precedence: fs.pointer("/spec/matchingPrecedence").and_then(Value::as_i64).unwrap_or(1000),
                 level: str_at(&fs, "/spec/priorityLevelConfiguration/name"),
                 by,

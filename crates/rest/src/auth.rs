@@ -5,6 +5,13 @@
 //!   user by its subject's common name and the groups by its organizations: `CN=alice,
 //!   O=dev` is user `alice` in group `dev`. The server reads it once per connection and
 //!   hands it to each request as [`ClientCert`].
+//! - A client certificate verified against `--requestheader-client-ca-file` (and, when
+//!   `--requestheader-allowed-names` lists any, with one of them as its common name) is
+//!   an authenticating proxy's: the user is whatever its request headers say
+//!   (`--requestheader-username-headers`, `-group-headers`, `-extra-headers-prefix`,
+//!   `-uid-headers`), tried first, as kube's front-proxy authenticator is. Without a
+//!   username header the request authenticates some other way. Anyone else's headers of
+//!   those names are ignored.
 //! - `Authorization: Bearer <token>` is looked up in the static token file
 //!   (`--token-auth-file`, kube-apiserver's CSV: `token,user,uid,"group1,group2"`), then,
 //!   when service account tokens are configured ([`Authenticator::with_service_account_tokens`]),
@@ -75,9 +82,68 @@ pub struct ClientAddr(pub std::net::SocketAddr);
 #[derive(Debug, Clone, Default)]
 pub struct ClientCert(pub Option<UserInfo>);
 
+/// The common name of an authenticating proxy's client certificate (verified against
+/// `--requestheader-client-ca-file`, its name allowed), when the connection presented
+/// one: its requests' users are in their headers ([`RequestHeader`]). In the request's
+/// extensions beside [`ClientCert`].
+#[derive(Debug, Clone)]
+pub struct FrontProxyCert(pub String);
+
 /// A connection that may carry a verified client certificate.
 pub trait ClientIdentity {
     fn client_user(&self) -> Option<UserInfo>;
+
+    /// The connection's certificate, when it is an authenticating proxy's.
+    fn front_proxy(&self) -> Option<FrontProxyCert> {
+        None
+    }
+}
+
+/// Where an authenticating proxy puts the user (kube's `--requestheader-*` flags): the
+/// first non-empty of `username` headers is the user; every value of the `group` headers
+/// a group; a header starting with one of `extra_prefixes` an `extra` value of the
+/// (percent-decoded, lowercased) rest of its name; the first `uid` header the uid.
+#[derive(Debug, Clone, Default)]
+pub struct RequestHeader {
+    pub username: Vec<String>,
+    pub group: Vec<String>,
+    pub extra_prefixes: Vec<String>,
+    pub uid: Vec<String>,
+}
+
+impl RequestHeader {
+    /// The user `headers` name, with its extra; `None` without a username header.
+    fn user(&self, headers: &http::HeaderMap) -> Option<(UserInfo, BTreeMap<String, Vec<String>>)> {
+        let values = |names: &[String]| -> Vec<String> {
+            names
+                .iter()
+                .flat_map(|n| headers.get_all(n.as_str()).iter())
+                .filter_map(|v| v.to_str().ok())
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        let name = values(&self.username).into_iter().next()?;
+        let mut groups = values(&self.group);
+        if !groups.iter().any(|g| g == "system:authenticated") {
+            groups.push("system:authenticated".into());
+        }
+        let uid = values(&self.uid).into_iter().next().unwrap_or_default();
+        let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (header, value) in headers {
+            let lower = header.as_str();
+            let Some(key) =
+                self.extra_prefixes.iter().find_map(|p| lower.strip_prefix(p.to_ascii_lowercase().as_str()))
+            else {
+                continue;
+            };
+            let key = percent_encoding::percent_decode_str(key).decode_utf8_lossy().to_lowercase();
+            if let (false, Ok(v)) = (key.is_empty(), value.to_str()) {
+                extra.entry(key).or_default().push(v.to_string());
+            }
+        }
+        Some((UserInfo { name, uid, groups }, extra))
+    }
 }
 
 impl ClientIdentity for tokio::net::TcpStream {
@@ -106,6 +172,9 @@ pub struct Authenticator {
     /// authentication only the authenticator, and the issuer and the verifier must be
     /// the same keys.
     service_accounts: Option<Arc<ServiceAccountTokens>>,
+    /// Where authenticating proxies name the user (`--requestheader-*`); `None`: no
+    /// proxy is trusted.
+    request_header: Option<RequestHeader>,
 }
 
 /// Whom a bearer token names, before the checks that need the node's state.
@@ -118,10 +187,12 @@ pub(crate) enum Bearer {
     ServiceAccount(Box<Verified>),
 }
 
-/// What authentication found: the user, and a service account token still to confirm.
+/// What authentication found: the user, a service account token still to confirm, and
+/// the `extra` an authenticating proxy sent.
 struct Admitted {
     user: UserInfo,
     service_account: Option<Verified>,
+    extra: BTreeMap<String, Vec<String>>,
 }
 
 /// One open watch of a user; gives its place back when dropped.
@@ -150,6 +221,7 @@ impl std::fmt::Debug for Authenticator {
             .field("admin_open", &self.admin_open)
             .field("max_watches_per_user", &self.max_watches_per_user)
             .field("service_accounts", &self.service_accounts)
+            .field("request_header", &self.request_header)
             .finish()
     }
 }
@@ -168,6 +240,7 @@ impl Authenticator {
             max_watches_per_user: 0,
             watches: Arc::default(),
             service_accounts: None,
+            request_header: None,
         }
     }
 
@@ -181,6 +254,12 @@ impl Authenticator {
     /// The service account tokens configured, if any.
     pub fn service_account_tokens(&self) -> Option<&Arc<ServiceAccountTokens>> {
         self.service_accounts.as_ref()
+    }
+
+    /// Trusts authenticating proxies (connections with a [`FrontProxyCert`]) to name the
+    /// user in these headers.
+    pub fn with_request_header(self, request_header: RequestHeader) -> Self {
+        Authenticator { request_header: Some(request_header), ..self }
     }
 
     /// Caps the watches one user may hold open on this node (0: no cap); one more gets
@@ -270,6 +349,11 @@ impl Authenticator {
         if matches!(req.uri().path(), "/livez" | "/readyz" | "/healthz") {
             return Ok(None);
         }
+        if let (Some(names), Some(_)) = (&self.request_header, req.extensions().get::<FrontProxyCert>()) {
+            if let Some((user, extra)) = names.user(req.headers()) {
+                return Ok(Some(Admitted { user, service_account: None, extra }));
+            }
+        }
         let bearer = req
             .headers()
             .get(header::AUTHORIZATION)
@@ -278,8 +362,12 @@ impl Authenticator {
             .map(str::trim);
         if let Some(token) = bearer {
             return match self.bearer(token, None) {
-                Ok(Bearer::Static(user, _)) => Ok(Some(Admitted { user, service_account: None })),
-                Ok(Bearer::ServiceAccount(v)) => Ok(Some(Admitted { user: v.user(), service_account: Some(*v) })),
+                Ok(Bearer::Static(user, _)) => {
+                    Ok(Some(Admitted { user, service_account: None, extra: BTreeMap::new() }))
+                }
+                Ok(Bearer::ServiceAccount(v)) => {
+                    Ok(Some(Admitted { user: v.user(), service_account: Some(*v), extra: BTreeMap::new() }))
+                }
                 Err(_) => Err(ApiError::unauthorized()),
             };
         }
@@ -288,9 +376,11 @@ impl Authenticator {
                 if !u.groups.iter().any(|g| g == "system:authenticated") {
                     u.groups.push("system:authenticated".into());
                 }
-                Ok(Some(Admitted { user: u, service_account: None }))
+                Ok(Some(Admitted { user: u, service_account: None, extra: BTreeMap::new() }))
             }
-            None if self.anonymous => Ok(Some(Admitted { user: UserInfo::anonymous(), service_account: None })),
+            None if self.anonymous => {
+                Ok(Some(Admitted { user: UserInfo::anonymous(), service_account: None, extra: BTreeMap::new() }))
+            }
             None => Err(ApiError::unauthorized()),
         }
     }
@@ -322,7 +412,7 @@ pub(crate) fn admit_request(
     watch: bool,
 ) -> Result<Option<impl Send + Unpin + 'static>, Response> {
     match auth.admit(req) {
-        Ok(Some(Admitted { user, service_account })) => {
+        Ok(Some(Admitted { user, service_account, extra })) => {
             tracing::Span::current().record("user", tracing::field::display(&user.name));
             let slot = if watch && auth.max_watches_per_user > 0 {
                 match auth.take_watch(&user.name) {
@@ -336,6 +426,9 @@ pub(crate) fn admit_request(
                 None
             };
             req.extensions_mut().insert(user);
+            if !extra.is_empty() {
+                req.extensions_mut().insert(UserExtra(extra));
+            }
             if let Some(v) = service_account {
                 let extra = v.extra();
                 if !extra.is_empty() {

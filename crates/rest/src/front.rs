@@ -33,12 +33,12 @@ use crate::{request_log, route, RestState};
 /// The request served once API Priority and Fairness ([`crate::apf`]) gives it a seat, or its 429.
 async fn prioritized(st: &RestState, req: Request, next: Next) -> Response {
     let Some(apf) = &st.apf else { return next.run(req).await };
-    let admitted = match req.extensions().get::<RequestInfo>() {
-        Some(info) => apf.admit(st, info, req.extensions().get::<auth::UserInfo>()).await,
-        None => Ok(None),
+    let (admitted, watch) = match req.extensions().get::<RequestInfo>() {
+        Some(info) => (apf.admit(st, info, req.extensions().get::<auth::UserInfo>()).await, info.is_watch()),
+        None => (Ok(None), false),
     };
     match admitted {
-        Ok(Some(seat)) => seat.finish(next.run(req).await),
+        Ok(Some(seat)) => seat.finish(next.run(req).await, watch),
         Ok(None) => next.run(req).await,
         Err(refused) => RestError(refused).into_response(),
     }

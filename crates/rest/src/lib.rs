@@ -121,6 +121,8 @@ pub struct RestState {
     pub proxy_identity: Option<reqwest::Identity>,
     /// What this node fetched from extension API servers for discovery.
     pub aggregated: Arc<aggregator::Discovered>,
+    /// The extension servers' OpenAPI v3 documents this node fetched.
+    pub aggregated_openapi: Arc<aggregator::OpenApiFetched>,
     /// Services reached at a fixed address instead of through their Endpoints
     /// (`--webhook-service-map`): webhooks and extension API servers on a local cluster,
     /// where Endpoints may not hold loopback addresses.
@@ -152,6 +154,7 @@ impl RestState {
             audit: None,
             proxy_identity: None,
             aggregated: Default::default(),
+            aggregated_openapi: Default::default(),
             service_map: Default::default(),
             apf: Some(Arc::default()),
             clients: Default::default(),

@@ -12,9 +12,11 @@
 //! - `If-None-Match` with the current `ETag` answers 304.
 //! - An unknown group-version is a 404 Status.
 //!
-//! The documents are the built-in ones and one per group-version of this node's custom
-//! resources ([`crate::custom::CustomResources::openapi`]); the index is read at the
-//! newest state, as discovery is.
+//! The documents are the built-in ones, one per group-version of this node's custom
+//! resources ([`crate::custom::CustomResources::openapi`]), and the extension API
+//! servers' of their APIServices' group-versions, as kube's aggregator merges them
+//! ([`crate::aggregator::openapi_documents`]); the index is read at the newest state, as
+//! discovery is.
 //!
 //! `GET /openapi/v2` serves [`kuorum_schema::openapi_v2`]'s one Swagger 2.0 document of
 //! the same resources ([`crate::custom::CustomResources::openapi_v2`], also read at the
@@ -49,7 +51,7 @@ use crate::RestState;
 /// `GET /openapi/v3`.
 pub(crate) async fn index(State(st): State<Arc<RestState>>, headers: HeaderMap) -> Response {
     try_most_recent(&st, FRESH_WITHIN).await;
-    index_of(&st.custom.openapi(&st.cache), &headers)
+    index_of(&*served(&st).await, &headers)
 }
 
 /// `GET /openapi/v3/{*gv}`: `api/v1`, `apis/apps/v1`, ...
@@ -59,7 +61,18 @@ pub(crate) async fn group_version(State(st): State<Arc<RestState>>, req: Request
         // The group-version of a CRD created through another node: look at the newest state.
         try_most_recent(&st, FRESH_WITHIN).await;
     }
-    document_of(&st.custom.openapi(&st.cache), req)
+    document_of(&*served(&st).await, req)
+}
+
+/// The documents served: the built-in and custom resources', and the extension API
+/// servers' of their group-versions ([`crate::aggregator::openapi_documents`]).
+async fn served(st: &RestState) -> Arc<OpenApiV3> {
+    let own = st.custom.openapi(&st.cache);
+    let aggregated = crate::aggregator::openapi_documents(st).await;
+    if aggregated.is_empty() {
+        return own;
+    }
+    Arc::new(own.with_served(aggregated.into_iter().map(|(path, doc)| (path, doc.to_vec()))))
 }
 
 /// The index of `served`.

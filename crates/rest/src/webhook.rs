@@ -395,6 +395,20 @@ async fn mutate_once(
         return Err(denied(&w.name, &response));
     }
     let Some(patch) = response.get("patch").and_then(Value::as_str) else { return Ok(true) };
+    if r.operation == "DELETE" {
+        // kube: a delete has no object to patch; an empty patch is no change.
+        let ops = base64::engine::general_purpose::STANDARD
+            .decode(patch)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Vec<Value>>(&bytes).ok());
+        if ops.is_some_and(|ops| ops.is_empty()) {
+            return Ok(true);
+        }
+        return Err(ApiError::internal(format!(
+            "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
+            w.name
+        )));
+    }
     if response.get("patchType").and_then(Value::as_str) != Some("JSONPatch") {
         let e = "the response has a patch but no patchType JSONPatch";
         if w.ignores_failures() {

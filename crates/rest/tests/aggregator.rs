@@ -2,7 +2,7 @@
 //! real HTTPS extension API server the test starts (a self-signed certificate for
 //! `metrics-server.kube-system.svc`, given as the APIService's `caBundle`): requests under
 //! its group-version reach it with the user in the front-proxy headers and without the
-//! client's credentials; discovery (legacy and aggregated) lists it; the availability
+//! client's credentials; discovery (legacy and aggregated) and `/openapi/v3` list it; the availability
 //! check passes while it answers and fails once it stops, and an unavailable APIService
 //! is answered 503.
 
@@ -30,6 +30,19 @@ async fn extension_server() -> (u16, String, tokio::task::JoinHandle<()>) {
             get(|| async {
                 Json(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "metrics.k8s.io/v1beta1",
                     "resources": [{"name": "pods", "singularName": "", "namespaced": true, "kind": "PodMetrics", "verbs": ["get", "list"]}]}))
+            }),
+        )
+        .route(
+            "/openapi/v3",
+            get(|| async {
+                Json(json!({"paths": {"apis/metrics.k8s.io/v1beta1": {"serverRelativeURL": "/openapi/v3/apis/metrics.k8s.io/v1beta1?hash=ABC"}}}))
+            }),
+        )
+        .route(
+            "/openapi/v3/apis/metrics.k8s.io/v1beta1",
+            get(|| async {
+                Json(json!({"openapi": "3.0.0", "info": {"title": "metrics-server", "version": "v1beta1"},
+                    "components": {"schemas": {"io.k8s.metrics.pkg.apis.metrics.v1beta1.PodMetrics": {"type": "object"}}}}))
             }),
         )
         .route(
@@ -117,6 +130,16 @@ async fn an_apiservice_is_proxied_discovered_and_checked() {
     let ours = ours.expect("metrics.k8s.io in aggregated discovery");
     assert_eq!(ours["versions"][0]["resources"][0]["resource"], "pods");
     assert_eq!(ours["versions"][0]["resources"][0]["responseKind"]["kind"], "PodMetrics");
+
+    // OpenAPI v3: kuorum's index lists the server's group-version beside its own, and
+    // its URL serves the server's document.
+    let index = app.get("/openapi/v3").await.json();
+    assert!(index["paths"]["api/v1"].is_object(), "kuorum's own documents stay");
+    let url = index["paths"]["apis/metrics.k8s.io/v1beta1"]["serverRelativeURL"].as_str().expect("listed").to_string();
+    assert!(url.starts_with("/openapi/v3/apis/metrics.k8s.io/v1beta1?hash="), "{url}");
+    let doc = app.get(&url).await;
+    assert_eq!(doc.status.as_u16(), 200);
+    assert_eq!(doc.json()["info"]["title"], "metrics-server");
 
     // The server stops: the check fails, and the APIService is answered 503.
     server.abort();

@@ -1,7 +1,8 @@
 //! API Priority and Fairness through the router over a real single-node cluster, with a
 //! server of one seat: a priority level with one queue of one holds a second request
 //! while the first has the seat, refuses a third with 429 and `Retry-After`, and serves
-//! the held one once the seat is free; exempt traffic (`system:masters`) is never held;
+//! the held one once the seat is free (a response's seat is free once its body has
+//! gone); exempt traffic (`system:masters`) is never held;
 //! answers name their FlowSchema and PriorityLevelConfiguration by uid.
 
 mod common;
@@ -95,4 +96,17 @@ async fn a_full_level_queues_then_refuses_and_exempt_traffic_passes() {
     let r = queued.await.unwrap();
     assert_eq!(r.status.as_u16(), 200, "served once the seat was free");
     assert!(started.elapsed() > Duration::from_millis(500), "{:?}", started.elapsed());
+
+    // A response holds its seat until its body has been sent: one not read yet keeps
+    // the next request waiting, and giving it up frees the seat.
+    let request =
+        || axum::http::Request::get("/api/v1/namespaces/default/configmaps").body(axum::body::Body::empty()).unwrap();
+    let unread = tower::ServiceExt::oneshot(app.router.clone(), request()).await.unwrap();
+    assert_eq!(unread.status().as_u16(), 200);
+    let next = tokio::spawn(tower::ServiceExt::oneshot(app.router.clone(), request()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!next.is_finished(), "the seat is still the unread answer's");
+    drop(unread);
+    let r = tokio::time::timeout(Duration::from_secs(5), next).await.expect("served once the body is gone");
+    assert_eq!(r.unwrap().unwrap().status().as_u16(), 200);
 }

@@ -166,3 +166,60 @@ async fn a_user_holds_at_most_the_cap_of_watches() {
     drop(first);
     assert_eq!(watch("s3cret-dev").await.status(), StatusCode::OK);
 }
+
+/// An authenticating proxy (its certificate verified against the requestheader CA, as
+/// the listener reports with `FrontProxyCert`) names the user in `X-Remote-*` headers;
+/// the same headers from anyone else are ignored.
+#[tokio::test]
+async fn front_proxy_headers_name_the_user_only_from_a_front_proxy_connection() {
+    use kuorum_rest::auth::{FrontProxyCert, RequestHeader, UserExtra};
+    let base = common::app().await;
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let auth = Authenticator::new(Default::default(), false).with_request_header(RequestHeader {
+        username: names(&["X-Remote-User"]),
+        group: names(&["X-Remote-Group"]),
+        extra_prefixes: names(&["X-Remote-Extra-"]),
+        uid: names(&["X-Remote-Uid"]),
+    });
+    let state = kuorum_rest::RestState { auth: Arc::new(auth), ..base.state.clone() };
+    let whoami = Router::new().route(
+        "/apis/example.com/v1/whoami",
+        get(|Extension(u): Extension<UserInfo>, extra: Option<Extension<UserExtra>>| async move {
+            format!("{} {} {:?} {:?}", u.name, u.uid, u.groups, extra.map(|Extension(e)| e.0).unwrap_or_default())
+        }),
+    );
+    let app = router_with(state, whoami);
+    let ask = |proxy: bool, cert: Option<UserInfo>, user: Option<&str>| {
+        let mut req = Request::builder().method(Method::GET).uri("/apis/example.com/v1/whoami");
+        if let Some(u) = user {
+            req = req
+                .header("x-remote-user", u)
+                .header("x-remote-uid", "u-7")
+                .header("x-remote-group", "dev")
+                .header("x-remote-group", "qa")
+                .header("x-remote-extra-acme.com%2Fproject", "blue");
+        }
+        let mut req = req.body(Body::empty()).unwrap();
+        req.extensions_mut().insert(ClientCert(cert));
+        if proxy {
+            req.extensions_mut().insert(FrontProxyCert("front-proxy-client".into()));
+        }
+        let app = app.clone();
+        async move {
+            let resp = app.oneshot(req).await.unwrap();
+            let status = resp.status();
+            (status, String::from_utf8(resp.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap())
+        }
+    };
+    let (status, body) = ask(true, None, Some("jane")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body, r#"jane u-7 ["dev", "qa", "system:authenticated"] {"acme.com/project": ["blue"]}"#);
+    // Not a proxy: the headers are nobody's word, and there is no other credential.
+    assert_eq!(ask(false, None, Some("jane")).await.0, StatusCode::UNAUTHORIZED);
+    // A user's own certificate with the headers: the certificate's user, not jane.
+    let (status, body) = ask(false, Some(UserInfo::new("bob", &[])), Some("jane")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.starts_with("bob "), "{body}");
+    // A proxy without a username header authenticates no one.
+    assert_eq!(ask(true, None, None).await.0, StatusCode::UNAUTHORIZED);
+}

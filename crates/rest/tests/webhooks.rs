@@ -390,3 +390,61 @@ async fn validating_webhooks_are_asked_about_deletes() {
     assert_eq!(r.status.as_u16(), 200, "{}", r.json());
     assert_eq!(r.headers.get("warning").unwrap().to_str().unwrap(), "299 - \"deleted\"");
 }
+
+/// kube runs mutating admission on deletes too, with the object as `oldObject`: a
+/// mutating webhook may refuse a delete, or allow it with an empty patch, but a patch
+/// that would change something is an internal error (there is no new object to change).
+#[tokio::test]
+async fn mutating_webhooks_may_refuse_deletes_but_not_patch_them() {
+    let app = common::app().await;
+    app.namespace("default").await;
+    let router = axum::Router::new().route(
+        "/deletes",
+        post(|Json(review): Json<Value>| async move {
+            let request = &review["request"];
+            let name = request["oldObject"]["metadata"]["name"].as_str().unwrap_or("").to_string();
+            if request["operation"] != "DELETE" || !request["object"].is_null() {
+                return answer(&review, json!({"allowed": false, "status": {"message": "not a delete review"}}));
+            }
+            let patch = |ops: &str| base64::engine::general_purpose::STANDARD.encode(ops);
+            match name.as_str() {
+                "kept" => answer(&review, json!({"allowed": false, "status": {"code": 403, "message": "kept"}})),
+                "patched" => answer(
+                    &review,
+                    json!({"patchType": "JSONPatch", "patch": patch(r#"[{"op":"add","path":"/data","value":{}}]"#)}),
+                ),
+                _ => answer(&review, json!({"patchType": "JSONPatch", "patch": patch("[]"), "warnings": ["seen"]})),
+            }
+        }),
+    );
+    let (port, ca, _server) = tls_server::serve(router, "127.0.0.1").await;
+    let mut config = configuration(
+        "MutatingWebhookConfiguration",
+        "deletes",
+        &format!("https://127.0.0.1:{port}/deletes"),
+        &ca,
+        json!({}),
+    );
+    config["webhooks"][0]["rules"][0]["operations"] = json!(["DELETE"]);
+    created(&app, MUTATING, config).await;
+    for name in ["kept", "patched", "free"] {
+        created(&app, CONFIGMAPS, cm(name, json!({}))).await;
+    }
+
+    let r = app.delete(&format!("{CONFIGMAPS}/kept")).await;
+    assert_eq!(r.status.as_u16(), 403, "{}", r.json());
+    assert_eq!(r.json()["message"], r#"admission webhook "deletes.kuorum.test" denied the request: kept"#);
+    let r = app.delete(&format!("{CONFIGMAPS}/patched")).await;
+    assert_eq!(r.status.as_u16(), 500, "{}", r.json());
+    assert_eq!(
+        r.json()["message"],
+        "Internal error occurred: admission webhook \"deletes.kuorum.test\" attempted to modify the object, which is not supported for this operation"
+    );
+    for name in ["kept", "patched"] {
+        assert_eq!(app.get(&format!("{CONFIGMAPS}/{name}")).await.status.as_u16(), 200, "{name} is still there");
+    }
+    let r = app.delete(&format!("{CONFIGMAPS}/free")).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.json());
+    assert_eq!(r.headers.get("warning").unwrap().to_str().unwrap(), "299 - \"seen\"");
+    assert_eq!(app.get(&format!("{CONFIGMAPS}/free")).await.status.as_u16(), 404);
+}

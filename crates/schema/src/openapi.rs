@@ -271,6 +271,14 @@ impl OpenApiV3 {
         OpenApiV3::of(docs)
     }
 
+    /// These documents and `extra`, documents as served by someone else (extension API
+    /// servers), which replace any at the same path.
+    pub fn with_served(&self, extra: impl IntoIterator<Item = (String, Vec<u8>)>) -> OpenApiV3 {
+        let mut docs = self.docs.clone();
+        docs.extend(extra.into_iter().map(|(path, json)| (path, Arc::new(Document::new(json)))));
+        OpenApiV3::of(docs)
+    }
+
     /// The documents of the built-in resources, built once.
     pub fn builtin() -> &'static OpenApiV3 {
         static BUILT: OnceLock<OpenApiV3> = OnceLock::new();

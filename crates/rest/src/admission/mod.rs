@@ -196,10 +196,11 @@ pub(crate) fn validate(a: &Attributes, obj: &Object) -> Result<Vec<String>, ApiE
 }
 
 /// Admission of a delete of `existing` (read from the cache when `None`; an object not
-/// there is left to the delete to report) at `t`, as kube runs validating admission on
-/// deletes too: NodeRestriction, then the ValidatingAdmissionPolicies and validating
-/// webhooks whose rules take `DELETE` (`object` null, `oldObject` the object). Answers
-/// their warnings.
+/// there is left to the delete to report) at `t`, as kube runs admission on deletes too:
+/// NodeRestriction, the mutating webhooks whose rules take `DELETE` (which may refuse,
+/// not change: there is no new object), then the ValidatingAdmissionPolicies and
+/// validating webhooks that take it. Each sees `object` null and `oldObject` the object.
+/// Answers their warnings.
 pub(crate) async fn validate_delete(
     st: &RestState,
     user: Option<&UserInfo>,
@@ -222,7 +223,8 @@ pub(crate) async fn validate_delete(
         node_restriction::admit_delete(user, t, existing)?;
     }
     let review = crate::webhook::Review { st, user, target: t, operation: "DELETE", old: Some(existing), dry_run };
-    let mut warnings = crate::admission_policy::validate(&review, existing)?;
+    let mut warnings = crate::webhook::mutate(&review, &mut existing.clone()).await?;
+    warnings.extend(crate::admission_policy::validate(&review, existing)?);
     warnings.extend(crate::webhook::validate(&review, existing).await?);
     Ok(warnings)
 }
