@@ -63,7 +63,83 @@ struct Schema {
     precedence: i64,
     level: String,
     by: Distinguisher,
-    rules: Vec<Value>,
+    rules: Vec<Rule>,
+}
+
+/// A FlowSchema rule, read once per configuration: matching a request compares strings,
+/// never looks into JSON (on every request, that lookup was most of APF's cost).
+#[derive(Debug, Default)]
+struct Rule {
+    subjects: Vec<Subject>,
+    resource_rules: Vec<ResourceRule>,
+    non_resource_rules: Vec<NonResourceRule>,
+}
+
+#[derive(Debug)]
+enum Subject {
+    User(String),
+    Group(String),
+    ServiceAccount { namespace: String, name: String },
+}
+
+#[derive(Debug, Default)]
+struct ResourceRule {
+    verbs: Vec<String>,
+    groups: Vec<String>,
+    resources: Vec<String>,
+    namespaces: Vec<String>,
+    cluster_scope: bool,
+}
+
+#[derive(Debug, Default)]
+struct NonResourceRule {
+    verbs: Vec<String>,
+    urls: Vec<String>,
+}
+
+impl Rule {
+    /// A rule of a FlowSchema's `spec.rules`.
+    fn parse(v: &Value) -> Rule {
+        let strings = |v: &Value, k: &str| -> Vec<String> {
+            v.get(k)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        };
+        let list = |k: &str| v.get(k).and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        let name = |s: &Value, p: &str| s.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+        Rule {
+            subjects: list("subjects")
+                .iter()
+                .filter_map(|s| match s.get("kind").and_then(Value::as_str) {
+                    Some("User") => Some(Subject::User(name(s, "/user/name"))),
+                    Some("Group") => Some(Subject::Group(name(s, "/group/name"))),
+                    Some("ServiceAccount") => Some(Subject::ServiceAccount {
+                        namespace: name(s, "/serviceAccount/namespace"),
+                        name: name(s, "/serviceAccount/name"),
+                    }),
+                    _ => None,
+                })
+                .collect(),
+            resource_rules: list("resourceRules")
+                .iter()
+                .map(|r| ResourceRule {
+                    verbs: strings(r, "verbs"),
+                    groups: strings(r, "apiGroups"),
+                    resources: strings(r, "resources"),
+                    namespaces: strings(r, "namespaces"),
+                    cluster_scope: r.get("clusterScope").and_then(Value::as_bool) == Some(true),
+                })
+                .collect(),
+            non_resource_rules: list("nonResourceRules")
+                .iter()
+                .map(|r| NonResourceRule { verbs: strings(r, "verbs"), urls: strings(r, "nonResourceURLs") })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -426,7 +502,11 @@ fn read_config(st: &RestState) -> Config {
                 precedence: fs.pointer("/spec/matchingPrecedence").and_then(Value::as_i64).unwrap_or(1000),
                 level: str_at(&fs, "/spec/priorityLevelConfiguration/name"),
                 by,
-                rules: fs.pointer("/spec/rules").and_then(Value::as_array).cloned().unwrap_or_default(),
+                rules: fs
+                    .pointer("/spec/rules")
+                    .and_then(Value::as_array)
+                    .map(|rules| rules.iter().map(Rule::parse).collect())
+                    .unwrap_or_default(),
             }
         })
         .collect();
@@ -434,66 +514,51 @@ fn read_config(st: &RestState) -> Config {
     Config { read_at: Instant::now(), schemas, levels, total_shares }
 }
 
-fn has(list: Option<&Value>, want: &str) -> bool {
-    list.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).any(|v| v == "*" || v == want)
+fn has(list: &[String], want: &str) -> bool {
+    list.iter().any(|v| v == "*" || v == want)
 }
 
 /// Whether a FlowSchema rule takes this request from `user`.
-fn rule_matches(rule: &Value, info: &RequestInfo, user: &UserInfo) -> bool {
-    let subjects = rule.get("subjects").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-    if !subjects.iter().any(|s| subject_matches(s, user)) {
+fn rule_matches(rule: &Rule, info: &RequestInfo, user: &UserInfo) -> bool {
+    if !rule.subjects.iter().any(|s| subject_matches(s, user)) {
         return false;
     }
-    let list = |k: &str| rule.get(k).and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     match &info.resource {
-        Some(r) => list("resourceRules").iter().any(|rr| {
-            let resource = match &r.subresource {
-                Some(sub) => format!("{}/{sub}", r.resource),
-                None => r.resource.clone(),
+        Some(r) => rule.resource_rules.iter().any(|rr| {
+            let resource_ok = match &r.subresource {
+                Some(sub) => rr.resources.iter().any(|res| {
+                    res == "*" || res.strip_prefix(r.resource.as_str()).and_then(|s| s.strip_prefix('/')) == Some(sub)
+                }),
+                None => has(&rr.resources, &r.resource),
             };
             let scope_ok = match &r.namespace {
                 // A namespace's own object is cluster-scoped.
-                Some(ns) if !(r.group.is_empty() && r.resource == "namespaces") => has(rr.get("namespaces"), ns),
-                _ => rr.get("clusterScope").and_then(Value::as_bool) == Some(true),
+                Some(ns) if !(r.group.is_empty() && r.resource == "namespaces") => has(&rr.namespaces, ns),
+                _ => rr.cluster_scope,
             };
-            has(rr.get("verbs"), info.verb)
-                && has(rr.get("apiGroups"), &r.group)
-                && has(rr.get("resources"), &resource)
-                && scope_ok
+            has(&rr.verbs, info.verb) && has(&rr.groups, &r.group) && resource_ok && scope_ok
         }),
-        None => list("nonResourceRules").iter().any(|nr| {
-            has(nr.get("verbs"), info.verb)
-                && nr
-                    .get("nonResourceURLs")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .any(|u| {
-                        u == "*"
-                            || u == info.path
-                            || u.strip_suffix('*').is_some_and(|prefix| info.path.starts_with(prefix))
-                    })
+        None => rule.non_resource_rules.iter().any(|nr| {
+            has(&nr.verbs, info.verb)
+                && nr.urls.iter().any(|u| {
+                    u == "*"
+                        || *u == info.path
+                        || u.strip_suffix('*').is_some_and(|prefix| info.path.starts_with(prefix))
+                })
         }),
     }
 }
 
-fn subject_matches(s: &Value, user: &UserInfo) -> bool {
-    let name = |p: &str| s.pointer(p).and_then(Value::as_str).unwrap_or("");
-    match s.get("kind").and_then(Value::as_str) {
-        Some("User") => matches!(name("/user/name"), "*") || name("/user/name") == user.name,
-        Some("Group") => {
-            let g = name("/group/name");
-            g == "*" || user.groups.iter().any(|ug| ug == g)
-        }
-        Some("ServiceAccount") => {
-            let (ns, n) = (name("/serviceAccount/namespace"), name("/serviceAccount/name"));
+fn subject_matches(s: &Subject, user: &UserInfo) -> bool {
+    match s {
+        Subject::User(name) => name == "*" || *name == user.name,
+        Subject::Group(g) => g == "*" || user.groups.iter().any(|ug| ug == g),
+        Subject::ServiceAccount { namespace, name } => {
             match user.name.strip_prefix("system:serviceaccount:").and_then(|rest| rest.split_once(':')) {
-                Some((uns, un)) => uns == ns && (n == "*" || n == un),
+                Some((uns, un)) => uns == namespace && (name == "*" || name == un),
                 None => false,
             }
         }
-        _ => false,
     }
 }
 
@@ -517,9 +582,9 @@ mod tests {
 
     #[test]
     fn rules_match_subjects_and_resources() {
-        let rule = json!({"subjects": [{"kind": "Group", "group": {"name": "system:authenticated"}}],
-            "resourceRules": [{"verbs": ["list"], "apiGroups": [""], "resources": ["pods"], "namespaces": ["*"]}],
-            "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz", "/api/*"]}]});
+        let rule = Rule::parse(&json!({"subjects": [{"kind": "Group", "group": {"name": "system:authenticated"}}],
+            "resourceRules": [{"verbs": ["list", "get"], "apiGroups": [""], "resources": ["pods", "pods/log"], "namespaces": ["*"]}],
+            "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz", "/api/*"]}]}));
         let jane = UserInfo::new("jane", &["system:authenticated"]);
         let anon = UserInfo::new("system:anonymous", &["system:unauthenticated"]);
         let list = RequestInfo::parse("GET", "/api/v1/namespaces/a/pods", None);
@@ -528,9 +593,15 @@ mod tests {
         let create = RequestInfo::parse("POST", "/api/v1/namespaces/a/pods", None);
         assert!(!rule_matches(&rule, &create, &jane));
         assert!(rule_matches(&rule, &RequestInfo::parse("GET", "/healthz", None), &jane));
-        let sa = json!({"kind": "ServiceAccount", "serviceAccount": {"namespace": "kube-system", "name": "*"}});
-        assert!(subject_matches(&sa, &UserInfo::new("system:serviceaccount:kube-system:x", &[])));
-        assert!(!subject_matches(&sa, &UserInfo::new("system:serviceaccount:default:x", &[])));
+        let log = RequestInfo::parse("GET", "/api/v1/namespaces/a/pods/p/log", None);
+        assert!(rule_matches(&rule, &log, &jane), "a subresource named as res/sub");
+        let status = RequestInfo::parse("GET", "/api/v1/namespaces/a/pods/p/status", None);
+        assert!(!rule_matches(&rule, &status, &jane));
+        let sa = Rule::parse(
+            &json!({"subjects": [{"kind": "ServiceAccount", "serviceAccount": {"namespace": "kube-system", "name": "*"}}]}),
+        );
+        assert!(subject_matches(&sa.subjects[0], &UserInfo::new("system:serviceaccount:kube-system:x", &[])));
+        assert!(!subject_matches(&sa.subjects[0], &UserInfo::new("system:serviceaccount:default:x", &[])));
     }
 
     #[tokio::test]
