@@ -24,13 +24,14 @@
 //! Available).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::response::Response;
 use kuorum_api::{ApiError, Reason};
+use kuorum_schema::openapi::Document;
 use serde_json::{json, Value};
 
 use crate::admission::{cached, cached_list};
@@ -250,14 +251,15 @@ async fn fetch_openapi(st: &RestState, apiservice: &Object) -> Result<Vec<u8>, S
 }
 
 /// What this node fetched of extension servers' OpenAPI documents, by APIService name:
-/// when, and the document of its group-version (`None`: the server has none).
+/// when, and the document of its group-version (`None`: the server has none), hashed
+/// once when fetched.
 #[derive(Default)]
-pub struct OpenApiFetched(Mutex<HashMap<String, (Instant, Option<(String, bytes::Bytes)>)>>);
+pub struct OpenApiFetched(Mutex<HashMap<String, (Instant, Option<(String, Arc<Document>)>)>>);
 
 /// The OpenAPI v3 documents of the available aggregated group-versions, keyed by their
 /// path in `/openapi/v3` (`apis/<group>/<version>`), fetched by this node and kept for
 /// [`DISCOVERY_TTL`]. A server without one (or failing) is left out, as kube leaves it.
-pub(crate) async fn openapi_documents(st: &RestState) -> Vec<(String, bytes::Bytes)> {
+pub(crate) async fn openapi_documents(st: &RestState) -> Vec<(String, Arc<Document>)> {
     let mut out = Vec::new();
     for apiservice in cached_list(&st.cache, GROUP, PLURAL, None) {
         if !apiservice.get("spec").is_some_and(|s| s.get("service").is_some_and(Value::is_object))
@@ -275,7 +277,7 @@ pub(crate) async fn openapi_documents(st: &RestState) -> Vec<(String, bytes::Byt
             None => {
                 let (group, version) = group_version(&apiservice);
                 let path = format!("apis/{group}/{version}");
-                let d = fetch_openapi(st, &apiservice).await.ok().map(|doc| (path, bytes::Bytes::from(doc)));
+                let d = fetch_openapi(st, &apiservice).await.ok().map(|doc| (path, Arc::new(Document::new(doc))));
                 let mut memo = st.aggregated_openapi.0.lock().unwrap_or_else(|e| e.into_inner());
                 memo.insert(name, (Instant::now(), d.clone()));
                 d

@@ -130,11 +130,10 @@ impl RequestHeader {
         }
         let uid = values(&self.uid).into_iter().next().unwrap_or_default();
         let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        // Header names arrive lower-cased.
+        let prefixes: Vec<String> = self.extra_prefixes.iter().map(|p| p.to_ascii_lowercase()).collect();
         for (header, value) in headers {
-            let lower = header.as_str();
-            let Some(key) =
-                self.extra_prefixes.iter().find_map(|p| lower.strip_prefix(p.to_ascii_lowercase().as_str()))
-            else {
+            let Some(key) = prefixes.iter().find_map(|p| header.as_str().strip_prefix(p.as_str())) else {
                 continue;
             };
             let key = percent_encoding::percent_decode_str(key).decode_utf8_lossy().to_lowercase();

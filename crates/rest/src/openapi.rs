@@ -72,7 +72,7 @@ async fn served(st: &RestState) -> Arc<OpenApiV3> {
     if aggregated.is_empty() {
         return own;
     }
-    Arc::new(own.with_served(aggregated.into_iter().map(|(path, doc)| (path, doc.to_vec()))))
+    Arc::new(own.with_served(aggregated))
 }
 
 /// The index of `served`.

@@ -160,3 +160,45 @@ async fn an_apiservice_without_its_service_is_not_available() {
     assert_eq!(app.post(APISERVICES, apiservice).await.status.as_u16(), 201);
     assert_eq!(check_and_record(&app).await, (false, "ServiceNotFound".to_string()));
 }
+
+/// An extension server's OpenAPI document is read up to the body limit (3 MiB): a larger
+/// one is left out of `/openapi/v3` rather than held, and kuorum's own documents stay.
+#[tokio::test]
+async fn an_oversized_openapi_document_is_left_out() {
+    let base = common::app().await;
+    let router = axum::Router::new()
+        .route(
+            "/apis/metrics.k8s.io/v1beta1",
+            get(|| async {
+                Json(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "metrics.k8s.io/v1beta1", "resources": []}))
+            }),
+        )
+        .route(
+            "/openapi/v3",
+            get(|| async {
+                Json(json!({"paths": {"apis/metrics.k8s.io/v1beta1": {"serverRelativeURL": "/openapi/v3/apis/metrics.k8s.io/v1beta1"}}}))
+            }),
+        )
+        .route(
+            "/openapi/v3/apis/metrics.k8s.io/v1beta1",
+            get(|| async { Json(json!({"openapi": "3.0.0", "padding": "x".repeat(4 << 20)})) }),
+        );
+    let (port, ca, _server) = tls_server::serve(router, "metrics-server.kube-system.svc").await;
+    let mut state = base.state.clone();
+    let map: HashMap<(String, String), std::net::SocketAddr> =
+        [(("kube-system".to_string(), "metrics-server".to_string()), format!("127.0.0.1:{port}").parse().unwrap())]
+            .into_iter()
+            .collect();
+    state.service_map = Arc::new(map);
+    let app = common::App { router: kuorum_rest::router(state.clone()), state };
+    let apiservice = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": NAME},
+        "spec": {"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
+                 "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}, "caBundle": ca}});
+    assert_eq!(app.post(APISERVICES, apiservice).await.status.as_u16(), 201);
+    assert_eq!(check_and_record(&app).await, (true, "Passed".to_string()));
+
+    let index = app.get("/openapi/v3").await.json();
+    assert!(index["paths"]["api/v1"].is_object(), "{index}");
+    assert!(index["paths"].get("apis/metrics.k8s.io/v1beta1").is_none(), "an oversized document is not listed");
+    assert_eq!(app.get("/openapi/v3/apis/metrics.k8s.io/v1beta1").await.status.as_u16(), 404);
+}

@@ -95,6 +95,16 @@ async fn created(app: &common::App, uri: &str, body: Value) -> Value {
     r.json()
 }
 
+/// Serves `router` (its `/deletes`) over HTTPS and registers a configuration of `kind`
+/// (at `uri`) calling it on ConfigMap deletes; answers the task serving it.
+async fn delete_hook(app: &common::App, kind: &str, uri: &str, router: axum::Router) -> tokio::task::JoinHandle<()> {
+    let (port, ca, server) = tls_server::serve(router, "127.0.0.1").await;
+    let mut config = configuration(kind, "deletes", &format!("https://127.0.0.1:{port}/deletes"), &ca, json!({}));
+    config["webhooks"][0]["rules"][0]["operations"] = json!(["DELETE"]);
+    created(app, uri, config).await;
+    server
+}
+
 fn cm(name: &str, data: Value) -> Value {
     json!({"metadata": {"name": name}, "data": data})
 }
@@ -369,16 +379,7 @@ async fn validating_webhooks_are_asked_about_deletes() {
             }
         }),
     );
-    let (port, ca, _server) = tls_server::serve(router, "127.0.0.1").await;
-    let mut config = configuration(
-        "ValidatingWebhookConfiguration",
-        "deletes",
-        &format!("https://127.0.0.1:{port}/deletes"),
-        &ca,
-        json!({}),
-    );
-    config["webhooks"][0]["rules"][0]["operations"] = json!(["DELETE"]);
-    created(&app, VALIDATING, config).await;
+    let _server = delete_hook(&app, "ValidatingWebhookConfiguration", VALIDATING, router).await;
     created(&app, CONFIGMAPS, json!({"metadata": {"name": "guarded", "labels": {"protected": "yes"}}})).await;
     created(&app, CONFIGMAPS, cm("free", json!({}))).await;
 
@@ -417,16 +418,7 @@ async fn mutating_webhooks_may_refuse_deletes_but_not_patch_them() {
             }
         }),
     );
-    let (port, ca, _server) = tls_server::serve(router, "127.0.0.1").await;
-    let mut config = configuration(
-        "MutatingWebhookConfiguration",
-        "deletes",
-        &format!("https://127.0.0.1:{port}/deletes"),
-        &ca,
-        json!({}),
-    );
-    config["webhooks"][0]["rules"][0]["operations"] = json!(["DELETE"]);
-    created(&app, MUTATING, config).await;
+    let _server = delete_hook(&app, "MutatingWebhookConfiguration", MUTATING, router).await;
     for name in ["kept", "patched", "free"] {
         created(&app, CONFIGMAPS, cm(name, json!({}))).await;
     }

@@ -225,7 +225,8 @@ pub struct Document {
 }
 
 impl Document {
-    fn new(json: Vec<u8>) -> Document {
+    /// `json` as served, with its hash.
+    pub fn new(json: Vec<u8>) -> Document {
         let hash = content_hash(&json);
         Document { json, hash }
     }
@@ -272,10 +273,10 @@ impl OpenApiV3 {
     }
 
     /// These documents and `extra`, documents as served by someone else (extension API
-    /// servers), which replace any at the same path.
-    pub fn with_served(&self, extra: impl IntoIterator<Item = (String, Vec<u8>)>) -> OpenApiV3 {
+    /// servers), which replace any at the same path; all shared, none copied.
+    pub fn with_served(&self, extra: impl IntoIterator<Item = (String, Arc<Document>)>) -> OpenApiV3 {
         let mut docs = self.docs.clone();
-        docs.extend(extra.into_iter().map(|(path, json)| (path, Arc::new(Document::new(json)))));
+        docs.extend(extra);
         OpenApiV3::of(docs)
     }
 
