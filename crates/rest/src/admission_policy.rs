@@ -80,6 +80,9 @@ impl Bound {
 
 /// The bindings of `binding_plural` with their policies of `policy_plural`, by binding name.
 fn bound(r: &Review<'_>, policy_plural: &str, binding_plural: &str) -> Vec<Bound> {
+    if !r.st.configured.any(GROUP, binding_plural) {
+        return Vec::new();
+    }
     let mut bindings = cached_list(&r.st.cache, GROUP, binding_plural, None);
     if bindings.is_empty() {
         return Vec::new();

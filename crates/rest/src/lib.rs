@@ -132,12 +132,15 @@ pub struct RestState {
     /// The HTTPS clients of webhooks and extension servers, kept so that calls reuse
     /// their connections.
     pub clients: Arc<webhook::Clients>,
+    /// Which admission configuration `cache` holds any of.
+    pub configured: Arc<admission::Configured>,
 }
 
 impl RestState {
     /// A state with the default request timeout.
     pub fn new(cluster: Cluster, cache: Arc<WatchCache>, clock: Arc<dyn Clock>, entropy: Arc<dyn Entropy>) -> Self {
         RestState {
+            configured: Arc::new(admission::Configured::new(&cache)),
             metrics: Arc::new(metrics::Metrics::new(cluster.counters())),
             cluster,
             cache,

@@ -46,7 +46,7 @@ use crate::object::{self, Object};
 use crate::target::Target;
 use crate::RestState;
 
-const GROUP: &str = "admissionregistration.k8s.io";
+pub(crate) const GROUP: &str = "admissionregistration.k8s.io";
 const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
 const MAX_TIMEOUT_SECONDS: u64 = 30;
 /// The most bytes of a webhook's answer read: the body limit, as for a client's request.
@@ -86,6 +86,9 @@ impl Webhook {
 
 /// The webhooks of every configuration of `plural`, configurations by name.
 fn webhooks(st: &RestState, plural: &str) -> Vec<Webhook> {
+    if !st.configured.any(GROUP, plural) {
+        return Vec::new();
+    }
     let mut configs = cached_list(&st.cache, GROUP, plural, None);
     configs.sort_by(|a, b| object::meta_str(a, "name").cmp(&object::meta_str(b, "name")));
     configs

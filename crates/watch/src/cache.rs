@@ -118,6 +118,25 @@ struct State {
     watchers: BTreeMap<u64, Watcher>,
     next_watcher: u64,
     snapshots: Vec<SnapshotMemo>,
+    /// Prefixes whose objects are counted ([`WatchCache::counter`]); each count equals
+    /// the number of keys in `objects` under its prefix whenever the lock is free.
+    counted: Vec<Arc<PrefixCount>>,
+}
+
+/// How many objects a cache holds under one key prefix, kept by the cache with every
+/// change and read without its lock: a caller that finds none skips a lookup it would
+/// make on every request (admission configuration that is usually absent).
+#[derive(Debug)]
+pub struct PrefixCount {
+    prefix: String,
+    count: AtomicUsize,
+}
+
+impl PrefixCount {
+    /// The objects under the prefix as of the last change the cache applied.
+    pub fn get(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
 }
 
 /// What a cache holds now (the memory gauges report it).
@@ -200,6 +219,7 @@ impl WatchCache {
                 watchers: BTreeMap::new(),
                 next_watcher: 1,
                 snapshots: Vec::new(),
+                counted: Vec::new(),
             }),
             watching: AtomicUsize::new(0),
         })
@@ -248,7 +268,24 @@ impl WatchCache {
         s.events = events;
         s.watchers.clear();
         s.snapshots.clear();
+        for c in &s.counted {
+            c.count.store(count_under(&s.objects, &c.prefix, usize::MAX), Ordering::Release);
+        }
         self.recount(&s);
+    }
+
+    /// The count of the objects under `prefix`, kept from now on (one per prefix: asking
+    /// again gives the same counter). Each counted prefix costs every applied change a
+    /// prefix comparison, so this is for a handful fixed at start-up.
+    pub fn counter(&self, prefix: &str) -> Arc<PrefixCount> {
+        let mut s = self.lock();
+        if let Some(c) = s.counted.iter().find(|c| c.prefix == prefix) {
+            return Arc::clone(c);
+        }
+        let count = count_under(&s.objects, prefix, usize::MAX);
+        let c = Arc::new(PrefixCount { prefix: prefix.to_string(), count: AtomicUsize::new(count) });
+        s.counted.push(Arc::clone(&c));
+        c
     }
 
     /// The state machine applied everything up to `rv`, making `changes` (ascending rv).
@@ -265,7 +302,10 @@ impl WatchCache {
                 Entry::Occupied(mut slot) => {
                     let event = to_event(change, Some(slot.get().clone()));
                     let gone = match event.kind {
-                        EventType::Deleted => slot.remove(),
+                        EventType::Deleted => {
+                            count_change(&s.counted, slot.key(), -1);
+                            slot.remove()
+                        }
                         _ => {
                             s.object_bytes += event.object.bytes.len();
                             slot.insert(event.object.clone())
@@ -277,6 +317,7 @@ impl WatchCache {
                 Entry::Vacant(slot) => {
                     let event = to_event(change, None);
                     if event.kind != EventType::Deleted {
+                        count_change(&s.counted, slot.key(), 1);
                         s.object_bytes += event.object.bytes.len();
                         slot.insert(event.object.clone());
                     }
@@ -379,10 +420,7 @@ impl WatchCache {
     /// How many objects are under `prefix`, counted up to `max`: what a LIST of it will
     /// cost, estimated before it is served (API Priority and Fairness).
     pub fn count_up_to(&self, prefix: &str, max: usize) -> usize {
-        let s = self.lock();
-        let lower = Bound::Included(prefix.to_string());
-        let upper = prefix_end(prefix).map_or(Bound::Unbounded, Bound::Excluded);
-        s.objects.range((lower, upper)).take_while(|(k, _)| k.starts_with(prefix)).take(max).count()
+        count_under(&self.lock().objects, prefix, max)
     }
 
     /// Starts a watch. With [`WatchStart::After`], the window must cover the start.
@@ -516,6 +554,24 @@ impl kuorum_store::ApplyObserver for WatchCache {
 
     fn reset(&self, rv: u64, oldest: u64, objects: Vec<(String, Bytes)>, changes: Vec<Change>) {
         WatchCache::reset(self, rv, oldest, objects, changes);
+    }
+}
+
+/// How many of `objects`' keys start with `prefix`, counted up to `max`.
+fn count_under(objects: &BTreeMap<String, Arc<Obj>>, prefix: &str, max: usize) -> usize {
+    let lower = Bound::Included(prefix.to_string());
+    let upper = prefix_end(prefix).map_or(Bound::Unbounded, Bound::Excluded);
+    objects.range((lower, upper)).take_while(|(k, _)| k.starts_with(prefix)).take(max).count()
+}
+
+/// Moves the counts of the prefixes `key` is under by `by` (a key added or removed).
+fn count_change(counted: &[Arc<PrefixCount>], key: &str, by: isize) {
+    for c in counted.iter().filter(|c| key.starts_with(&c.prefix)) {
+        if by > 0 {
+            c.count.fetch_add(1, Ordering::Release);
+        } else {
+            c.count.fetch_sub(1, Ordering::Release);
+        }
     }
 }
 

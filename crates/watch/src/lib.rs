@@ -20,7 +20,8 @@ pub mod initial;
 pub mod queue;
 
 pub use cache::{
-    CacheConfig, CacheList, CacheSize, TooOld, Watch, WatchCache, WatchItem, WatchStart, WatchStarted, WatchersSize,
+    CacheConfig, CacheList, CacheSize, PrefixCount, TooOld, Watch, WatchCache, WatchItem, WatchStart, WatchStarted,
+    WatchersSize,
 };
 pub use event::{event_line, Event, EventType, Obj};
 pub use filter::WatchFilter;

@@ -237,3 +237,27 @@ fn the_size_follows_every_change_and_a_reset() {
     let want = obj("x", 20, "q").len() + obj("y", 19, "q").len();
     assert_eq!(c.size(), CacheSize { objects: 2, object_bytes: want, events: 0 });
 }
+
+#[test]
+fn a_prefix_count_follows_adds_deletes_and_resets_but_not_updates() {
+    let c = cache_with_history();
+    // After history: "a" is the only object under `{P}d/`.
+    let d = c.counter(&format!("{P}d/"));
+    let other = c.counter(&format!("{P}e/"));
+    assert_eq!((d.get(), other.get()), (1, 0), "counted from what the cache holds");
+    assert!(Arc::ptr_eq(&d, &c.counter(&format!("{P}d/"))), "one counter per prefix");
+    c.apply(10, vec![change(ChangeKind::Added, "c", 10, "x", None)]);
+    c.apply(11, vec![change(ChangeKind::Modified, "c", 11, "y", Some((10, "x")))]);
+    assert_eq!(d.get(), 2, "an update is not a new object");
+    c.apply(12, vec![change(ChangeKind::Deleted, "a", 12, "y", Some((8, "y")))]);
+    c.apply(13, vec![change(ChangeKind::Deleted, "zz", 13, "y", None)]);
+    assert_eq!(d.get(), 1, "a delete of what is not there counts nothing");
+    assert_eq!(other.get(), 0, "other prefixes are untouched");
+    c.reset(
+        20,
+        20,
+        vec![(key("x"), obj("x", 20, "q")), (key("y"), obj("y", 19, "q")), (key("z"), obj("z", 18, "q"))],
+        vec![],
+    );
+    assert_eq!(d.get(), 3, "a reset counts again");
+}

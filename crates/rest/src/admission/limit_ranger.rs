@@ -15,7 +15,7 @@ const ANNOTATION: &str = "kubernetes.io/limit-ranger";
 
 /// Mutating: the ranges' `Container` defaults.
 pub(crate) fn admit(a: &Attributes, obj: &mut Object) {
-    if !a.creates("", "pods") {
+    if !a.creates("", "pods") || !a.st.configured.any("", "limitranges") {
         return;
     }
     for range in &cached_list(&a.st.cache, "", "limitranges", Some(a.namespace())) {
@@ -25,7 +25,7 @@ pub(crate) fn admit(a: &Attributes, obj: &mut Object) {
 
 /// Validating: the ranges' bounds.
 pub(crate) fn validate(a: &Attributes, obj: &Object) -> Result<(), ApiError> {
-    if !a.creates("", "pods") {
+    if !a.creates("", "pods") || !a.st.configured.any("", "limitranges") {
         return Ok(());
     }
     // The first range a pod breaks refuses it, with all it breaks there.

@@ -36,10 +36,11 @@ pub mod storage_object_in_use_protection;
 pub(crate) mod taint_nodes_by_condition;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use kuorum_api::ApiError;
 use kuorum_store::keys::ObjectKey;
-use kuorum_watch::{WatchCache, WatchFilter};
+use kuorum_watch::{PrefixCount, WatchCache, WatchFilter};
 use serde_json::Value;
 
 use crate::auth::UserInfo;
@@ -275,6 +276,42 @@ pub(crate) fn cached(st: &RestState, group: &str, plural: &str, namespace: Optio
     match st.cache.get(&key).1.and_then(|o| o.value().cloned()) {
         Some(Value::Object(o)) => Some(o),
         _ => None,
+    }
+}
+
+/// The collections a write reads whenever they hold anything (webhook configurations,
+/// policy bindings, quotas, limit ranges), each counted by the node's cache: a write skips
+/// the lookup of one that holds nothing without taking the cache's lock, which is the
+/// common case and keeps an unconfigured cluster's writes as cheap as they were before
+/// any of this existed.
+pub struct Configured {
+    counts: Vec<(&'static str, &'static str, Arc<PrefixCount>)>,
+}
+
+impl Configured {
+    const COUNTED: &'static [(&'static str, &'static str)] = &[
+        (crate::webhook::GROUP, "mutatingwebhookconfigurations"),
+        (crate::webhook::GROUP, "validatingwebhookconfigurations"),
+        (crate::webhook::GROUP, "mutatingadmissionpolicybindings"),
+        (crate::webhook::GROUP, "validatingadmissionpolicybindings"),
+        ("", "resourcequotas"),
+        ("", "limitranges"),
+    ];
+
+    pub fn new(cache: &WatchCache) -> Self {
+        let counts = Self::COUNTED
+            .iter()
+            .map(|&(group, plural)| {
+                (group, plural, cache.counter(&kuorum_store::keys::collection_prefix(group, plural, None)))
+            })
+            .collect();
+        Configured { counts }
+    }
+
+    /// Whether `group`/`plural` may hold objects anywhere: false only for a counted
+    /// collection the cache holds none of.
+    pub(crate) fn any(&self, group: &str, plural: &str) -> bool {
+        self.counts.iter().find(|(g, p, _)| *g == group && *p == plural).is_none_or(|(_, _, c)| c.get() > 0)
     }
 }
 
