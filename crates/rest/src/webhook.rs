@@ -340,6 +340,20 @@ fn denied(name: &str, response: &Map<String, Value>) -> ApiError {
     e
 }
 
+/// Writes a webhook's `auditAnnotations` to the request's audit event, each key prefixed
+/// with the webhook's name, as kube does; one that does not make a qualified name is left
+/// out (kube logs and drops it).
+fn annotate_audit(name: &str, response: &Map<String, Value>) {
+    let Some(given) = response.get("auditAnnotations").and_then(Value::as_object) else { return };
+    for (key, value) in given {
+        let Some(value) = value.as_str() else { continue };
+        let key = format!("{name}/{key}");
+        if kuorum_api::validation::is_qualified_name(&key).is_empty() {
+            crate::audit::annotate(&key, value);
+        }
+    }
+}
+
 fn warnings_of(response: &Map<String, Value>) -> Vec<String> {
     response
         .get("warnings")
@@ -394,6 +408,7 @@ async fn mutate_once(
         Err(why) => return Err(call_failed(&w.name, &why)),
     };
     warnings.extend(warnings_of(&response));
+    annotate_audit(&w.name, &response);
     if response.get("allowed").and_then(Value::as_bool) != Some(true) {
         return Err(denied(&w.name, &response));
     }
@@ -455,6 +470,7 @@ pub(crate) async fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>
         match answer {
             Ok(response) => {
                 warnings.extend(warnings_of(&response));
+                annotate_audit(&w.name, &response);
                 if response.get("allowed").and_then(Value::as_bool) != Some(true) {
                     return Err(denied(&w.name, &response));
                 }

@@ -440,3 +440,35 @@ async fn mutating_webhooks_may_refuse_deletes_but_not_patch_them() {
     assert_eq!(r.headers.get("warning").unwrap().to_str().unwrap(), "299 - \"seen\"");
     assert_eq!(app.get(&format!("{CONFIGMAPS}/free")).await.status.as_u16(), 404);
 }
+
+#[tokio::test]
+async fn webhook_audit_annotations_reach_the_audit_event_under_the_webhooks_name() {
+    let mut app = common::app().await;
+    app.namespace("default").await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    let policy =
+        kuorum_rest::audit::Policy::parse("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: Metadata\n")
+            .unwrap();
+    let options = kuorum_rest::audit::LogOptions { path: path.clone(), ..Default::default() };
+    app.state.audit = Some(std::sync::Arc::new(kuorum_rest::audit::AuditLog::open(policy, options).unwrap()));
+    app.router = kuorum_rest::router(app.state.clone());
+    let router = axum::Router::new().route(
+        "/annotate",
+        post(|Json(review): Json<Value>| async move {
+            let name = review["request"]["name"].as_str().unwrap_or("").to_string();
+            answer(&review, json!({"auditAnnotations": {"checked": name, "not a key!": "dropped"}}))
+        }),
+    );
+    let (port, ca, _server) = tls_server::serve(router, "127.0.0.1").await;
+    let url = format!("https://127.0.0.1:{port}/annotate");
+    created(&app, VALIDATING, configuration("ValidatingWebhookConfiguration", "annotate", &url, &ca, json!({}))).await;
+    let r = app.post(CONFIGMAPS, cm("noted", json!({}))).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    let id = r.headers.get("audit-id").unwrap().to_str().unwrap().to_string();
+    let events = kuorum_rest::audit::read_events(&std::fs::read_to_string(&path).unwrap());
+    let done = events.iter().find(|e| e["auditID"] == id.as_str() && e["stage"] == "ResponseComplete").unwrap();
+    let annotations = done["annotations"].as_object().unwrap();
+    assert_eq!(annotations.get("annotate.kuorum.test/checked"), Some(&json!("noted")), "{annotations:?}");
+    assert!(!annotations.keys().any(|k| k.contains("not a key")), "{annotations:?}");
+}
