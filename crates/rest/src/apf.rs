@@ -22,7 +22,9 @@
 //!   body has been sent.
 //!
 //! Every answer carries `X-Kubernetes-PF-FlowSchema-UID` and
-//! `X-Kubernetes-PF-PriorityLevel-UID`. The configuration is read again at most once a
+//! `X-Kubernetes-PF-PriorityLevel-UID`. `/metrics` has kube's `apiserver_flowcontrol_*`
+//! series ([`FlowControlMetrics`]): dispatched and rejected (by reason) requests, those
+//! queued and executing and their seats, the wait, each level's seats. The configuration is read again at most once a
 //! second. Not yet: borrowing between levels, kube's virtual-time fair queuing (requests
 //! of one queue are served in order, queues in turn).
 
@@ -39,6 +41,13 @@ use axum::response::Response;
 use kuorum_api::{ApiError, Reason};
 use serde_json::Value;
 use tokio::sync::oneshot;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
 use crate::admission::cached_list;
 use crate::auth::UserInfo;
@@ -64,6 +73,8 @@ struct Schema {
     level: String,
     by: Distinguisher,
     rules: Vec<Rule>,
+    /// Its series of the `apiserver_flowcontrol_*` metrics, with its level's name.
+    metrics: FlowMetrics,
 }
 
 /// A FlowSchema rule, read once per configuration: matching a request compares strings,
@@ -179,6 +190,198 @@ struct Config {
     total_shares: u64,
 }
 
+/// The label sets of kube's `apiserver_flowcontrol_*` metrics.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LevelLabels {
+    priority_level: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FlowLabels {
+    priority_level: String,
+    flow_schema: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RejectedLabels {
+    priority_level: String,
+    flow_schema: String,
+    /// `queue-full`, `concurrency-limit` (a Reject level), `time-out` (waited too long),
+    /// `cancelled` (its client went away while it waited).
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WaitLabels {
+    priority_level: String,
+    flow_schema: String,
+    /// Whether the request went on to execute.
+    execute: &'static str,
+}
+
+/// kube's buckets for `apiserver_flowcontrol_request_wait_duration_seconds`.
+const WAIT_BUCKETS: [f64; 13] = [0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0];
+
+/// The `apiserver_flowcontrol_*` metrics, with kube's names and labels: a series per
+/// FlowSchema and PriorityLevelConfiguration, so their number is bounded by the objects
+/// stored, never by what a client sends.
+#[derive(Clone)]
+pub(crate) struct FlowControlMetrics {
+    dispatched: Family<FlowLabels, Counter>,
+    rejected: Family<RejectedLabels, Counter>,
+    inqueue: Family<FlowLabels, Gauge>,
+    executing: Family<FlowLabels, Gauge>,
+    executing_seats: Family<FlowLabels, Gauge>,
+    wait: Family<WaitLabels, Histogram, fn() -> Histogram>,
+    nominal_limit_seats: Family<LevelLabels, Gauge>,
+    current_limit_seats: Family<LevelLabels, Gauge>,
+}
+
+impl FlowControlMetrics {
+    pub(crate) fn register(registry: &mut Registry) -> Self {
+        let m = FlowControlMetrics {
+            dispatched: Family::default(),
+            rejected: Family::default(),
+            inqueue: Family::default(),
+            executing: Family::default(),
+            executing_seats: Family::default(),
+            wait: Family::new_with_constructor((|| Histogram::new(WAIT_BUCKETS)) as fn() -> Histogram),
+            nominal_limit_seats: Family::default(),
+            current_limit_seats: Family::default(),
+        };
+        // Counters get `_total` appended by the encoder.
+        registry.register(
+            "apiserver_flowcontrol_dispatched_requests",
+            "Number of requests executed by API Priority and Fairness subsystem",
+            m.dispatched.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_rejected_requests",
+            "Number of requests rejected by API Priority and Fairness subsystem",
+            m.rejected.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_inqueue_requests",
+            "Number of requests currently pending in queues of the API Priority and Fairness subsystem",
+            m.inqueue.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_executing_requests",
+            "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem",
+            m.executing.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_executing_seats",
+            "Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem",
+            m.executing_seats.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_request_wait_duration_seconds",
+            "Length of time a request spent waiting in its queue",
+            m.wait.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_nominal_limit_seats",
+            "Nominal number of execution seats configured for each priority level",
+            m.nominal_limit_seats.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_limit_seats",
+            "current derived number of execution seats available to each priority level",
+            m.current_limit_seats.clone(),
+        );
+        m
+    }
+
+    /// The series of one FlowSchema at its level.
+    fn flow(&self, priority_level: &str, flow_schema: &str) -> FlowMetrics {
+        let flow = FlowLabels { priority_level: priority_level.to_string(), flow_schema: flow_schema.to_string() };
+        let rejected = |reason| {
+            let labels = RejectedLabels {
+                priority_level: flow.priority_level.clone(),
+                flow_schema: flow.flow_schema.clone(),
+                reason,
+            };
+            self.rejected.get_or_create(&labels).clone()
+        };
+        let wait = |execute| {
+            let labels = WaitLabels {
+                priority_level: flow.priority_level.clone(),
+                flow_schema: flow.flow_schema.clone(),
+                execute,
+            };
+            self.wait.get_or_create(&labels).clone()
+        };
+        FlowMetrics {
+            dispatched: self.dispatched.get_or_create(&flow).clone(),
+            queue_full: rejected("queue-full"),
+            concurrency_limit: rejected("concurrency-limit"),
+            time_out: rejected("time-out"),
+            cancelled: rejected("cancelled"),
+            inqueue: self.inqueue.get_or_create(&flow).clone(),
+            executing: self.executing.get_or_create(&flow).clone(),
+            executing_seats: self.executing_seats.get_or_create(&flow).clone(),
+            waited: wait("true"),
+            gave_up: wait("false"),
+        }
+    }
+
+    /// A level's seats, as configured and as it has them.
+    fn limit(&self, priority_level: &str, seats: usize) {
+        let labels = LevelLabels { priority_level: priority_level.to_string() };
+        self.nominal_limit_seats.get_or_create(&labels).set(seats as i64);
+        self.current_limit_seats.get_or_create(&labels).set(seats as i64);
+    }
+}
+
+/// One FlowSchema's series, taken once per configuration so that a request only moves
+/// atomics.
+#[derive(Clone)]
+struct FlowMetrics {
+    dispatched: Counter,
+    queue_full: Counter,
+    concurrency_limit: Counter,
+    time_out: Counter,
+    cancelled: Counter,
+    inqueue: Gauge,
+    executing: Gauge,
+    executing_seats: Gauge,
+    waited: Histogram,
+    gave_up: Histogram,
+}
+
+/// A request counted in its queue's gauge until it leaves; one whose client went away
+/// while it waited (the request dropped) is counted `cancelled`.
+struct Queued<'m> {
+    m: &'m FlowMetrics,
+    since: Instant,
+    left: bool,
+}
+
+impl<'m> Queued<'m> {
+    fn new(m: &'m FlowMetrics) -> Self {
+        m.inqueue.inc();
+        Queued { m, since: Instant::now(), left: false }
+    }
+
+    /// It left the queue, to execute or not.
+    fn left(&mut self, execute: bool) {
+        self.left = true;
+        self.m.inqueue.dec();
+        let waited = self.since.elapsed().as_secs_f64();
+        if execute { &self.m.waited } else { &self.m.gave_up }.observe(waited);
+    }
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        if !self.left {
+            self.left(false);
+            self.m.cancelled.inc();
+        }
+    }
+}
+
 /// A request waiting in a queue for `width` seats: sent a permit when they are its.
 struct Waiter {
     tx: oneshot::Sender<()>,
@@ -234,10 +437,24 @@ impl LevelState {
 pub(crate) struct Seat {
     level: Option<Arc<Level>>,
     width: usize,
+    /// The gauges the request is counted in while it holds the seats.
+    executing: Gauge,
+    executing_seats: Gauge,
+}
+
+impl Seat {
+    fn new(level: Option<Arc<Level>>, width: usize, m: &FlowMetrics) -> Seat {
+        m.dispatched.inc();
+        m.executing.inc();
+        m.executing_seats.inc_by(width.max(1) as i64);
+        Seat { level, width, executing: m.executing.clone(), executing_seats: m.executing_seats.clone() }
+    }
 }
 
 impl Drop for Seat {
     fn drop(&mut self) {
+        self.executing.dec();
+        self.executing_seats.dec_by(self.width.max(1) as i64);
         if let Some(level) = self.level.take() {
             let mut st = level.state.lock().unwrap_or_else(|e| e.into_inner());
             st.in_use = st.in_use.saturating_sub(self.width);
@@ -299,7 +516,7 @@ impl Apf {
         let mut c = read_config(st);
         for (name, spec) in c.levels.iter_mut() {
             if !spec.exempt {
-                spec.seats = Some(self.level(name, spec, c.total_shares));
+                spec.seats = Some(self.level(name, spec, c.total_shares, &st.metrics.flowcontrol));
             }
         }
         let c = Arc::new(c);
@@ -309,8 +526,9 @@ impl Apf {
 
     /// The level `name` with `spec`'s seats and queues (changed in place when the
     /// configuration changed).
-    fn level(&self, name: &str, spec: &LevelSpec, total_shares: u64) -> Arc<Level> {
+    fn level(&self, name: &str, spec: &LevelSpec, total_shares: u64, metrics: &FlowControlMetrics) -> Arc<Level> {
         let seats = ((self.total_seats as u64 * spec.shares).div_ceil(total_shares.max(1))).max(1) as usize;
+        metrics.limit(name, seats);
         let mut levels = self.levels.lock().unwrap_or_else(|e| e.into_inner());
         let level = levels
             .entry(name.to_string())
@@ -360,8 +578,9 @@ impl Apf {
             return Ok(None);
         };
         let Some(spec) = config.levels.get(&schema.level) else { return Ok(None) };
+        let m = &schema.metrics;
         let admitted = |level: Option<Arc<Level>>, width: usize| Admitted {
-            seat: Seat { level, width },
+            seat: Seat::new(level, width, m),
             schema_uid: schema.uid.clone(),
             level_uid: spec.uid.clone(),
         };
@@ -376,7 +595,10 @@ impl Apf {
                 s.in_use += width;
                 None
             } else {
-                let Some(q) = s.queuing else { return Err(too_many_requests()) };
+                let Some(q) = s.queuing else {
+                    m.concurrency_limit.inc();
+                    return Err(too_many_requests());
+                };
                 let distinguisher = match schema.by {
                     Distinguisher::ByUser => user.name.as_str(),
                     Distinguisher::ByNamespace => {
@@ -386,9 +608,11 @@ impl Apf {
                 };
                 let hand = deal(flow_hash(&schema.name, distinguisher), s.queues.len(), q.hand_size);
                 let Some(&shortest) = hand.iter().min_by_key(|&&i| s.queues[i].len()) else {
+                    m.queue_full.inc();
                     return Err(too_many_requests());
                 };
                 if s.queues[shortest].len() >= q.queue_length_limit {
+                    m.queue_full.inc();
                     return Err(too_many_requests());
                 }
                 let (tx, rx) = oneshot::channel();
@@ -396,13 +620,22 @@ impl Apf {
                 Some(rx)
             }
         };
-        if let Some(rx) = waiting {
-            let wait = (st.request_timeout / 4).max(Duration::from_secs(1));
-            match tokio::time::timeout(wait, rx).await {
-                Ok(Ok(())) => {}
-                // Timed out: its sender is dropped from the queue when next looked at
-                // (a closed receiver refuses the seat).
-                _ => return Err(too_many_requests()),
+        match waiting {
+            None => m.waited.observe(0.0),
+            Some(rx) => {
+                let wait = (st.request_timeout / 4).max(Duration::from_secs(1));
+                let mut queued = Queued::new(m);
+                let got = tokio::time::timeout(wait, rx).await;
+                match got {
+                    Ok(Ok(())) => queued.left(true),
+                    // Timed out: its sender is dropped from the queue when next looked at
+                    // (a closed receiver refuses the seat).
+                    _ => {
+                        queued.left(false);
+                        m.time_out.inc();
+                        return Err(too_many_requests());
+                    }
+                }
             }
         }
         let held = width.min(level.state.lock().unwrap_or_else(|e| e.into_inner()).seats.max(1));
@@ -496,11 +729,13 @@ fn read_config(st: &RestState) -> Config {
                 "ByNamespace" => Distinguisher::ByNamespace,
                 _ => Distinguisher::None,
             };
+            let (name, level) = (str_at(&fs, "/metadata/name"), str_at(&fs, "/spec/priorityLevelConfiguration/name"));
             Schema {
-                name: str_at(&fs, "/metadata/name"),
+                metrics: st.metrics.flowcontrol.flow(&level, &name),
+                name,
                 uid: header_at(&fs, "/metadata/uid"),
                 precedence: fs.pointer("/spec/matchingPrecedence").and_then(Value::as_i64).unwrap_or(1000),
-                level: str_at(&fs, "/spec/priorityLevelConfiguration/name"),
+                level,
                 by,
                 rules: fs
                     .pointer("/spec/rules")
@@ -623,11 +858,16 @@ mod tests {
             s.queues[1].push_back(Waiter { tx: tx_b, width: 1 });
         }
         // The seat held is given back: the first queue's waiter gets it, then the second's.
-        drop(Seat { level: Some(level.clone()), width: 1 });
+        drop(held(&level));
         assert!(rx_a.await.is_ok());
-        drop(Seat { level: Some(level.clone()), width: 1 });
+        drop(held(&level));
         assert!(rx_b.await.is_ok());
         assert_eq!(level.state.lock().unwrap().in_use, 1);
+    }
+
+    /// One seat of `level`, held outside any request.
+    fn held(level: &Arc<Level>) -> Seat {
+        Seat { level: Some(level.clone()), width: 1, executing: Gauge::default(), executing_seats: Gauge::default() }
     }
 
     #[tokio::test]
@@ -648,12 +888,12 @@ mod tests {
             s.queues[0].push_back(Waiter { tx: tx_wide, width: 2 });
             s.queues[1].push_back(Waiter { tx: tx_narrow, width: 1 });
         }
-        drop(Seat { level: Some(level.clone()), width: 1 });
+        drop(held(&level));
         assert!(rx_wide.try_recv().is_err() && rx_narrow.try_recv().is_err(), "one free seat is not two");
-        drop(Seat { level: Some(level.clone()), width: 1 });
+        drop(held(&level));
         assert!(rx_wide.try_recv().is_ok());
         assert!(rx_narrow.try_recv().is_err());
-        drop(Seat { level: Some(level.clone()), width: 1 });
+        drop(held(&level));
         assert!(rx_narrow.try_recv().is_ok());
         assert_eq!(level.state.lock().unwrap().in_use, 3);
     }

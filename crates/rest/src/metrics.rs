@@ -198,6 +198,8 @@ pub struct Metrics {
     durations: Family<RequestMetric, Histogram>,
     inflight: Family<KindLabels, Gauge>,
     longrunning: Family<LongRunningLabels, Gauge>,
+    /// API Priority and Fairness's (`apiserver_flowcontrol_*`).
+    pub(crate) flowcontrol: crate::apf::FlowControlMetrics,
     /// Faults injected by [`crate::chaos`], by kind (empty unless chaos is enabled).
     chaos_injected: Family<crate::chaos::FaultLabel, Counter>,
     node: NodeGauges,
@@ -257,6 +259,7 @@ impl Metrics {
             "Duration of the Raft log's fsyncs (one per group commit).",
             raft.log_fsync_seconds,
         );
+        let flowcontrol = crate::apf::FlowControlMetrics::register(&mut registry);
         let chaos_injected = Family::<crate::chaos::FaultLabel, Counter>::default();
         registry.register(
             "kuorum_chaos_faults_injected",
@@ -301,6 +304,7 @@ impl Metrics {
         );
         Metrics {
             registry,
+            flowcontrol,
             requests,
             durations,
             inflight,

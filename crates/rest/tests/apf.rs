@@ -3,7 +3,8 @@
 //! while the first has the seat, refuses a third with 429 and `Retry-After`, and serves
 //! the held one once the seat is free (a response's seat is free once its body has
 //! gone); exempt traffic (`system:masters`) is never held;
-//! answers name their FlowSchema and PriorityLevelConfiguration by uid.
+//! answers name their FlowSchema and PriorityLevelConfiguration by uid; kube's
+//! `apiserver_flowcontrol_*` metrics count what is executing, queued and refused.
 
 mod common;
 
@@ -90,12 +91,55 @@ async fn a_full_level_queues_then_refuses_and_exempt_traffic_passes() {
     assert_eq!(r.status.as_u16(), 200);
     assert_eq!(header(&r, "x-kubernetes-pf-prioritylevel-uid"), exempt["metadata"]["uid"].as_str().unwrap());
     assert!(!queued.is_finished(), "the queued request waits for the seat");
+    // kube's APF metrics show the one executing, the one queued and the one refused.
+    let metrics = String::from_utf8(app.get("/metrics").await.bytes.to_vec()).unwrap();
+    let series = |name: &str| {
+        let prefix = format!("apiserver_flowcontrol_{name}{{");
+        metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with(&prefix)
+                    && l.contains("flow_schema=\"everyone\"")
+                    && l.contains("priority_level=\"tiny\"")
+            })
+            .map(|l| l.rsplit(' ').next().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(series("current_executing_requests"), ["1"], "{metrics}");
+    assert_eq!(series("current_inqueue_requests"), ["1"], "{metrics}");
+    let rejected: Vec<&str> = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("apiserver_flowcontrol_rejected_requests_total{")
+                && l.contains("queue-full")
+                && l.contains("everyone")
+        })
+        .collect();
+    assert_eq!(rejected.len(), 1, "{metrics}");
+    assert!(rejected[0].ends_with(" 1"), "{rejected:?}");
+    assert!(metrics.contains("apiserver_flowcontrol_nominal_limit_seats{priority_level=\"tiny\"} 1"), "{metrics}");
 
     let held = holder.await.unwrap();
     assert_ne!(held.status.as_u16(), 429);
     let r = queued.await.unwrap();
     assert_eq!(r.status.as_u16(), 200, "served once the seat was free");
     assert!(started.elapsed() > Duration::from_millis(500), "{:?}", started.elapsed());
+    let metrics = String::from_utf8(app.get("/metrics").await.bytes.to_vec()).unwrap();
+    let waited = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("apiserver_flowcontrol_request_wait_duration_seconds_count{")
+                && l.contains("everyone")
+                && l.contains("execute=\"true\"")
+        })
+        .unwrap_or_else(|| panic!("{metrics}"));
+    assert!(!waited.ends_with(" 0"), "{waited}");
+    assert!(
+        metrics.lines().any(|l| l.starts_with("apiserver_flowcontrol_current_inqueue_requests{")
+            && l.contains("everyone")
+            && l.ends_with(" 0")),
+        "{metrics}"
+    );
 
     // A response holds its seat until its body has been sent: one not read yet keeps
     // the next request waiting, and giving it up frees the seat.
