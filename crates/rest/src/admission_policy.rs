@@ -299,7 +299,7 @@ fn failure_message(v: &Value, scope: &Evaluation<'_>) -> String {
 }
 
 /// The decisions of one validating policy through one binding, and its audit annotations.
-fn decide(r: &Review<'_>, b: &Bound, inputs: &Inputs) -> Vec<Decision> {
+fn decide(r: &Review<'_>, b: &Bound, inputs: &Inputs, annotations: &mut AuditAnnotations) -> Vec<Decision> {
     let fail = |e: String| if b.ignores_failures() { Vec::new() } else { vec![Decision::Error(e)] };
     let params = match params(r, b) {
         Ok(None) => vec![Value::Null],
@@ -336,12 +336,65 @@ fn decide(r: &Review<'_>, b: &Bound, inputs: &Inputs) -> Vec<Decision> {
         for a in b.spec().get("auditAnnotations").and_then(Value::as_array).into_iter().flatten() {
             let key = a.get("key").and_then(Value::as_str).unwrap_or("");
             let expr = a.get("valueExpression").and_then(Value::as_str).unwrap_or("");
-            if let Ok(kuorum_cel::Value::String(value)) = scope.eval(expr) {
-                crate::audit::annotate(&format!("{}/{key}", b.policy_name()), value.to_string());
+            match audit_value(&scope, expr) {
+                Ok(Some(value)) => annotations.add(format!("{}/{key}", b.policy_name()), value),
+                Ok(None) => {}
+                Err(e) if b.ignores_failures() => {
+                    let _ = e;
+                }
+                Err(e) => decisions.push(Decision::Error(e)),
             }
         }
     }
     decisions
+}
+
+/// The most bytes of an audit annotation's value (kube's; longer ones are cut).
+const MAX_AUDIT_VALUE_BYTES: usize = 10 * 1024;
+
+/// What an audit annotation's `valueExpression` gives: a string, trimmed (none when
+/// empty), or null (none); anything else is an error.
+fn audit_value(scope: &Evaluation<'_>, expr: &str) -> Result<Option<String>, String> {
+    match scope.eval(expr)? {
+        kuorum_cel::Value::String(s) => {
+            let mut s = s.trim().to_string();
+            if s.len() > MAX_AUDIT_VALUE_BYTES {
+                let mut end = MAX_AUDIT_VALUE_BYTES;
+                while !s.is_char_boundary(end) {
+                    end -= 1;
+                }
+                s.truncate(end);
+            }
+            Ok(Some(s).filter(|s| !s.is_empty()))
+        }
+        kuorum_cel::Value::Null => Ok(None),
+        other => Err(format!(
+            "valueExpression '{expr}' resulted in unsupported return type: {}. Return type must be either string or null.",
+            kuorum_cel::type_name(&other)
+        )),
+    }
+}
+
+/// A request's audit annotations from one policy: a key given several values (through
+/// several bindings or params) gets each distinct value once, joined with ", ", as kube
+/// writes them.
+#[derive(Default)]
+struct AuditAnnotations(Vec<(String, Vec<String>)>);
+
+impl AuditAnnotations {
+    fn add(&mut self, key: String, value: String) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, values)) if values.contains(&value) => {}
+            Some((_, values)) => values.push(value),
+            None => self.0.push((key, vec![value])),
+        }
+    }
+
+    fn write(self) {
+        for (key, values) in self.0 {
+            crate::audit::annotate(&key, values.join(", "));
+        }
+    }
 }
 
 /// The status code kube gives a denial's reason.
@@ -372,6 +425,7 @@ pub(crate) fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>, ApiE
     let name = object::meta_str(obj, "name").unwrap_or(r.target.name());
     let mut warnings = Vec::new();
     let mut audited = Vec::new();
+    let mut annotations = AuditAnnotations::default();
     for b in &bound {
         let spec = b.spec();
         if !match_resources(r, spec.get("matchConstraints"), obj, true)
@@ -388,13 +442,14 @@ pub(crate) fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>, ApiE
             .filter_map(Value::as_str)
             .collect();
         let by = format!("ValidatingAdmissionPolicy '{}' with binding '{}'", b.policy_name(), b.binding_name());
-        for d in decide(r, b, &inputs) {
+        for d in decide(r, b, &inputs, &mut annotations) {
             let (message, reason, index) = match d {
                 Decision::Admit => continue,
                 Decision::Fail { message, reason, index } => (message, reason, Some(index)),
                 Decision::Error(e) => (e, None, None),
             };
             if actions.contains(&"Deny") {
+                annotations.write();
                 return Err(denial(gr, name, &format!("{by} denied request: {message}"), reason.as_deref()));
             }
             if actions.contains(&"Warn") {
@@ -410,6 +465,7 @@ pub(crate) fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>, ApiE
             }
         }
     }
+    annotations.write();
     if !audited.is_empty() {
         crate::audit::annotate(
             "validation.policy.admission.k8s.io/validation_failure",

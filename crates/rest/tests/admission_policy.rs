@@ -225,3 +225,54 @@ async fn a_validating_policy_guards_deletes() {
     assert_eq!(app.delete(CONFIGMAPS).await.status.as_u16(), 422);
     assert_eq!(app.get(&format!("{CONFIGMAPS}/guarded")).await.status.as_u16(), 200);
 }
+
+#[tokio::test]
+async fn audit_annotations_are_written_trimmed_once_and_a_wrong_type_refuses() {
+    let mut app = common::app().await;
+    app.namespace("default").await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    let policy =
+        kuorum_rest::audit::Policy::parse("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: Metadata\n")
+            .unwrap();
+    let options = kuorum_rest::audit::LogOptions { path: path.clone(), ..Default::default() };
+    app.state.audit = Some(std::sync::Arc::new(kuorum_rest::audit::AuditLog::open(policy, options).unwrap()));
+    app.router = kuorum_rest::router(app.state.clone());
+    created(
+        &app,
+        VAP,
+        json!({"metadata": {"name": "noted"}, "spec": {"failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["configmaps"]}]},
+        "auditAnnotations": [
+            {"key": "name", "valueExpression": "'  ' + object.metadata.name + '  '"},
+            {"key": "nothing", "valueExpression": "null"},
+            {"key": "blank", "valueExpression": "'   '"},
+            {"key": "count", "valueExpression": "has(object.data) && 'count' in object.data ? 1 : null"}]}}),
+    )
+    .await;
+    // Two bindings: the same value is written once.
+    for b in ["first", "second"] {
+        created(
+            &app,
+            VAPB,
+            json!({"metadata": {"name": b}, "spec": {"policyName": "noted", "validationActions": ["Deny"]}}),
+        )
+        .await;
+    }
+    let r = app.post(CONFIGMAPS, json!({"metadata": {"name": "seen"}})).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    let id = r.headers.get("audit-id").unwrap().to_str().unwrap().to_string();
+    let events = kuorum_rest::audit::read_events(&std::fs::read_to_string(&path).unwrap());
+    let done = events.iter().find(|e| e["auditID"] == id.as_str() && e["stage"] == "ResponseComplete").unwrap();
+    let annotations = done["annotations"].as_object().unwrap();
+    assert_eq!(annotations.get("noted/name"), Some(&json!("seen")), "{annotations:?}");
+    for absent in ["noted/nothing", "noted/blank", "noted/count"] {
+        assert!(!annotations.contains_key(absent), "{absent}: {annotations:?}");
+    }
+    // An int is not a value an annotation can have: an error, under Fail a refusal.
+    let r = app.post(CONFIGMAPS, json!({"metadata": {"name": "counted"}, "data": {"count": "1"}})).await;
+    assert_eq!(r.status.as_u16(), 422, "{}", r.json());
+    let message = r.json()["message"].as_str().unwrap().to_string();
+    assert!(message.contains("resulted in unsupported return type: int"), "{message}");
+}

@@ -82,12 +82,35 @@ impl Strategy for ValidatingAdmissionPolicy {
                 ));
             }
         }
+        if audits.len() > MAX_AUDIT_ANNOTATIONS {
+            errs.push(FieldError::too_many("spec.auditAnnotations", audits.len() as i64, MAX_AUDIT_ANNOTATIONS as i64));
+        }
+        let policy = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+        let mut keys = std::collections::HashSet::new();
         for (i, a) in audits.iter().enumerate() {
             let p = format!("spec.auditAnnotations[{i}]");
-            if a.get("key").and_then(Value::as_str).unwrap_or("").is_empty() {
+            let key = a.get("key").and_then(Value::as_str).unwrap_or("");
+            if key.is_empty() {
                 errs.push(FieldError::required(&format!("{p}.key"), ""));
+            } else if !keys.insert(key) {
+                errs.push(FieldError::duplicate(&format!("{p}.key"), crate::validation::BadValue::Str(key.into())));
+            } else if policy.is_empty() {
+                errs.push(FieldError::invalid(&format!("{p}.key"), key, "requires metadata.name be non-empty"));
+            } else {
+                // The key is written to the audit event as `<policy>/<key>`.
+                let wrong = crate::validation::is_qualified_name(&format!("{policy}/{key}"));
+                if !wrong.is_empty() {
+                    errs.push(FieldError::invalid(&format!("{p}.key"), key, wrong.join(", ")));
+                }
             }
             expression(a, "valueExpression", &p, &mut errs);
+            let value = a.get("valueExpression").and_then(Value::as_str).unwrap_or("").trim();
+            if value.len() > MAX_AUDIT_VALUE_EXPRESSION_BYTES {
+                errs.push(FieldError::required(
+                    &format!("{p}.valueExpression"),
+                    format!("must not exceed {MAX_AUDIT_VALUE_EXPRESSION_BYTES} bytes in length"),
+                ));
+            }
         }
         errs
     }
@@ -135,6 +158,11 @@ pub(crate) fn validate_policy_spec(spec: &Value, errs: &mut Vec<FieldError>) {
 }
 
 /// An expression field that must not be empty.
+/// kube's bounds on a policy's `auditAnnotations`: how many, and each value expression's
+/// length.
+const MAX_AUDIT_ANNOTATIONS: usize = 20;
+const MAX_AUDIT_VALUE_EXPRESSION_BYTES: usize = 5 * 1024;
+
 pub(crate) fn expression(v: &Value, key: &str, path: &str, errs: &mut Vec<FieldError>) {
     if v.get(key).and_then(Value::as_str).unwrap_or("").trim().is_empty() {
         errs.push(FieldError::required(&format!("{path}.{key}"), format!("{key} is not specified")));
@@ -179,6 +207,42 @@ mod tests {
         assert_eq!(
             shown(json!({"matchConstraints": rules})),
             ["spec.validations: Required value: validations or auditAnnotations must contain at least one item"]
+        );
+    }
+
+    #[test]
+    fn audit_annotations_are_bounded_and_named_within_the_policy() {
+        let rules = json!({"resourceRules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+            "resources": ["pods"]}]});
+        let shown_named = |audits: Value| {
+            let mut obj =
+                json!({"metadata": {"name": "pol"}, "spec": {"matchConstraints": rules, "auditAnnotations": audits}})
+                    .as_object()
+                    .unwrap()
+                    .clone();
+            ValidatingAdmissionPolicy.defaults(&mut obj);
+            ValidatingAdmissionPolicy.validate(&obj, None).iter().map(ToString::to_string).collect::<Vec<_>>()
+        };
+        assert!(shown_named(json!([{"key": "seen", "valueExpression": "'x'"}])).is_empty());
+        let errs = shown_named(json!([
+            {"key": "seen", "valueExpression": "'x'"},
+            {"key": "seen", "valueExpression": "'y'"},
+            {"key": "bad key", "valueExpression": "'z'"},
+            {"key": "long", "valueExpression": format!("'{}'", "a".repeat(5200))},
+        ]));
+        assert_eq!(errs[0], "spec.auditAnnotations[1].key: Duplicate value: \"seen\"");
+        assert!(
+            errs[1].starts_with("spec.auditAnnotations[2].key: Invalid value: \"bad key\": name part must consist of"),
+            "{errs:?}"
+        );
+        assert_eq!(
+            errs[2],
+            "spec.auditAnnotations[3].valueExpression: Required value: must not exceed 5120 bytes in length"
+        );
+        let many: Vec<Value> = (0..21).map(|i| json!({"key": format!("k{i}"), "valueExpression": "'v'"})).collect();
+        assert_eq!(
+            shown_named(Value::Array(many)),
+            ["spec.auditAnnotations: Too many: 21: must have at most 20 items"]
         );
     }
 
