@@ -131,6 +131,16 @@ pub(crate) async fn stored(st: &RestState, t: &Target, obj: &Object) -> Result<V
     crate::strategy::stored(t, &obj)
 }
 
+/// `obj` (an object of `t`) at `to`'s version, another version of the same resource: by
+/// the webhook when its CRD has one, else with only its `apiVersion` changed (strategy
+/// `None`).
+pub(crate) async fn convert(st: &RestState, t: &Target, obj: &Object, to: &ResourceDef) -> Result<Object, ApiError> {
+    let mut converted = to_version(st, t, vec![obj.clone()], to).await?;
+    let mut obj = converted.pop().ok_or_else(|| ApiError::internal("the conversion lost the object"))?;
+    object::set_type_meta(&mut obj, to);
+    Ok(obj)
+}
+
 fn api_version(obj: &Object) -> &str {
     top_str(obj, "apiVersion")
 }

@@ -137,6 +137,20 @@ impl CustomRef {
     pub(crate) fn conversion(&self) -> &kuorum_api::crd::Conversion {
         &self.crd.spec.conversion
     }
+
+    /// The CRD's other served versions, in its order, with their registry entries: the
+    /// resources kube calls equivalent to this one (`matchPolicy: Equivalent`).
+    pub(crate) fn equivalents(&self) -> Vec<(&'static ResourceDef, CustomRef)> {
+        self.crd
+            .spec
+            .versions
+            .iter()
+            .zip(&self.crd.versions)
+            .enumerate()
+            .filter(|(i, (v, _))| v.served && *i != self.version)
+            .map(|(i, (_, p))| (p.def, CustomRef { crd: Arc::clone(&self.crd), version: i }))
+            .collect()
+    }
 }
 
 /// Fills in the `default`s of the custom resource's schema.

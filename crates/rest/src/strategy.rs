@@ -49,6 +49,7 @@ pub(crate) async fn before_write(
         st,
         user,
         target: t,
+        requested: None,
         operation: if old.is_some() { "UPDATE" } else { "CREATE" },
         old,
         dry_run,

@@ -53,10 +53,14 @@ const MAX_TIMEOUT_SECONDS: u64 = 30;
 const MAX_REVIEW_BYTES: usize = crate::negotiate::MAX_BODY_BYTES;
 
 /// One write being admitted (kube's `admission.Attributes` as webhooks see them).
+#[derive(Clone, Copy)]
 pub(crate) struct Review<'a> {
     pub st: &'a RestState,
     pub user: Option<&'a UserInfo>,
+    /// The resource the write is reviewed as: the one requested, or an equivalent version
+    /// a webhook's rules name (then `requested` is the one requested).
     pub target: &'a Target,
+    pub requested: Option<&'a Target>,
     /// `CREATE`, `UPDATE` or `DELETE`.
     pub operation: &'static str,
     pub old: Option<&'a Object>,
@@ -98,14 +102,47 @@ fn webhooks(st: &RestState, plural: &str) -> Vec<Webhook> {
         .collect()
 }
 
-impl Review<'_> {
-    /// Whether `w` is to be called for this write of `obj`: its rules and selectors,
-    /// then its match conditions.
-    fn matches(&self, w: &Webhook, obj: &Object) -> Result<bool, ApiError> {
-        if !self.matches_rules(w, obj) {
-            return Ok(false);
+impl<'a> Review<'a> {
+    /// Whether `w`'s selectors and rules take this write of `obj`, and as which resource:
+    /// `Some(None)` the one requested; `Some(Some(t))` another served version of it that
+    /// the rules name, under `matchPolicy: Equivalent` (the default), as kube's
+    /// equivalent resources (kuorum knows them for custom resources: a CRD's versions).
+    fn rules_take(&self, w: &Webhook, obj: &Object) -> Option<Option<Target>> {
+        if !self.namespace_selected(w.spec.get("namespaceSelector"), obj)
+            || !self.object_selected(w.spec.get("objectSelector"), obj)
+        {
+            return None;
         }
-        self.match_conditions(w, obj)
+        let rules = w.spec.get("rules").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        if self.rules_match(rules, obj) {
+            return Some(None);
+        }
+        if w.str("matchPolicy") == "Exact" {
+            return None;
+        }
+        let custom = self.target.custom.as_ref()?;
+        custom
+            .equivalents()
+            .into_iter()
+            .map(|(def, custom)| Target { def, custom: Some(custom), ..self.target.clone() })
+            .find(|t| Review { target: t, ..*self }.rules_match(rules, obj))
+            .map(Some)
+    }
+
+    /// This write as seen through `t`, an equivalent version: `obj` and the old object
+    /// converted to it.
+    async fn converted(&self, t: &Target, obj: &Object) -> Result<(Object, Option<Object>), ApiError> {
+        let seen = crate::conversion::convert(self.st, self.target, obj, t.def).await?;
+        let old = match self.old {
+            Some(o) => Some(crate::conversion::convert(self.st, self.target, o, t.def).await?),
+            None => None,
+        };
+        Ok((seen, old))
+    }
+
+    /// The review of this write as `t` (an equivalent version) with `old` at its version.
+    fn through(&self, t: &'a Target, old: Option<&'a Object>) -> Review<'a> {
+        Review { target: t, old, requested: Some(self.requested.unwrap_or(self.target)), ..*self }
     }
 
     /// kube's `matchConditions`: all true, or no webhook call. `authorizer` is not
@@ -135,14 +172,6 @@ impl Review<'_> {
         let why = if errors.len() == 1 { errors.remove(0) } else { format!("[{}]", errors.join(", ")) };
         let gr = kuorum_api::GroupResource { group: self.target.def.group, resource: self.target.def.plural };
         Err(ApiError::forbidden(gr, object::meta_str(obj, "name").unwrap_or(""), &why))
-    }
-
-    /// Whether `w`'s rules and selectors take this write of `obj`.
-    fn matches_rules(&self, w: &Webhook, obj: &Object) -> bool {
-        let rules = w.spec.get("rules").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-        self.rules_match(rules, obj)
-            && self.namespace_selected(w.spec.get("namespaceSelector"), obj)
-            && self.object_selected(w.spec.get("objectSelector"), obj)
     }
 
     /// Whether any of `rules` (a webhook's `rules`, a policy's `resourceRules`) takes
@@ -245,9 +274,12 @@ impl Review<'_> {
         let d = t.def;
         let kind = json!({"group": d.group, "version": d.version, "kind": d.kind});
         let resource = json!({"group": d.group, "version": d.version, "resource": d.plural});
+        let asked = self.requested.map_or(d, |r| r.def);
+        let request_kind = json!({"group": asked.group, "version": asked.version, "kind": asked.kind});
+        let request_resource = json!({"group": asked.group, "version": asked.version, "resource": asked.plural});
         let mut request = json!({
             "uid": uid,
-            "kind": kind, "resource": resource, "requestKind": kind, "requestResource": resource,
+            "kind": kind, "resource": resource, "requestKind": request_kind, "requestResource": request_resource,
             "name": object::meta_str(obj, "name").unwrap_or(t.name()),
             "operation": self.operation,
             "object": self.object_value(obj),
@@ -389,16 +421,42 @@ pub(crate) async fn mutate(r: &Review<'_>, obj: &mut Object) -> Result<Vec<Strin
     Ok(warnings)
 }
 
-/// Calls `w` on `obj` if it matches and applies its patch; whether it was called.
+/// Calls `w` on `obj` if it matches and applies its patch; whether it was called. A
+/// webhook that takes the write as an equivalent version sees and patches the object
+/// at that version, converted back after.
 async fn mutate_once(
     r: &Review<'_>,
     w: &Webhook,
     obj: &mut Object,
     warnings: &mut Vec<String>,
 ) -> Result<bool, ApiError> {
-    if !r.matches(w, obj)? {
+    let Some(through) = r.rules_take(w, obj) else { return Ok(false) };
+    let Some(t) = through else {
+        if !r.match_conditions(w, obj)? {
+            return Ok(false);
+        }
+        return mutate_call(r, w, obj, warnings).await;
+    };
+    let (mut seen, old) = r.converted(&t, obj).await?;
+    let view = r.through(&t, old.as_ref());
+    if !view.match_conditions(w, &seen)? {
         return Ok(false);
     }
+    let before = seen.clone();
+    let called = mutate_call(&view, w, &mut seen, warnings).await?;
+    if seen != before {
+        *obj = crate::conversion::convert(r.st, &t, &seen, r.target.def).await?;
+    }
+    Ok(called)
+}
+
+/// Calls `w`, which takes this write, on `obj` and applies its patch.
+async fn mutate_call(
+    r: &Review<'_>,
+    w: &Webhook,
+    obj: &mut Object,
+    warnings: &mut Vec<String>,
+) -> Result<bool, ApiError> {
     if let Some(e) = r.side_effects_refuse_dry_run(w) {
         return Err(e);
     }
@@ -450,23 +508,41 @@ async fn mutate_once(
 /// The validating webhooks, all at once, on `obj`. Answers their warnings; the first
 /// refusal (in the webhooks' order) is the answer.
 pub(crate) async fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>, ApiError> {
-    let mut matching = Vec::new();
+    let mut taken = Vec::new();
     for w in webhooks(r.st, "validatingwebhookconfigurations") {
-        if r.matches(&w, obj)? {
-            matching.push(w);
+        if let Some(through) = r.rules_take(&w, obj) {
+            taken.push((w, through));
         }
     }
-    if matching.is_empty() {
+    if taken.is_empty() {
         return Ok(Vec::new());
     }
-    for w in &matching {
-        if let Some(e) = r.side_effects_refuse_dry_run(w) {
+    // The objects each webhook sees: converted for one that takes an equivalent version.
+    let mut seen = Vec::with_capacity(taken.len());
+    for (_, through) in &taken {
+        seen.push(match through {
+            Some(t) => Some(r.converted(t, obj).await?),
+            None => None,
+        });
+    }
+    let mut matching = Vec::new();
+    for ((w, through), seen) in taken.iter().zip(&seen) {
+        let (view, o) = match (through, seen) {
+            (Some(t), Some((o, old))) => (r.through(t, old.as_ref()), o),
+            _ => (*r, obj),
+        };
+        if view.match_conditions(w, o)? {
+            matching.push((w, view, o));
+        }
+    }
+    for (w, view, _) in &matching {
+        if let Some(e) = view.side_effects_refuse_dry_run(w) {
             return Err(e);
         }
     }
-    let answers = futures::future::join_all(matching.iter().map(|w| r.call(w, obj))).await;
+    let answers = futures::future::join_all(matching.iter().map(|(w, view, o)| view.call(w, o))).await;
     let mut warnings = Vec::new();
-    for (w, answer) in matching.iter().zip(answers) {
+    for ((w, _, _), answer) in matching.iter().zip(answers) {
         match answer {
             Ok(response) => {
                 warnings.extend(warnings_of(&response));

@@ -472,3 +472,73 @@ async fn webhook_audit_annotations_reach_the_audit_event_under_the_webhooks_name
     assert_eq!(annotations.get("annotate.kuorum.test/checked"), Some(&json!("noted")), "{annotations:?}");
     assert!(!annotations.keys().any(|k| k.contains("not a key")), "{annotations:?}");
 }
+
+#[tokio::test]
+async fn an_equivalent_version_is_reviewed_at_the_version_the_rules_name() {
+    let app = common::app().await;
+    app.namespace("default").await;
+    let version = |name: &str, storage: bool| {
+        json!({"name": name, "served": true, "storage": storage, "schema": {"openAPIV3Schema": {"type": "object",
+            "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}})
+    };
+    created(
+        &app,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        json!({
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [version("v1", true), version("v2", false)]}}),
+    )
+    .await;
+    // The webhook records what it was sent and labels the object.
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
+    let record = seen.clone();
+    let router = axum::Router::new().route(
+        "/widgets",
+        post(move |Json(review): Json<Value>| {
+            let record = record.clone();
+            async move {
+                record.lock().unwrap().push(review["request"].clone());
+                let patch = json!([{"op": "add", "path": "/metadata/labels", "value": {"reviewed-as": "v1"}}]);
+                let patch = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&patch).unwrap());
+                answer(&review, json!({"patchType": "JSONPatch", "patch": patch}))
+            }
+        }),
+    );
+    let (port, ca, _server) = tls_server::serve(router, "127.0.0.1").await;
+    let mut config = configuration(
+        "MutatingWebhookConfiguration",
+        "widgets",
+        &format!("https://127.0.0.1:{port}/widgets"),
+        &ca,
+        json!({}),
+    );
+    config["webhooks"][0]["rules"] = json!([{"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["widgets"]}]);
+    created(&app, MUTATING, config.clone()).await;
+
+    let widget =
+        json!({"apiVersion": "example.com/v2", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 3}});
+    let made = created(&app, "/apis/example.com/v2/namespaces/default/widgets", widget.clone()).await;
+    assert_eq!(made["apiVersion"], "example.com/v2", "answered at the version asked for");
+    assert_eq!(made["metadata"]["labels"], json!({"reviewed-as": "v1"}), "the patch made at v1 is kept");
+    let request = seen.lock().unwrap().pop().expect("the webhook was called for v2 (matchPolicy Equivalent)");
+    assert_eq!(request["kind"], json!({"group": "example.com", "version": "v1", "kind": "Widget"}));
+    assert_eq!(request["resource"], json!({"group": "example.com", "version": "v1", "resource": "widgets"}));
+    assert_eq!(request["requestKind"], json!({"group": "example.com", "version": "v2", "kind": "Widget"}));
+    assert_eq!(request["requestResource"], json!({"group": "example.com", "version": "v2", "resource": "widgets"}));
+    assert_eq!(request["object"]["apiVersion"], "example.com/v1", "the object is sent at the rules' version");
+
+    // matchPolicy Exact: a v2 write is not the webhook's.
+    let mut exact = config;
+    exact["metadata"]["name"] = json!("widgets-exact");
+    exact["webhooks"][0]["name"] = json!("exact.kuorum.test");
+    exact["webhooks"][0]["matchPolicy"] = json!("Exact");
+    app.delete(&format!("{MUTATING}/widgets")).await;
+    created(&app, MUTATING, exact).await;
+    let mut other = widget;
+    other["metadata"]["name"] = json!("x");
+    let made = created(&app, "/apis/example.com/v2/namespaces/default/widgets", other).await;
+    assert!(made["metadata"].get("labels").is_none(), "{made}");
+    assert!(seen.lock().unwrap().is_empty());
+}

@@ -223,7 +223,15 @@ pub(crate) async fn validate_delete(
     if st.admission.on("NodeRestriction") && node_restriction::restricts(user) && t.custom.is_none() {
         node_restriction::admit_delete(user, t, existing)?;
     }
-    let review = crate::webhook::Review { st, user, target: t, operation: "DELETE", old: Some(existing), dry_run };
+    let review = crate::webhook::Review {
+        st,
+        user,
+        target: t,
+        requested: None,
+        operation: "DELETE",
+        old: Some(existing),
+        dry_run,
+    };
     let mut warnings = crate::webhook::mutate(&review, &mut existing.clone()).await?;
     warnings.extend(crate::admission_policy::validate(&review, existing)?);
     warnings.extend(crate::webhook::validate(&review, existing).await?);
