@@ -131,10 +131,24 @@ pub(crate) async fn stored(st: &RestState, t: &Target, obj: &Object) -> Result<V
     crate::strategy::stored(t, &obj)
 }
 
-/// `obj` (an object of `t`) at `to`'s version, another version of the same resource: by
-/// the webhook when its CRD has one, else with only its `apiVersion` changed (strategy
-/// `None`).
+/// `obj` (an object of `t`) at `to`'s version, another version of the same resource: for
+/// a built-in kind through its stored kind; for a custom resource by the webhook when its
+/// CRD has one, else with only its `apiVersion` changed (strategy `None`).
 pub(crate) async fn convert(st: &RestState, t: &Target, obj: &Object, to: &ResourceDef) -> Result<Object, ApiError> {
+    if t.custom.is_none() {
+        // A built-in kind: through the version it is stored at, as every write and read of
+        // it converts.
+        let mut obj = obj.clone();
+        if let Some(s) = t.strategy() {
+            if !std::ptr::eq(t.storage_def(), t.def) {
+                s.to_stored(&mut obj);
+            }
+        }
+        object::set_type_meta(&mut obj, t.storage_def());
+        object::to_served(&mut obj, to);
+        object::set_type_meta(&mut obj, to);
+        return Ok(obj);
+    }
     let mut converted = to_version(st, t, vec![obj.clone()], to).await?;
     let mut obj = converted.pop().ok_or_else(|| ApiError::internal("the conversion lost the object"))?;
     object::set_type_meta(&mut obj, to);

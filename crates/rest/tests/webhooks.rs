@@ -542,3 +542,46 @@ async fn an_equivalent_version_is_reviewed_at_the_version_the_rules_name() {
     assert!(made["metadata"].get("labels").is_none(), "{made}");
     assert!(seen.lock().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_built_in_kind_at_another_version_is_reviewed_at_the_version_the_rules_name() {
+    let app = common::app().await;
+    app.namespace("default").await;
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
+    let record = seen.clone();
+    let router = axum::Router::new().route(
+        "/hpas",
+        post(move |Json(review): Json<Value>| {
+            let record = record.clone();
+            async move {
+                record.lock().unwrap().push(review["request"].clone());
+                // A v1 field: the patch is made at v1 and must reach the v2 object.
+                let patch = json!([{"op": "replace", "path": "/spec/targetCPUUtilizationPercentage", "value": 42}]);
+                let patch = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&patch).unwrap());
+                answer(&review, json!({"patchType": "JSONPatch", "patch": patch}))
+            }
+        }),
+    );
+    let (port, ca, _server) = tls_server::serve(router, "127.0.0.1").await;
+    let mut config = configuration(
+        "MutatingWebhookConfiguration",
+        "hpas",
+        &format!("https://127.0.0.1:{port}/hpas"),
+        &ca,
+        json!({}),
+    );
+    config["webhooks"][0]["rules"] = json!([{"operations": ["CREATE"], "apiGroups": ["autoscaling"],
+        "apiVersions": ["v1"], "resources": ["horizontalpodautoscalers"]}]);
+    created(&app, MUTATING, config).await;
+    let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1, "maxReplicas": 5, "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 70}}}]}});
+    let made = created(&app, "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers", hpa).await;
+    assert_eq!(made["apiVersion"], "autoscaling/v2");
+    assert_eq!(made["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"], 42, "{made}");
+    let request = seen.lock().unwrap().pop().expect("called for a v2 create (matchPolicy Equivalent)");
+    assert_eq!(request["kind"]["version"], "v1");
+    assert_eq!(request["requestKind"]["version"], "v2");
+    assert_eq!(request["object"]["spec"]["targetCPUUtilizationPercentage"], 70, "{request}");
+}
