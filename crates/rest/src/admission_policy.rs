@@ -24,8 +24,10 @@
 //!
 //! Every expression is compiled once per text ([`kuorum_cel::compile_any`]) and bounded
 //! per evaluation by [`kuorum_cel::PER_CALL_LIMIT`]. Validating policies run on deletes
-//! too (`object` null, `oldObject` the object). Not yet: `status.typeChecking`,
-//! `reinvocationPolicy`, `matchPolicy: Equivalent`.
+//! too (`object` null, `oldObject` the object). Under `matchPolicy: Equivalent` (the default),
+//! a policy whose rules name an equivalent resource (another version of a CRD, a built-in
+//! resource stored as the same kind) sees the objects converted to it, and a mutating
+//! one's result is converted back. Not yet: `status.typeChecking`, `reinvocationPolicy`.
 
 use std::sync::Arc;
 
@@ -35,6 +37,7 @@ use serde_json::{json, Map, Value};
 
 use crate::admission::{cached, cached_list};
 use crate::object::{self, Object};
+use crate::target::Target;
 use crate::webhook::Review;
 
 const GROUP: &str = "admissionregistration.k8s.io";
@@ -109,6 +112,39 @@ fn match_resources(r: &Review<'_>, m: Option<&Value>, obj: &Object, rules_requir
         && !r.rules_match(rules("excludeResourceRules"), obj)
         && r.namespace_selected(m.get("namespaceSelector"), obj)
         && r.object_selected(m.get("objectSelector"), obj)
+}
+
+/// A write as a binding takes it through an equivalent resource: that resource, and the
+/// object and old object converted to it.
+struct Seen {
+    target: Target,
+    obj: Object,
+    old: Option<Object>,
+}
+
+/// Whether binding `b` takes this write of `obj`: `Some(None)` as requested, `Some(Some(_))`
+/// through an equivalent resource its policy's rules name (`matchPolicy: Equivalent`, the
+/// default: another served version of a CRD, or a built-in resource stored as the same
+/// kind), `None` not at all.
+async fn taken_as(r: &Review<'_>, b: &Bound, obj: &Object) -> Result<Option<Option<Seen>>, ApiError> {
+    let constraints = b.spec().get("matchConstraints");
+    let takes = |view: &Review<'_>| {
+        match_resources(view, constraints, obj, true)
+            && match_resources(view, b.binding_spec().get("matchResources"), obj, false)
+    };
+    if takes(r) {
+        return Ok(Some(None));
+    }
+    if constraints.and_then(|c| c.get("matchPolicy")).and_then(Value::as_str) == Some("Exact") {
+        return Ok(None);
+    }
+    for t in crate::webhook::equivalents(r.target) {
+        if takes(&Review { target: &t, ..*r }) {
+            let (obj, old) = r.converted(&t, obj).await?;
+            return Ok(Some(Some(Seen { target: t, obj, old })));
+        }
+    }
+    Ok(None)
 }
 
 /// The values every expression of one evaluation sees, but `params` and `variables`.
@@ -415,7 +451,7 @@ fn denial(gr: GroupResource<'_>, name: &str, message: &str, reason: Option<&str>
 }
 
 /// The validating admission policies on `obj`. Answers the warnings of `Warn` bindings.
-pub(crate) fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>, ApiError> {
+pub(crate) async fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>, ApiError> {
     let bound = bound(r, "validatingadmissionpolicies", "validatingadmissionpolicybindings");
     if bound.is_empty() {
         return Ok(Vec::new());
@@ -427,12 +463,15 @@ pub(crate) fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>, ApiE
     let mut audited = Vec::new();
     let mut annotations = AuditAnnotations::default();
     for b in &bound {
-        let spec = b.spec();
-        if !match_resources(r, spec.get("matchConstraints"), obj, true)
-            || !match_resources(r, b.binding_spec().get("matchResources"), obj, false)
-        {
-            continue;
-        }
+        let Some(through) = taken_as(r, b, obj).await? else { continue };
+        let equivalent;
+        let inputs = match &through {
+            None => &inputs,
+            Some(seen) => {
+                equivalent = Inputs::new(&r.through(&seen.target, seen.old.as_ref()), &seen.obj);
+                &equivalent
+            }
+        };
         let actions: Vec<&str> = b
             .binding_spec()
             .get("validationActions")
@@ -442,7 +481,7 @@ pub(crate) fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>, ApiE
             .filter_map(Value::as_str)
             .collect();
         let by = format!("ValidatingAdmissionPolicy '{}' with binding '{}'", b.policy_name(), b.binding_name());
-        for d in decide(r, b, &inputs, &mut annotations) {
+        for d in decide(r, b, inputs, &mut annotations) {
             let (message, reason, index) = match d {
                 Decision::Admit => continue,
                 Decision::Fail { message, reason, index } => (message, reason, Some(index)),
@@ -476,7 +515,7 @@ pub(crate) fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>, ApiE
 }
 
 /// The mutating admission policies on `obj`, each mutation in turn.
-pub(crate) fn mutate(r: &Review<'_>, obj: &mut Object) -> Result<(), ApiError> {
+pub(crate) async fn mutate(r: &Review<'_>, written: &mut Object) -> Result<(), ApiError> {
     let bound = bound(r, "mutatingadmissionpolicies", "mutatingadmissionpolicybindings");
     if bound.is_empty() {
         return Ok(());
@@ -484,11 +523,18 @@ pub(crate) fn mutate(r: &Review<'_>, obj: &mut Object) -> Result<(), ApiError> {
     let gr = GroupResource { group: r.target.def.group, resource: r.target.def.plural };
     for b in &bound {
         let spec = b.spec();
-        if !match_resources(r, spec.get("matchConstraints"), obj, true)
-            || !match_resources(r, b.binding_spec().get("matchResources"), obj, false)
-        {
-            continue;
-        }
+        let Some(through) = taken_as(r, b, written).await? else { continue };
+        // Mutated as the binding takes it: at an equivalent resource, converted back after.
+        let (mut seen, view) = match &through {
+            None => (None, *r),
+            Some(s) => (Some(s.obj.clone()), r.through(&s.target, s.old.as_ref())),
+        };
+        let original = r;
+        let r = &view;
+        let obj: &mut Object = match seen.as_mut() {
+            Some(o) => o,
+            None => &mut *written,
+        };
         let name = object::meta_str(obj, "name").unwrap_or(r.target.name()).to_string();
         let refuse = |why: String| -> Result<(), ApiError> {
             if b.ignores_failures() {
@@ -532,6 +578,11 @@ pub(crate) fn mutate(r: &Review<'_>, obj: &mut Object) -> Result<(), ApiError> {
             }
             if let Value::Object(o) = current {
                 *obj = o;
+            }
+        }
+        if let (Some(s), Some(mutated)) = (&through, seen) {
+            if mutated != s.obj {
+                *written = crate::conversion::convert(original.st, &s.target, &mutated, original.target.def).await?;
             }
         }
     }

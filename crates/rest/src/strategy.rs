@@ -61,10 +61,10 @@ pub(crate) async fn before_write(
             e.message = "create not allowed while custom resource definition is terminating".into();
             return Err(e);
         }
-        crate::admission_policy::mutate(&review, obj)?;
+        crate::admission_policy::mutate(&review, obj).await?;
         let mut warnings = crate::webhook::mutate(&review, obj).await?;
         warnings.extend(crate::custom::validate(t.def, c, obj, old)?);
-        warnings.extend(crate::admission_policy::validate(&review, obj)?);
+        warnings.extend(crate::admission_policy::validate(&review, obj).await?);
         warnings.extend(crate::webhook::validate(&review, obj).await?);
         return Ok(warnings);
     }
@@ -74,7 +74,7 @@ pub(crate) async fn before_write(
     let Some(kind) = t.strategy() else { return Ok(Vec::new()) };
     let attributes = crate::admission::Attributes { st, user, target: t, old };
     crate::admission::mutate(&attributes, obj)?;
-    crate::admission_policy::mutate(&review, obj)?;
+    crate::admission_policy::mutate(&review, obj).await?;
     let mut warnings = crate::webhook::mutate(&review, obj).await?;
     if let (Some(a), Some(old)) = (kind.allocating(), old) {
         a.carry(old, obj);
@@ -108,7 +108,7 @@ pub(crate) async fn before_write(
     if t.def.group == RBAC_GROUP {
         crate::authz::check_escalation(st, user, t, &Value::Object(obj.clone()))?;
     }
-    warnings.extend(crate::admission_policy::validate(&review, obj)?);
+    warnings.extend(crate::admission_policy::validate(&review, obj).await?);
     warnings.extend(crate::webhook::validate(&review, obj).await?);
     Ok(warnings)
 }

@@ -71,7 +71,7 @@ pub(crate) struct Review<'a> {
 /// other served versions, in its order; for a built-in kind, the other resources stored
 /// as the same kind (autoscaling/v1 and v2 HorizontalPodAutoscalers, core and
 /// events.k8s.io Events), the stored one first.
-fn equivalents(t: &Target) -> Vec<Target> {
+pub(crate) fn equivalents(t: &Target) -> Vec<Target> {
     let same = |def, custom| Target { def, custom, ..t.clone() };
     if let Some(c) = &t.custom {
         return c.equivalents().into_iter().map(|(def, custom)| same(def, Some(custom))).collect();
@@ -145,7 +145,7 @@ impl<'a> Review<'a> {
 
     /// This write as seen through `t`, an equivalent version: `obj` and the old object
     /// converted to it.
-    async fn converted(&self, t: &Target, obj: &Object) -> Result<(Object, Option<Object>), ApiError> {
+    pub(crate) async fn converted(&self, t: &Target, obj: &Object) -> Result<(Object, Option<Object>), ApiError> {
         let seen = crate::conversion::convert(self.st, self.target, obj, t.def).await?;
         let old = match self.old {
             Some(o) => Some(crate::conversion::convert(self.st, self.target, o, t.def).await?),
@@ -155,7 +155,7 @@ impl<'a> Review<'a> {
     }
 
     /// The review of this write as `t` (an equivalent version) with `old` at its version.
-    fn through(&self, t: &'a Target, old: Option<&'a Object>) -> Review<'a> {
+    pub(crate) fn through(&self, t: &'a Target, old: Option<&'a Object>) -> Review<'a> {
         Review { target: t, old, requested: Some(self.requested.unwrap_or(self.target)), ..*self }
     }
 

@@ -276,3 +276,51 @@ async fn audit_annotations_are_written_trimmed_once_and_a_wrong_type_refuses() {
     let message = r.json()["message"].as_str().unwrap().to_string();
     assert!(message.contains("resulted in unsupported return type: int"), "{message}");
 }
+
+#[tokio::test]
+async fn policies_take_an_equivalent_version_at_the_version_their_rules_name() {
+    let app = common::app().await;
+    app.namespace("default").await;
+    let version = |name: &str, storage: bool| {
+        json!({"name": name, "served": true, "storage": storage, "schema": {"openAPIV3Schema": {"type": "object",
+            "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}})
+    };
+    created(
+        &app,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        json!({
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [version("v1", true), version("v2", false)]}}),
+    )
+    .await;
+    let v1_only = json!({"resourceRules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"],
+        "operations": ["CREATE"], "resources": ["widgets"]}]});
+    // Sees the object at v1 and the request as asked: refuses a large widget.
+    created(&app, VAP, json!({"metadata": {"name": "small-widgets"}, "spec": {"failurePolicy": "Fail",
+        "matchConstraints": v1_only,
+        "validations": [{"expression": "object.apiVersion == 'example.com/v1' && request.requestKind.version == 'v2' && object.spec.size < 10",
+            "message": "too big"}]}}))
+    .await;
+    created(&app, VAPB, json!({"metadata": {"name": "small-widgets"}, "spec": {"policyName": "small-widgets", "validationActions": ["Deny"]}})).await;
+    created(
+        &app,
+        MAP,
+        json!({"metadata": {"name": "label-widgets"}, "spec": {"failurePolicy": "Fail",
+        "matchConstraints": v1_only, "reinvocationPolicy": "Never",
+        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+            "Object{metadata: Object.metadata{labels: {'seen-as': object.apiVersion.split('/')[1]}}}"}}]}}),
+    )
+    .await;
+    created(&app, MAPB, json!({"metadata": {"name": "label-widgets"}, "spec": {"policyName": "label-widgets"}})).await;
+
+    let v2 = "/apis/example.com/v2/namespaces/default/widgets";
+    let widget = |name: &str, size: i64| json!({"apiVersion": "example.com/v2", "kind": "Widget", "metadata": {"name": name}, "spec": {"size": size}});
+    let made = created(&app, v2, widget("small", 3)).await;
+    assert_eq!(made["apiVersion"], "example.com/v2");
+    assert_eq!(made["metadata"]["labels"], json!({"seen-as": "v1"}), "mutated at v1, kept at v2: {made}");
+    let r = app.post(v2, widget("big", 30)).await;
+    assert_eq!(r.status.as_u16(), 422, "{}", r.json());
+    assert!(r.json()["message"].as_str().unwrap().contains("too big"), "{}", r.json());
+}

@@ -233,7 +233,7 @@ pub(crate) async fn validate_delete(
         dry_run,
     };
     let mut warnings = crate::webhook::mutate(&review, &mut existing.clone()).await?;
-    warnings.extend(crate::admission_policy::validate(&review, existing)?);
+    warnings.extend(crate::admission_policy::validate(&review, existing).await?);
     warnings.extend(crate::webhook::validate(&review, existing).await?);
     Ok(warnings)
 }
