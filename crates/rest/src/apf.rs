@@ -24,7 +24,7 @@
 //! Every answer carries `X-Kubernetes-PF-FlowSchema-UID` and
 //! `X-Kubernetes-PF-PriorityLevel-UID`. `/metrics` has kube's `apiserver_flowcontrol_*`
 //! series ([`FlowControlMetrics`]): dispatched and rejected (by reason) requests, those
-//! queued and executing and their seats, the wait, each level's seats. The configuration is read again at most once a
+//! queued and executing and their seats, the wait and the execution, each level's seats. The configuration is read again at most once a
 //! second. Not yet: borrowing between levels, kube's virtual-time fair queuing (requests
 //! of one queue are served in order, queues in turn).
 
@@ -74,7 +74,7 @@ struct Schema {
     by: Distinguisher,
     rules: Vec<Rule>,
     /// Its series of the `apiserver_flowcontrol_*` metrics, with its level's name.
-    metrics: FlowMetrics,
+    metrics: Arc<FlowMetrics>,
 }
 
 /// A FlowSchema rule, read once per configuration: matching a request compares strings,
@@ -212,6 +212,14 @@ struct RejectedLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ExecutionLabels {
+    priority_level: String,
+    flow_schema: String,
+    /// `regular`, or `watch` (timed until its response starts).
+    r#type: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct WaitLabels {
     priority_level: String,
     flow_schema: String,
@@ -233,6 +241,7 @@ pub(crate) struct FlowControlMetrics {
     executing: Family<FlowLabels, Gauge>,
     executing_seats: Family<FlowLabels, Gauge>,
     wait: Family<WaitLabels, Histogram, fn() -> Histogram>,
+    execution: Family<ExecutionLabels, Histogram, fn() -> Histogram>,
     nominal_limit_seats: Family<LevelLabels, Gauge>,
     current_limit_seats: Family<LevelLabels, Gauge>,
 }
@@ -246,6 +255,7 @@ impl FlowControlMetrics {
             executing: Family::default(),
             executing_seats: Family::default(),
             wait: Family::new_with_constructor((|| Histogram::new(WAIT_BUCKETS)) as fn() -> Histogram),
+            execution: Family::new_with_constructor((|| Histogram::new(WAIT_BUCKETS)) as fn() -> Histogram),
             nominal_limit_seats: Family::default(),
             current_limit_seats: Family::default(),
         };
@@ -281,6 +291,11 @@ impl FlowControlMetrics {
             m.wait.clone(),
         );
         registry.register(
+            "apiserver_flowcontrol_request_execution_seconds",
+            "Duration of initial stage (for a WATCH) or any (for a non-WATCH) stage of request execution in the API Priority and Fairness subsystem",
+            m.execution.clone(),
+        );
+        registry.register(
             "apiserver_flowcontrol_nominal_limit_seats",
             "Nominal number of execution seats configured for each priority level",
             m.nominal_limit_seats.clone(),
@@ -312,7 +327,17 @@ impl FlowControlMetrics {
             };
             self.wait.get_or_create(&labels).clone()
         };
+        let execution = |r#type| {
+            let labels = ExecutionLabels {
+                priority_level: flow.priority_level.clone(),
+                flow_schema: flow.flow_schema.clone(),
+                r#type,
+            };
+            self.execution.get_or_create(&labels).clone()
+        };
         FlowMetrics {
+            executed: execution("regular"),
+            watch_started: execution("watch"),
             dispatched: self.dispatched.get_or_create(&flow).clone(),
             queue_full: rejected("queue-full"),
             concurrency_limit: rejected("concurrency-limit"),
@@ -348,6 +373,10 @@ struct FlowMetrics {
     executing_seats: Gauge,
     waited: Histogram,
     gave_up: Histogram,
+    /// How long requests held their seats: others until their answer was sent, watches
+    /// until their response started.
+    executed: Histogram,
+    watch_started: Histogram,
 }
 
 /// A request counted in its queue's gauge until it leaves; one whose client went away
@@ -437,24 +466,27 @@ impl LevelState {
 pub(crate) struct Seat {
     level: Option<Arc<Level>>,
     width: usize,
-    /// The gauges the request is counted in while it holds the seats.
-    executing: Gauge,
-    executing_seats: Gauge,
+    /// The series the request is counted and timed in while it holds the seats.
+    metrics: Arc<FlowMetrics>,
+    since: Instant,
+    watch: bool,
 }
 
 impl Seat {
-    fn new(level: Option<Arc<Level>>, width: usize, m: &FlowMetrics) -> Seat {
+    fn new(level: Option<Arc<Level>>, width: usize, m: &Arc<FlowMetrics>) -> Seat {
         m.dispatched.inc();
         m.executing.inc();
         m.executing_seats.inc_by(width.max(1) as i64);
-        Seat { level, width, executing: m.executing.clone(), executing_seats: m.executing_seats.clone() }
+        Seat { level, width, metrics: Arc::clone(m), since: Instant::now(), watch: false }
     }
 }
 
 impl Drop for Seat {
     fn drop(&mut self) {
-        self.executing.dec();
-        self.executing_seats.dec_by(self.width.max(1) as i64);
+        let m = &self.metrics;
+        m.executing.dec();
+        m.executing_seats.dec_by(self.width.max(1) as i64);
+        if self.watch { &m.watch_started } else { &m.executed }.observe(self.since.elapsed().as_secs_f64());
         if let Some(level) = self.level.take() {
             let mut st = level.state.lock().unwrap_or_else(|e| e.into_inner());
             st.in_use = st.in_use.saturating_sub(self.width);
@@ -477,7 +509,8 @@ impl Admitted {
     /// is mostly the writing of it; a seat given back before would let a level send any
     /// number of them at once.
     pub(crate) fn finish(self, mut resp: Response, watch: bool) -> Response {
-        let Admitted { seat, schema_uid, level_uid } = self;
+        let Admitted { mut seat, schema_uid, level_uid } = self;
+        seat.watch = watch;
         let headers = resp.headers_mut();
         headers.insert("x-kubernetes-pf-flowschema-uid", schema_uid);
         headers.insert("x-kubernetes-pf-prioritylevel-uid", level_uid);
@@ -731,7 +764,7 @@ fn read_config(st: &RestState) -> Config {
             };
             let (name, level) = (str_at(&fs, "/metadata/name"), str_at(&fs, "/spec/priorityLevelConfiguration/name"));
             Schema {
-                metrics: st.metrics.flowcontrol.flow(&level, &name),
+                metrics: Arc::new(st.metrics.flowcontrol.flow(&level, &name)),
                 name,
                 uid: header_at(&fs, "/metadata/uid"),
                 precedence: fs.pointer("/spec/matchingPrecedence").and_then(Value::as_i64).unwrap_or(1000),
@@ -867,7 +900,8 @@ mod tests {
 
     /// One seat of `level`, held outside any request.
     fn held(level: &Arc<Level>) -> Seat {
-        Seat { level: Some(level.clone()), width: 1, executing: Gauge::default(), executing_seats: Gauge::default() }
+        let metrics = Arc::new(FlowControlMetrics::register(&mut Registry::default()).flow("level", "schema"));
+        Seat { level: Some(level.clone()), width: 1, metrics, since: Instant::now(), watch: false }
     }
 
     #[tokio::test]

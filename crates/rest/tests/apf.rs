@@ -134,6 +134,15 @@ async fn a_full_level_queues_then_refuses_and_exempt_traffic_passes() {
         })
         .unwrap_or_else(|| panic!("{metrics}"));
     assert!(!waited.ends_with(" 0"), "{waited}");
+    let executed = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("apiserver_flowcontrol_request_execution_seconds_count{")
+                && l.contains("everyone")
+                && l.contains("type=\"regular\"")
+        })
+        .unwrap_or_else(|| panic!("{metrics}"));
+    assert!(!executed.ends_with(" 0"), "{executed}");
     assert!(
         metrics.lines().any(|l| l.starts_with("apiserver_flowcontrol_current_inqueue_requests{")
             && l.contains("everyone")
