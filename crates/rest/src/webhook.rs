@@ -91,6 +91,8 @@ pub(crate) fn equivalents(t: &Target) -> Vec<Target> {
 /// One webhook of a configuration.
 struct Webhook {
     name: String,
+    /// The name of the configuration it is in.
+    configuration: String,
     spec: Value,
 }
 
@@ -118,8 +120,15 @@ fn webhooks(st: &RestState, plural: &str) -> Vec<Webhook> {
     configs.sort_by(|a, b| object::meta_str(a, "name").cmp(&object::meta_str(b, "name")));
     configs
         .iter()
-        .flat_map(|c| c.get("webhooks").and_then(Value::as_array).cloned().unwrap_or_default())
-        .map(|spec| Webhook { name: spec.get("name").and_then(Value::as_str).unwrap_or("").to_string(), spec })
+        .flat_map(|c| {
+            let configuration = object::meta_str(c, "name").unwrap_or("").to_string();
+            let hooks = c.get("webhooks").and_then(Value::as_array).cloned().unwrap_or_default();
+            hooks.into_iter().map(move |spec| Webhook {
+                name: spec.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                configuration: configuration.clone(),
+                spec,
+            })
+        })
         .collect()
 }
 
@@ -423,48 +432,64 @@ pub(crate) async fn mutate(r: &Review<'_>, obj: &mut Object) -> Result<Vec<Strin
     // Each IfNeeded webhook that ran, with the object as it left it.
     let mut ran: Vec<(usize, Object)> = Vec::new();
     for (i, w) in hooks.iter().enumerate() {
-        if mutate_once(r, w, obj, &mut warnings).await? && w.str("reinvocationPolicy") == "IfNeeded" {
-            ran.push((i, obj.clone()));
+        if let Some(mutated) = mutate_once(r, w, obj, &mut warnings).await? {
+            annotate_mutation(0, i, w, mutated);
+            if w.str("reinvocationPolicy") == "IfNeeded" {
+                ran.push((i, obj.clone()));
+            }
         }
     }
     for (i, left) in ran {
         if &left != obj {
-            mutate_once(r, &hooks[i], obj, &mut warnings).await?;
+            if let Some(mutated) = mutate_once(r, &hooks[i], obj, &mut warnings).await? {
+                annotate_mutation(1, i, &hooks[i], mutated);
+            }
         }
     }
     Ok(warnings)
 }
 
-/// Calls `w` on `obj` if it matches and applies its patch; whether it was called. A
-/// webhook that takes the write as an equivalent version sees and patches the object
-/// at that version, converted back after.
+/// kube's audit annotation of each mutating webhook called: in which round (1 for a
+/// reinvocation) and at which place among all mutating webhooks, and whether it changed
+/// the object.
+fn annotate_mutation(round: usize, index: usize, w: &Webhook, mutated: bool) {
+    let value = json!({"configuration": w.configuration, "webhook": w.name, "mutated": mutated});
+    crate::audit::annotate(
+        &format!("mutation.webhook.admission.k8s.io/round_{round}_index_{index}"),
+        value.to_string(),
+    );
+}
+
+/// Calls `w` on `obj` if it matches and applies its patch: `None` when it was not called,
+/// else whether it changed the object. A webhook that takes the write as an equivalent
+/// version sees and patches the object at that version, converted back after.
 async fn mutate_once(
     r: &Review<'_>,
     w: &Webhook,
     obj: &mut Object,
     warnings: &mut Vec<String>,
-) -> Result<bool, ApiError> {
-    let Some(through) = r.rules_take(w, obj) else { return Ok(false) };
+) -> Result<Option<bool>, ApiError> {
+    let Some(through) = r.rules_take(w, obj) else { return Ok(None) };
     let Some(t) = through else {
         if !r.match_conditions(w, obj)? {
-            return Ok(false);
+            return Ok(None);
         }
-        return mutate_call(r, w, obj, warnings).await;
+        return mutate_call(r, w, obj, warnings).await.map(Some);
     };
     let (mut seen, old) = r.converted(&t, obj).await?;
     let view = r.through(&t, old.as_ref());
     if !view.match_conditions(w, &seen)? {
-        return Ok(false);
+        return Ok(None);
     }
-    let before = seen.clone();
-    let called = mutate_call(&view, w, &mut seen, warnings).await?;
-    if seen != before {
+    let mutated = mutate_call(&view, w, &mut seen, warnings).await?;
+    if mutated {
         *obj = crate::conversion::convert(r.st, &t, &seen, r.target.def).await?;
     }
-    Ok(called)
+    Ok(Some(mutated))
 }
 
-/// Calls `w`, which takes this write, on `obj` and applies its patch.
+/// Calls `w`, which takes this write, on `obj` and applies its patch: whether that
+/// changed the object.
 async fn mutate_call(
     r: &Review<'_>,
     w: &Webhook,
@@ -476,7 +501,7 @@ async fn mutate_call(
     }
     let response = match r.call(w, obj).await {
         Ok(resp) => resp,
-        Err(_) if w.ignores_failures() => return Ok(true),
+        Err(_) if w.ignores_failures() => return Ok(false),
         Err(why) => return Err(call_failed(&w.name, &why)),
     };
     warnings.extend(warnings_of(&response));
@@ -484,7 +509,7 @@ async fn mutate_call(
     if response.get("allowed").and_then(Value::as_bool) != Some(true) {
         return Err(denied(&w.name, &response));
     }
-    let Some(patch) = response.get("patch").and_then(Value::as_str) else { return Ok(true) };
+    let Some(patch) = response.get("patch").and_then(Value::as_str) else { return Ok(false) };
     if r.operation == "DELETE" {
         // kube: a delete has no object to patch; an empty patch is no change.
         let ops = base64::engine::general_purpose::STANDARD
@@ -492,7 +517,7 @@ async fn mutate_call(
             .ok()
             .and_then(|bytes| serde_json::from_slice::<Vec<Value>>(&bytes).ok());
         if ops.is_some_and(|ops| ops.is_empty()) {
-            return Ok(true);
+            return Ok(false);
         }
         return Err(ApiError::internal(format!(
             "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
@@ -502,7 +527,7 @@ async fn mutate_call(
     if response.get("patchType").and_then(Value::as_str) != Some("JSONPatch") {
         let e = "the response has a patch but no patchType JSONPatch";
         if w.ignores_failures() {
-            return Ok(true);
+            return Ok(false);
         }
         return Err(call_failed(&w.name, e));
     }
@@ -511,12 +536,15 @@ async fn mutate_call(
         .map_err(|e| e.to_string())
         .and_then(|bytes| kuorum_patch::json_patch(&Value::Object(obj.clone()), &bytes).map_err(|e| format!("{e:?}")));
     match patched {
-        Ok(Value::Object(p)) => *obj = p,
-        Ok(_) | Err(_) if w.ignores_failures() => {}
-        Ok(_) => return Err(call_failed(&w.name, "the patch does not leave an object")),
-        Err(e) => return Err(call_failed(&w.name, &format!("the patch does not apply: {e}"))),
+        Ok(Value::Object(p)) => {
+            let mutated = p != *obj;
+            *obj = p;
+            Ok(mutated)
+        }
+        Ok(_) | Err(_) if w.ignores_failures() => Ok(false),
+        Ok(_) => Err(call_failed(&w.name, "the patch does not leave an object")),
+        Err(e) => Err(call_failed(&w.name, &format!("the patch does not apply: {e}"))),
     }
-    Ok(true)
 }
 
 /// The validating webhooks, all at once, on `obj`. Answers their warnings; the first

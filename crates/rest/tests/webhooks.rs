@@ -463,6 +463,15 @@ async fn webhook_audit_annotations_reach_the_audit_event_under_the_webhooks_name
     let (port, ca, _server) = tls_server::serve(router, "127.0.0.1").await;
     let url = format!("https://127.0.0.1:{port}/annotate");
     created(&app, VALIDATING, configuration("ValidatingWebhookConfiguration", "annotate", &url, &ca, json!({}))).await;
+    // A mutating webhook that labels the object: kube's annotation of each one called.
+    let (mutate_port, mutate_ca) = webhook_server().await;
+    let mutate_url = format!("https://127.0.0.1:{mutate_port}/mutate");
+    created(
+        &app,
+        MUTATING,
+        configuration("MutatingWebhookConfiguration", "labels", &mutate_url, &mutate_ca, json!({})),
+    )
+    .await;
     let r = app.post(CONFIGMAPS, cm("noted", json!({}))).await;
     assert_eq!(r.status.as_u16(), 201, "{}", r.json());
     let id = r.headers.get("audit-id").unwrap().to_str().unwrap().to_string();
@@ -471,6 +480,10 @@ async fn webhook_audit_annotations_reach_the_audit_event_under_the_webhooks_name
     let annotations = done["annotations"].as_object().unwrap();
     assert_eq!(annotations.get("annotate.kuorum.test/checked"), Some(&json!("noted")), "{annotations:?}");
     assert!(!annotations.keys().any(|k| k.contains("not a key")), "{annotations:?}");
+    let mutation =
+        annotations.get("mutation.webhook.admission.k8s.io/round_0_index_0").expect("the mutating webhook's");
+    let mutation: Value = serde_json::from_str(mutation.as_str().unwrap()).unwrap();
+    assert_eq!(mutation, json!({"configuration": "labels", "webhook": "labels.kuorum.test", "mutated": true}));
 }
 
 #[tokio::test]
