@@ -27,7 +27,8 @@
 //! too (`object` null, `oldObject` the object). Under `matchPolicy: Equivalent` (the default),
 //! a policy whose rules name an equivalent resource (another version of a CRD, a built-in
 //! resource stored as the same kind) sees the objects converted to it, and a mutating
-//! one's result is converted back. Not yet: `status.typeChecking`, `reinvocationPolicy`.
+//! one's result is converted back. `reinvocationPolicy: IfNeeded`: a mutating policy runs once
+//! more when a mutating webhook changed the object after it. Not yet: `status.typeChecking`.
 
 use std::sync::Arc;
 
@@ -514,16 +515,24 @@ pub(crate) async fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>
     Ok(warnings)
 }
 
-/// The mutating admission policies on `obj`, each mutation in turn.
-pub(crate) async fn mutate(r: &Review<'_>, written: &mut Object) -> Result<(), ApiError> {
+/// The mutating admission policies on `obj`, each mutation in turn; with `again`, only
+/// those whose `reinvocationPolicy` is IfNeeded (the reinvocation, when a webhook changed
+/// the object after them). Answers whether any IfNeeded policy ran.
+pub(crate) async fn mutate(r: &Review<'_>, written: &mut Object, again: bool) -> Result<bool, ApiError> {
     let bound = bound(r, "mutatingadmissionpolicies", "mutatingadmissionpolicybindings");
     if bound.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let gr = GroupResource { group: r.target.def.group, resource: r.target.def.plural };
+    let mut reinvocable = false;
     for b in &bound {
         let spec = b.spec();
+        let if_needed = spec.get("reinvocationPolicy").and_then(Value::as_str) == Some("IfNeeded");
+        if again && !if_needed {
+            continue;
+        }
         let Some(through) = taken_as(r, b, written).await? else { continue };
+        reinvocable |= if_needed;
         // Mutated as the binding takes it: at an equivalent resource, converted back after.
         let (mut seen, view) = match &through {
             None => (None, *r),
@@ -586,7 +595,7 @@ pub(crate) async fn mutate(r: &Review<'_>, written: &mut Object) -> Result<(), A
             }
         }
     }
-    Ok(())
+    Ok(reinvocable)
 }
 
 /// `current` after one mutation.

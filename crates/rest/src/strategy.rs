@@ -61,8 +61,7 @@ pub(crate) async fn before_write(
             e.message = "create not allowed while custom resource definition is terminating".into();
             return Err(e);
         }
-        crate::admission_policy::mutate(&review, obj).await?;
-        let mut warnings = crate::webhook::mutate(&review, obj).await?;
+        let mut warnings = mutate_by_policies_and_webhooks(&review, obj).await?;
         warnings.extend(crate::custom::validate(t.def, c, obj, old)?);
         warnings.extend(crate::admission_policy::validate(&review, obj).await?);
         warnings.extend(crate::webhook::validate(&review, obj).await?);
@@ -74,8 +73,7 @@ pub(crate) async fn before_write(
     let Some(kind) = t.strategy() else { return Ok(Vec::new()) };
     let attributes = crate::admission::Attributes { st, user, target: t, old };
     crate::admission::mutate(&attributes, obj)?;
-    crate::admission_policy::mutate(&review, obj).await?;
-    let mut warnings = crate::webhook::mutate(&review, obj).await?;
+    let mut warnings = mutate_by_policies_and_webhooks(&review, obj).await?;
     if let (Some(a), Some(old)) = (kind.allocating(), old) {
         a.carry(old, obj);
     }
@@ -110,6 +108,22 @@ pub(crate) async fn before_write(
     }
     warnings.extend(crate::admission_policy::validate(&review, obj).await?);
     warnings.extend(crate::webhook::validate(&review, obj).await?);
+    Ok(warnings)
+}
+
+/// The mutating admission policies, then the mutating webhooks; a policy whose
+/// `reinvocationPolicy` is IfNeeded runs once more when a webhook changed the object after
+/// it (kube's reinvocation). Answers the webhooks' warnings.
+async fn mutate_by_policies_and_webhooks(
+    review: &crate::webhook::Review<'_>,
+    obj: &mut Object,
+) -> Result<Vec<String>, ApiError> {
+    let reinvocable = crate::admission_policy::mutate(review, obj, false).await?;
+    let after_policies = reinvocable.then(|| obj.clone());
+    let warnings = crate::webhook::mutate(review, obj).await?;
+    if after_policies.is_some_and(|left| &left != obj) {
+        crate::admission_policy::mutate(review, obj, true).await?;
+    }
     Ok(warnings)
 }
 

@@ -598,3 +598,39 @@ async fn a_built_in_kind_at_another_version_is_reviewed_at_the_version_the_rules
     assert_eq!(request["requestKind"]["version"], "v2");
     assert_eq!(request["object"]["spec"]["targetCPUUtilizationPercentage"], 70, "{request}");
 }
+
+#[tokio::test]
+async fn a_mutating_policy_if_needed_runs_again_after_a_webhook_changed_the_object() {
+    let app = common::app().await;
+    app.namespace("default").await;
+    let (port, ca) = webhook_server().await;
+    created(
+        &app,
+        MUTATING,
+        configuration(
+            "MutatingWebhookConfiguration",
+            "labels",
+            &format!("https://127.0.0.1:{port}/mutate"),
+            &ca,
+            json!({}),
+        ),
+    )
+    .await;
+    let policy = |name: &str, reinvocation: &str, label: &str| {
+        json!({"metadata": {"name": name}, "spec": {"failurePolicy": "Fail", "reinvocationPolicy": reinvocation,
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                format!("Object{{metadata: Object.metadata{{labels: {{'{label}': has(object.metadata.labels) && 'mutated' in object.metadata.labels ? object.metadata.labels['mutated'] : 'none'}}}}}}")}}]}})
+    };
+    let policies = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies";
+    let bindings = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings";
+    for (name, reinvocation, label) in [("again", "IfNeeded", "copied"), ("once", "Never", "first-seen")] {
+        created(&app, policies, policy(name, reinvocation, label)).await;
+        created(&app, bindings, json!({"metadata": {"name": name}, "spec": {"policyName": name}})).await;
+    }
+    let made = created(&app, CONFIGMAPS, cm("relabelled", json!({}))).await;
+    let labels = &made["metadata"]["labels"];
+    assert_eq!(labels["mutated"], "yes", "{labels}");
+    assert_eq!(labels["copied"], "yes", "the IfNeeded policy ran again after the webhook: {labels}");
+    assert_eq!(labels["first-seen"], "none", "the Never policy ran once, before the webhook: {labels}");
+}
