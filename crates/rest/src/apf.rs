@@ -28,7 +28,7 @@
 //! second. Not yet: borrowing between levels, kube's virtual-time fair queuing (requests
 //! of one queue are served in order, queues in turn).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -202,6 +202,25 @@ struct FlowLabels {
     flow_schema: String,
 }
 
+impl FlowLabels {
+    fn rejected(&self, reason: &'static str) -> RejectedLabels {
+        RejectedLabels { priority_level: self.priority_level.clone(), flow_schema: self.flow_schema.clone(), reason }
+    }
+
+    fn wait(&self, execute: &'static str) -> WaitLabels {
+        WaitLabels { priority_level: self.priority_level.clone(), flow_schema: self.flow_schema.clone(), execute }
+    }
+
+    fn execution(&self, r#type: &'static str) -> ExecutionLabels {
+        ExecutionLabels { priority_level: self.priority_level.clone(), flow_schema: self.flow_schema.clone(), r#type }
+    }
+}
+
+/// The values of the labels each flow's series take besides its level and schema.
+const REJECT_REASONS: [&str; 4] = ["queue-full", "concurrency-limit", "time-out", "cancelled"];
+const EXECUTE: [&str; 2] = ["true", "false"];
+const EXECUTION_TYPES: [&str; 2] = ["regular", "watch"];
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RejectedLabels {
     priority_level: String,
@@ -244,6 +263,8 @@ pub(crate) struct FlowControlMetrics {
     execution: Family<ExecutionLabels, Histogram, fn() -> Histogram>,
     nominal_limit_seats: Family<LevelLabels, Gauge>,
     current_limit_seats: Family<LevelLabels, Gauge>,
+    /// The flows and levels that have series: those of the configuration read last.
+    known: Arc<Mutex<(HashSet<FlowLabels>, HashSet<String>)>>,
 }
 
 impl FlowControlMetrics {
@@ -258,6 +279,7 @@ impl FlowControlMetrics {
             execution: Family::new_with_constructor((|| Histogram::new(WAIT_BUCKETS)) as fn() -> Histogram),
             nominal_limit_seats: Family::default(),
             current_limit_seats: Family::default(),
+            known: Arc::default(),
         };
         // Counters get `_total` appended by the encoder.
         registry.register(
@@ -311,30 +333,9 @@ impl FlowControlMetrics {
     /// The series of one FlowSchema at its level.
     fn flow(&self, priority_level: &str, flow_schema: &str) -> FlowMetrics {
         let flow = FlowLabels { priority_level: priority_level.to_string(), flow_schema: flow_schema.to_string() };
-        let rejected = |reason| {
-            let labels = RejectedLabels {
-                priority_level: flow.priority_level.clone(),
-                flow_schema: flow.flow_schema.clone(),
-                reason,
-            };
-            self.rejected.get_or_create(&labels).clone()
-        };
-        let wait = |execute| {
-            let labels = WaitLabels {
-                priority_level: flow.priority_level.clone(),
-                flow_schema: flow.flow_schema.clone(),
-                execute,
-            };
-            self.wait.get_or_create(&labels).clone()
-        };
-        let execution = |r#type| {
-            let labels = ExecutionLabels {
-                priority_level: flow.priority_level.clone(),
-                flow_schema: flow.flow_schema.clone(),
-                r#type,
-            };
-            self.execution.get_or_create(&labels).clone()
-        };
+        let rejected = |reason| self.rejected.get_or_create(&flow.rejected(reason)).clone();
+        let wait = |execute| self.wait.get_or_create(&flow.wait(execute)).clone();
+        let execution = |r#type| self.execution.get_or_create(&flow.execution(r#type)).clone();
         FlowMetrics {
             executed: execution("regular"),
             watch_started: execution("watch"),
@@ -349,6 +350,34 @@ impl FlowControlMetrics {
             waited: wait("true"),
             gave_up: wait("false"),
         }
+    }
+
+    /// Drops the series of flows and levels the configuration no longer has, so that
+    /// FlowSchemas created and deleted one after another do not grow `/metrics`: what is
+    /// kept is bounded by the objects stored now.
+    fn keep_only(&self, flows: HashSet<FlowLabels>, levels: HashSet<String>) {
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        for gone in known.0.difference(&flows) {
+            for family in [&self.inqueue, &self.executing, &self.executing_seats] {
+                family.remove(gone);
+            }
+            self.dispatched.remove(gone);
+            for reason in REJECT_REASONS {
+                self.rejected.remove(&gone.rejected(reason));
+            }
+            for execute in EXECUTE {
+                self.wait.remove(&gone.wait(execute));
+            }
+            for r#type in EXECUTION_TYPES {
+                self.execution.remove(&gone.execution(r#type));
+            }
+        }
+        for gone in known.1.difference(&levels) {
+            let labels = LevelLabels { priority_level: gone.clone() };
+            self.nominal_limit_seats.remove(&labels);
+            self.current_limit_seats.remove(&labels);
+        }
+        *known = (flows, levels);
     }
 
     /// A level's seats, as configured and as it has them.
@@ -552,6 +581,13 @@ impl Apf {
                 spec.seats = Some(self.level(name, spec, c.total_shares, &st.metrics.flowcontrol));
             }
         }
+        let flows = c
+            .schemas
+            .iter()
+            .map(|f| FlowLabels { priority_level: f.level.clone(), flow_schema: f.name.clone() })
+            .collect();
+        let levels = c.levels.iter().filter(|(_, spec)| !spec.exempt).map(|(name, _)| name.clone()).collect();
+        st.metrics.flowcontrol.keep_only(flows, levels);
         let c = Arc::new(c);
         *held = Some(c.clone());
         c

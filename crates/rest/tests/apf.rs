@@ -92,63 +92,24 @@ async fn a_full_level_queues_then_refuses_and_exempt_traffic_passes() {
     assert_eq!(header(&r, "x-kubernetes-pf-prioritylevel-uid"), exempt["metadata"]["uid"].as_str().unwrap());
     assert!(!queued.is_finished(), "the queued request waits for the seat");
     // kube's APF metrics show the one executing, the one queued and the one refused.
-    let metrics = String::from_utf8(app.get("/metrics").await.bytes.to_vec()).unwrap();
-    let series = |name: &str| {
-        let prefix = format!("apiserver_flowcontrol_{name}{{");
-        metrics
-            .lines()
-            .filter(|l| {
-                l.starts_with(&prefix)
-                    && l.contains("flow_schema=\"everyone\"")
-                    && l.contains("priority_level=\"tiny\"")
-            })
-            .map(|l| l.rsplit(' ').next().unwrap().to_string())
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(series("current_executing_requests"), ["1"], "{metrics}");
-    assert_eq!(series("current_inqueue_requests"), ["1"], "{metrics}");
-    let rejected: Vec<&str> = metrics
-        .lines()
-        .filter(|l| {
-            l.starts_with("apiserver_flowcontrol_rejected_requests_total{")
-                && l.contains("queue-full")
-                && l.contains("everyone")
-        })
-        .collect();
-    assert_eq!(rejected.len(), 1, "{metrics}");
-    assert!(rejected[0].ends_with(" 1"), "{rejected:?}");
-    assert!(metrics.contains("apiserver_flowcontrol_nominal_limit_seats{priority_level=\"tiny\"} 1"), "{metrics}");
+    let metrics = metrics_text(&app).await;
+    let everyone = ["flow_schema=\"everyone\"", "priority_level=\"tiny\""];
+    assert_eq!(values(&metrics, "current_executing_requests", &everyone), ["1"], "{metrics}");
+    assert_eq!(values(&metrics, "current_inqueue_requests", &everyone), ["1"], "{metrics}");
+    assert_eq!(values(&metrics, "rejected_requests_total", &["everyone", "queue-full"]), ["1"], "{metrics}");
+    assert_eq!(values(&metrics, "nominal_limit_seats", &["priority_level=\"tiny\""]), ["1"], "{metrics}");
 
     let held = holder.await.unwrap();
     assert_ne!(held.status.as_u16(), 429);
     let r = queued.await.unwrap();
     assert_eq!(r.status.as_u16(), 200, "served once the seat was free");
     assert!(started.elapsed() > Duration::from_millis(500), "{:?}", started.elapsed());
-    let metrics = String::from_utf8(app.get("/metrics").await.bytes.to_vec()).unwrap();
-    let waited = metrics
-        .lines()
-        .find(|l| {
-            l.starts_with("apiserver_flowcontrol_request_wait_duration_seconds_count{")
-                && l.contains("everyone")
-                && l.contains("execute=\"true\"")
-        })
-        .unwrap_or_else(|| panic!("{metrics}"));
-    assert!(!waited.ends_with(" 0"), "{waited}");
-    let executed = metrics
-        .lines()
-        .find(|l| {
-            l.starts_with("apiserver_flowcontrol_request_execution_seconds_count{")
-                && l.contains("everyone")
-                && l.contains("type=\"regular\"")
-        })
-        .unwrap_or_else(|| panic!("{metrics}"));
-    assert!(!executed.ends_with(" 0"), "{executed}");
-    assert!(
-        metrics.lines().any(|l| l.starts_with("apiserver_flowcontrol_current_inqueue_requests{")
-            && l.contains("everyone")
-            && l.ends_with(" 0")),
-        "{metrics}"
-    );
+    let metrics = metrics_text(&app).await;
+    let waited = values(&metrics, "request_wait_duration_seconds_count", &["everyone", "execute=\"true\""]);
+    assert!(waited.len() == 1 && waited[0] != "0", "{metrics}");
+    let executed = values(&metrics, "request_execution_seconds_count", &["everyone", "type=\"regular\""]);
+    assert!(executed.len() == 1 && executed[0] != "0", "{metrics}");
+    assert_eq!(values(&metrics, "current_inqueue_requests", &["everyone"]), ["0"], "{metrics}");
 
     // A response holds its seat until its body has been sent: one not read yet keeps
     // the next request waiting, and giving it up frees the seat.
@@ -162,4 +123,30 @@ async fn a_full_level_queues_then_refuses_and_exempt_traffic_passes() {
     drop(unread);
     let r = tokio::time::timeout(Duration::from_secs(5), next).await.expect("served once the body is gone");
     assert_eq!(r.unwrap().unwrap().status().as_u16(), 200);
+
+    // A FlowSchema and level deleted take their series with them when the configuration
+    // is read again: their number is bounded by the objects stored.
+    assert_eq!(app.delete(&format!("{FS}/everyone")).await.status.as_u16(), 200);
+    assert_eq!(app.delete(&format!("{PLC}/tiny")).await.status.as_u16(), 200);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let metrics = metrics_text(&app).await;
+    let left: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("apiserver_flowcontrol_") && (l.contains("\"everyone\"") || l.contains("\"tiny\"")))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+async fn metrics_text(app: &common::App) -> String {
+    String::from_utf8(app.get("/metrics").await.bytes.to_vec()).unwrap()
+}
+
+/// The values of the `apiserver_flowcontrol_<series>` lines that carry every one of `labels`.
+fn values(metrics: &str, series: &str, labels: &[&str]) -> Vec<String> {
+    let prefix = format!("apiserver_flowcontrol_{series}{{");
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(&prefix) && labels.iter().all(|label| l.contains(label)))
+        .map(|l| l.rsplit(' ').next().unwrap().to_string())
+        .collect()
 }
