@@ -230,14 +230,7 @@ async fn a_validating_policy_guards_deletes() {
 async fn audit_annotations_are_written_trimmed_once_and_a_wrong_type_refuses() {
     let mut app = common::app().await;
     app.namespace("default").await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("audit.log");
-    let policy =
-        kuorum_rest::audit::Policy::parse("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: Metadata\n")
-            .unwrap();
-    let options = kuorum_rest::audit::LogOptions { path: path.clone(), ..Default::default() };
-    app.state.audit = Some(std::sync::Arc::new(kuorum_rest::audit::AuditLog::open(policy, options).unwrap()));
-    app.router = kuorum_rest::router(app.state.clone());
+    let audit = app.audited();
     created(
         &app,
         VAP,
@@ -262,9 +255,7 @@ async fn audit_annotations_are_written_trimmed_once_and_a_wrong_type_refuses() {
     }
     let r = app.post(CONFIGMAPS, json!({"metadata": {"name": "seen"}})).await;
     assert_eq!(r.status.as_u16(), 201, "{}", r.json());
-    let id = r.headers.get("audit-id").unwrap().to_str().unwrap().to_string();
-    let events = kuorum_rest::audit::read_events(&std::fs::read_to_string(&path).unwrap());
-    let done = events.iter().find(|e| e["auditID"] == id.as_str() && e["stage"] == "ResponseComplete").unwrap();
+    let done = audit.completed(&r);
     let annotations = done["annotations"].as_object().unwrap();
     assert_eq!(annotations.get("noted/name"), Some(&json!("seen")), "{annotations:?}");
     for absent in ["noted/nothing", "noted/blank", "noted/count"] {
@@ -281,20 +272,7 @@ async fn audit_annotations_are_written_trimmed_once_and_a_wrong_type_refuses() {
 async fn policies_take_an_equivalent_version_at_the_version_their_rules_name() {
     let app = common::app().await;
     app.namespace("default").await;
-    let version = |name: &str, storage: bool| {
-        json!({"name": name, "served": true, "storage": storage, "schema": {"openAPIV3Schema": {"type": "object",
-            "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}})
-    };
-    created(
-        &app,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        json!({
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [version("v1", true), version("v2", false)]}}),
-    )
-    .await;
+    app.widgets_at_two_versions().await;
     let v1_only = json!({"resourceRules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"],
         "operations": ["CREATE"], "resources": ["widgets"]}]});
     // Sees the object at v1 and the request as asked: refuses a large widget.

@@ -30,6 +30,12 @@ fn answer(review: &Value, extra: Value) -> Json<Value> {
     Json(json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
 }
 
+/// The answer to a review: allowed, with `ops` as its JSONPatch.
+fn patched(review: &Value, ops: Value) -> Json<Value> {
+    let patch = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&ops).unwrap());
+    answer(review, json!({"patchType": "JSONPatch", "patch": patch}))
+}
+
 /// Starts the webhook server; answers its port and its certificate as a `caBundle`.
 async fn webhook_server() -> (u16, String) {
     let router = axum::Router::new()
@@ -312,17 +318,13 @@ async fn if_needed_webhooks_run_again_after_a_later_change() {
             post(|Json(review): Json<Value>| async move {
                 let labels = review["request"]["object"]["metadata"]["labels"].as_object().cloned().unwrap_or_default();
                 let seen = labels.keys().cloned().collect::<Vec<_>>().join(",");
-                let patch = json!([{"op": "add", "path": "/metadata/annotations", "value": {"seen": seen}}]);
-                let patch = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&patch).unwrap());
-                answer(&review, json!({"patchType": "JSONPatch", "patch": patch}))
+                patched(&review, json!([{"op": "add", "path": "/metadata/annotations", "value": {"seen": seen}}]))
             }),
         )
         .route(
             "/label",
             post(|Json(review): Json<Value>| async move {
-                let patch = json!([{"op": "add", "path": "/metadata/labels", "value": {"added": "yes"}}]);
-                let patch = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&patch).unwrap());
-                answer(&review, json!({"patchType": "JSONPatch", "patch": patch}))
+                patched(&review, json!([{"op": "add", "path": "/metadata/labels", "value": {"added": "yes"}}]))
             }),
         );
     let (port, ca, _server) = tls_server::serve(router, "127.0.0.1").await;
@@ -445,14 +447,7 @@ async fn mutating_webhooks_may_refuse_deletes_but_not_patch_them() {
 async fn webhook_audit_annotations_reach_the_audit_event_under_the_webhooks_name() {
     let mut app = common::app().await;
     app.namespace("default").await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("audit.log");
-    let policy =
-        kuorum_rest::audit::Policy::parse("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: Metadata\n")
-            .unwrap();
-    let options = kuorum_rest::audit::LogOptions { path: path.clone(), ..Default::default() };
-    app.state.audit = Some(std::sync::Arc::new(kuorum_rest::audit::AuditLog::open(policy, options).unwrap()));
-    app.router = kuorum_rest::router(app.state.clone());
+    let audit = app.audited();
     let router = axum::Router::new().route(
         "/annotate",
         post(|Json(review): Json<Value>| async move {
@@ -474,9 +469,7 @@ async fn webhook_audit_annotations_reach_the_audit_event_under_the_webhooks_name
     .await;
     let r = app.post(CONFIGMAPS, cm("noted", json!({}))).await;
     assert_eq!(r.status.as_u16(), 201, "{}", r.json());
-    let id = r.headers.get("audit-id").unwrap().to_str().unwrap().to_string();
-    let events = kuorum_rest::audit::read_events(&std::fs::read_to_string(&path).unwrap());
-    let done = events.iter().find(|e| e["auditID"] == id.as_str() && e["stage"] == "ResponseComplete").unwrap();
+    let done = audit.completed(&r);
     let annotations = done["annotations"].as_object().unwrap();
     assert_eq!(annotations.get("annotate.kuorum.test/checked"), Some(&json!("noted")), "{annotations:?}");
     assert!(!annotations.keys().any(|k| k.contains("not a key")), "{annotations:?}");
@@ -490,20 +483,7 @@ async fn webhook_audit_annotations_reach_the_audit_event_under_the_webhooks_name
 async fn an_equivalent_version_is_reviewed_at_the_version_the_rules_name() {
     let app = common::app().await;
     app.namespace("default").await;
-    let version = |name: &str, storage: bool| {
-        json!({"name": name, "served": true, "storage": storage, "schema": {"openAPIV3Schema": {"type": "object",
-            "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}})
-    };
-    created(
-        &app,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        json!({
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [version("v1", true), version("v2", false)]}}),
-    )
-    .await;
+    app.widgets_at_two_versions().await;
     // The webhook records what it was sent and labels the object.
     let seen: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
     let record = seen.clone();
@@ -513,9 +493,7 @@ async fn an_equivalent_version_is_reviewed_at_the_version_the_rules_name() {
             let record = record.clone();
             async move {
                 record.lock().unwrap().push(review["request"].clone());
-                let patch = json!([{"op": "add", "path": "/metadata/labels", "value": {"reviewed-as": "v1"}}]);
-                let patch = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&patch).unwrap());
-                answer(&review, json!({"patchType": "JSONPatch", "patch": patch}))
+                patched(&review, json!([{"op": "add", "path": "/metadata/labels", "value": {"reviewed-as": "v1"}}]))
             }
         }),
     );
@@ -569,9 +547,10 @@ async fn a_built_in_kind_at_another_version_is_reviewed_at_the_version_the_rules
             async move {
                 record.lock().unwrap().push(review["request"].clone());
                 // A v1 field: the patch is made at v1 and must reach the v2 object.
-                let patch = json!([{"op": "replace", "path": "/spec/targetCPUUtilizationPercentage", "value": 42}]);
-                let patch = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&patch).unwrap());
-                answer(&review, json!({"patchType": "JSONPatch", "patch": patch}))
+                patched(
+                    &review,
+                    json!([{"op": "replace", "path": "/spec/targetCPUUtilizationPercentage", "value": 42}]),
+                )
             }
         }),
     );

@@ -56,6 +56,50 @@ pub async fn app_with(config: kuorum_watch::CacheConfig) -> App {
     App { router: router(state.clone()), state }
 }
 
+/// An audit log at Metadata level for every request, written by `app`'s router from now on.
+pub struct Audited {
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Audited {
+    /// The `ResponseComplete` event of the request answered with `reply`.
+    pub fn completed(&self, reply: &Reply) -> Value {
+        let id = reply.headers.get("audit-id").unwrap().to_str().unwrap();
+        let events = kuorum_rest::audit::read_events(&std::fs::read_to_string(&self.path).unwrap());
+        events.into_iter().find(|e| e["auditID"] == id && e["stage"] == "ResponseComplete").unwrap()
+    }
+}
+
+impl App {
+    /// Turns on an audit log of every request at Metadata level.
+    pub fn audited(&mut self) -> Audited {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let policy = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: Metadata\n";
+        let policy = kuorum_rest::audit::Policy::parse(policy).unwrap();
+        let options = kuorum_rest::audit::LogOptions { path: path.clone(), ..Default::default() };
+        self.state.audit = Some(Arc::new(kuorum_rest::audit::AuditLog::open(policy, options).unwrap()));
+        self.router = router(self.state.clone());
+        Audited { path, _dir: dir }
+    }
+
+    /// Creates the CRD `widgets.example.com` (namespaced `Widget`), served at v1 (stored)
+    /// and v2, with conversion `None`.
+    pub async fn widgets_at_two_versions(&self) {
+        let version = |name: &str, storage: bool| {
+            serde_json::json!({"name": name, "served": true, "storage": storage, "schema": {"openAPIV3Schema":
+                {"type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}})
+        };
+        let crd = serde_json::json!({"metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": [version("v1", true), version("v2", false)]}});
+        let r = self.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd).await;
+        assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    }
+}
+
 pub struct Reply {
     pub status: StatusCode,
     pub headers: HeaderMap,
