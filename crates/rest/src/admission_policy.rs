@@ -139,7 +139,7 @@ async fn taken_as(r: &Review<'_>, b: &Bound, obj: &Object) -> Result<Option<Opti
     if constraints.and_then(|c| c.get("matchPolicy")).and_then(Value::as_str) == Some("Exact") {
         return Ok(None);
     }
-    for t in crate::webhook::equivalents(r.target) {
+    for t in r.target.equivalents() {
         if takes(&Review { target: &t, ..*r }) {
             let (obj, old) = r.converted(&t, obj).await?;
             return Ok(Some(Some(Seen { target: t, obj, old })));

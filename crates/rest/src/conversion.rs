@@ -17,7 +17,8 @@
 //! 500 `conversion webhook for <group/version, Kind=kind> failed: ...`.
 //!
 //! With strategy `None` (or for built-in kinds) nothing here runs: the callers fall
-//! through to [`object`]'s synchronous reads.
+//! through to [`object`]'s synchronous reads. [`convert`] (an object to another version,
+//! for admission's equivalent resources) also converts those, without a webhook.
 
 use std::borrow::Cow;
 use std::time::Duration;

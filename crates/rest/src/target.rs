@@ -94,6 +94,27 @@ impl Target {
             None => kinds::storage_def(self.def),
         }
     }
+
+    /// The resources kube calls equivalent to this one, as targets of the same object: a
+    /// CRD's other served versions, in its order; for a built-in kind, the other resources
+    /// stored as the same kind (autoscaling/v1 and v2 HorizontalPodAutoscalers, core and
+    /// events.k8s.io Events), the stored one first (`matchPolicy: Equivalent`).
+    pub(crate) fn equivalents(&self) -> Vec<Target> {
+        let same = |def, custom| Target { def, custom, ..self.clone() };
+        if let Some(c) = &self.custom {
+            return c.equivalents().into_iter().map(|(def, custom)| same(def, Some(custom))).collect();
+        }
+        let storage = kinds::storage_def(self.def);
+        let mut defs: Vec<&'static ResourceDef> = kinds::all()
+            .iter()
+            .filter_map(|s| {
+                let (def, stored) = (s.def(), s.stored_as().map_or(s.def(), |k| k.def()));
+                (!std::ptr::eq(def, self.def) && std::ptr::eq(stored, storage)).then_some(def)
+            })
+            .collect();
+        defs.sort_by_key(|d| !std::ptr::eq(*d, storage));
+        defs.into_iter().map(|d| same(d, None)).collect()
+    }
 }
 
 /// How a path's group, version and resource are found: the built-in registry first, then

@@ -67,27 +67,6 @@ pub(crate) struct Review<'a> {
     pub dry_run: bool,
 }
 
-/// The resources kube calls equivalent to `t`'s, as targets of the same object: a CRD's
-/// other served versions, in its order; for a built-in kind, the other resources stored
-/// as the same kind (autoscaling/v1 and v2 HorizontalPodAutoscalers, core and
-/// events.k8s.io Events), the stored one first.
-pub(crate) fn equivalents(t: &Target) -> Vec<Target> {
-    let same = |def, custom| Target { def, custom, ..t.clone() };
-    if let Some(c) = &t.custom {
-        return c.equivalents().into_iter().map(|(def, custom)| same(def, Some(custom))).collect();
-    }
-    let storage = kuorum_api::kinds::storage_def(t.def);
-    let mut defs: Vec<&'static kuorum_api::ResourceDef> = kuorum_api::kinds::all()
-        .iter()
-        .filter_map(|s| {
-            let (def, stored) = (s.def(), s.stored_as().map_or(s.def(), |k| k.def()));
-            (!std::ptr::eq(def, t.def) && std::ptr::eq(stored, storage)).then_some(def)
-        })
-        .collect();
-    defs.sort_by_key(|d| !std::ptr::eq(*d, storage));
-    defs.into_iter().map(|d| same(d, None)).collect()
-}
-
 /// One webhook of a configuration.
 struct Webhook {
     name: String,
@@ -135,7 +114,7 @@ fn webhooks(st: &RestState, plural: &str) -> Vec<Webhook> {
 impl<'a> Review<'a> {
     /// Whether `w`'s selectors and rules take this write of `obj`, and as which resource:
     /// `Some(None)` the one requested; `Some(Some(t))` an equivalent resource the rules
-    /// name ([`equivalents`]), under `matchPolicy: Equivalent` (the default).
+    /// name ([`Target::equivalents`]), under `matchPolicy: Equivalent` (the default).
     fn rules_take(&self, w: &Webhook, obj: &Object) -> Option<Option<Target>> {
         if !self.namespace_selected(w.spec.get("namespaceSelector"), obj)
             || !self.object_selected(w.spec.get("objectSelector"), obj)
@@ -149,7 +128,7 @@ impl<'a> Review<'a> {
         if w.str("matchPolicy") == "Exact" {
             return None;
         }
-        equivalents(self.target).into_iter().find(|t| Review { target: t, ..*self }.rules_match(rules, obj)).map(Some)
+        self.target.equivalents().into_iter().find(|t| Review { target: t, ..*self }.rules_match(rules, obj)).map(Some)
     }
 
     /// This write as seen through `t`, an equivalent version: `obj` and the old object
