@@ -18,6 +18,7 @@ use futures::StreamExt;
 use kuorum_api::kinds::allocation::Pools;
 use kuorum_api::seams::{SplitMix64, SystemClock};
 use kuorum_node::apiserver_endpoints::Advertised;
+use kuorum_node::background_cpu::BackgroundCpu;
 use kuorum_node::http_server::{raise_open_files_limit, ConnectionCaps, HttpLimits};
 use kuorum_node::{start_node, NodeConfig, NodeSeams};
 use kuorum_raft::{Dialer, PeerIo, RaftTiming, TcpDialer, DEFAULT_ELECTION_TIMEOUT, DEFAULT_HEARTBEAT};
@@ -278,6 +279,12 @@ pub struct ServeArgs {
     /// machine: `kuorum up` gives each of its N nodes a 1/N share.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub worker_threads: Option<u16>,
+    /// The `nice` value (1 to 19; 0: off) of the threads that send wide responses: a
+    /// request that takes more than one seat of an API Priority and Fairness level (a
+    /// LIST of more than 100 objects) is sent at this lower CPU priority, so that on a
+    /// busy machine the one-seat requests beside it are not kept waiting for a core.
+    #[arg(long, default_value_t = kuorum_node::background_cpu::DEFAULT_NICE, value_parser = clap::value_parser!(i32).range(0..=19))]
+    pub background_nice: i32,
 }
 
 /// kube-apiserver's `--authorization-mode` values kuorum has.
@@ -447,6 +454,19 @@ pub(crate) fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, Stri
     Ok(out)
 }
 
+/// The threads wide responses are sent from, as many as the node's workers.
+fn background_cpu(args: &ServeArgs) -> anyhow::Result<Option<BackgroundCpu>> {
+    if args.background_nice == 0 || !args.enable_priority_and_fairness {
+        return Ok(None);
+    }
+    let threads = match args.worker_threads {
+        Some(n) => n.into(),
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let cpu = BackgroundCpu::start(threads, args.background_nice).context("--background-nice")?;
+    Ok(Some(cpu))
+}
+
 /// What a REST connection may cost, from the flags; `open_files` is the process's limit.
 fn http_limits(args: &ServeArgs, open_files: u64) -> anyhow::Result<HttpLimits> {
     let mut caps = ConnectionCaps::for_open_files(open_files, args.max_connections_per_source);
@@ -579,6 +599,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         proxy_identity: proxy_identity(&args)?,
         authentication_info: authentication_info(&args)?,
         service_map: service_map(&args)?,
+        background_cpu: background_cpu(&args)?,
         ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {

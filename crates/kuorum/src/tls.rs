@@ -472,7 +472,7 @@ mod tests {
                 },
             ),
         );
-        tokio::spawn(kuorum_node::http_server::serve(listener, app, Default::default()));
+        tokio::spawn(kuorum_node::http_server::serve(listener, app, Default::default(), None));
         let ask = |cert_dir: std::path::PathBuf, stem: &'static str| {
             let roots_dir = dir.path().to_path_buf();
             async move {
@@ -520,7 +520,7 @@ mod tests {
             connections: caps,
             ..kuorum_node::http_server::HttpLimits::default()
         };
-        tokio::spawn(kuorum_node::http_server::serve(listener, app, limits));
+        tokio::spawn(kuorum_node::http_server::serve(listener, app, limits, None));
         (addr, dir)
     }
 

@@ -41,13 +41,16 @@ use axum::Router;
 use bytes::Bytes;
 use http_body::Frame;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use kuorum_api::status::{ApiError, Reason};
 use kuorum_rest::auth::{ClientAddr, ClientCert, ClientIdentity, FrontProxyCert};
 use kuorum_rest::RestError;
 use tokio::time::Instant;
 use tower::ServiceExt;
+
+use crate::background_cpu::{self, BackgroundCpu, StreamExecutor};
+use kuorum_rest::wide::WideRequests;
 
 /// kube-apiserver's `ReadHeaderTimeout`.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
@@ -348,13 +351,12 @@ impl std::fmt::Debug for Admission {
 /// Serves `app` on every connection `listener` accepts, within `limits`, until the task
 /// running it is dropped. Each connection's requests carry its client certificate's user
 /// as [`ClientCert`].
-pub async fn serve<L>(mut listener: L, app: Router, limits: HttpLimits)
+pub async fn serve<L>(mut listener: L, app: Router, limits: HttpLimits, background: Option<BackgroundCpu>)
 where
     L: axum::serve::Listener<Addr = SocketAddr>,
     L::Io: ClientIdentity,
 {
     let limiter = ConnectionLimiter::new(limits.connections);
-    let builder = Arc::new(connection_builder(&limits));
     let limits = Arc::new(limits);
     loop {
         let (io, addr) = listener.accept().await;
@@ -371,15 +373,19 @@ where
         tracing::debug!(%addr, ?access, "connection served");
         let conn =
             Connection { app: app.clone(), limits: limits.clone(), cert: ClientCert(user), front_proxy, addr, access };
-        tokio::spawn(conn.serve(builder.clone(), io, admission));
+        let activity = Arc::new(Activity::new());
+        let wide = activity.wide.clone();
+        let builder = connection_builder(&limits, StreamExecutor::new(background.clone(), wide.clone()));
+        tokio::spawn(background_cpu::drive(conn.serve(builder, io, admission, activity), wide, background.clone()));
     }
 }
 
 /// hyper-util's builder with our limits: hyper's own sit above ours, so a request between
 /// the two gets our Status.
-fn connection_builder(limits: &HttpLimits) -> auto::Builder<TokioExecutor> {
+/// (Built for each connection: its h2 streams' executor is the connection's.)
+fn connection_builder(limits: &HttpLimits, streams: StreamExecutor) -> auto::Builder<StreamExecutor> {
     let head_backstop = limits.max_header_bytes.saturating_add(64 << 10).max(8192);
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(streams);
     builder
         .http1()
         .timer(TokioTimer::new())
@@ -408,12 +414,16 @@ struct Connection {
 }
 
 impl Connection {
-    async fn serve<I>(self, builder: Arc<auto::Builder<TokioExecutor>>, io: I, admission: Admission)
-    where
+    async fn serve<I>(
+        self,
+        builder: auto::Builder<StreamExecutor>,
+        io: I,
+        admission: Admission,
+        activity: Arc<Activity>,
+    ) where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let idle_timeout = self.limits.idle_timeout;
-        let activity = Arc::new(Activity::new());
         let service = {
             let activity = activity.clone();
             hyper::service::service_fn(move |req| self.clone().call(req, activity.clone()))
@@ -458,6 +468,9 @@ impl Connection {
                     req.extensions_mut().insert(proxy.clone());
                 }
                 req.extensions_mut().insert(ClientAddr(self.addr));
+                // An h2 stream's own, else (HTTP/1.1) the connection's.
+                let wide = background_cpu::this_stream().unwrap_or_else(|| activity.wide.clone());
+                req.extensions_mut().insert(wide);
                 match self.app.oneshot(req).await {
                     Ok(resp) => resp,
                     Err(never) => match never {},
@@ -528,11 +541,18 @@ struct Activity {
     base: Instant,
     in_flight: AtomicUsize,
     idle_since_ms: AtomicU64,
+    /// Its wide requests, which move it to the background CPU while they run.
+    wide: WideRequests,
 }
 
 impl Activity {
     fn new() -> Activity {
-        Activity { base: Instant::now(), in_flight: AtomicUsize::new(0), idle_since_ms: AtomicU64::new(0) }
+        Activity {
+            base: Instant::now(),
+            in_flight: AtomicUsize::new(0),
+            idle_since_ms: AtomicU64::new(0),
+            wide: WideRequests::default(),
+        }
     }
 
     fn start(self: &Arc<Self>) -> InFlight {

@@ -13,6 +13,7 @@
 
 pub mod apiserver_endpoints;
 mod apiservice_availability;
+pub mod background_cpu;
 mod backup;
 mod bootstrap;
 mod claim_repair;
@@ -74,6 +75,9 @@ pub struct NodeConfig {
     pub chaos: bool,
     /// What a REST connection may cost: timeouts, head size, connection caps.
     pub http: http_server::HttpLimits,
+    /// Where wide responses are sent from, at a lower CPU priority (`None`: on the node's
+    /// runtime, as the simulator wants).
+    pub background_cpu: Option<background_cpu::BackgroundCpu>,
     /// The service address and node-port ranges every node allocates from (the same on
     /// every node of a cluster).
     pub pools: kuorum_api::kinds::allocation::Pools,
@@ -113,6 +117,7 @@ impl NodeConfig {
             authorization: kuorum_rest::authz::Authorization::AlwaysAllow,
             chaos: false,
             http: http_server::HttpLimits::default(),
+            background_cpu: None,
             pools: Default::default(),
             admission: Default::default(),
             audit: None,
@@ -295,7 +300,12 @@ where
     }
     let app = kuorum_rest::router_with(rest, own);
     // Each connection's requests carry its client certificate's user (http_server).
-    tasks.push(tokio::spawn(http_server::serve(seams.rest_listener, app, cfg.http.clone())));
+    tasks.push(tokio::spawn(http_server::serve(
+        seams.rest_listener,
+        app,
+        cfg.http.clone(),
+        cfg.background_cpu.clone(),
+    )));
 
     if let Some(me) = cfg.advertise.clone() {
         let (clock, entropy, service_ip) = (seams.clock.clone(), seams.entropy.clone(), cfg.pools.first_address());

@@ -55,7 +55,7 @@ fn server() -> (SocketAddr, mpsc::UnboundedSender<oneshot::Sender<u64>>) {
                 ..HttpLimits::default()
             };
             let app = Router::new().route("/x", get(|| async { "ok" }));
-            tokio::spawn(serve(listener, app, limits));
+            tokio::spawn(serve(listener, app, limits, None));
             // Every task of this runtime runs on this thread: its CPU time is the server's.
             while let Some(reply) = cpu_rx.recv().await {
                 let _ = reply.send(thread_cpu_ns());

@@ -53,6 +53,7 @@ use crate::admission::cached_list;
 use crate::auth::UserInfo;
 use crate::metrics::GuardedBody;
 use crate::request::RequestInfo;
+use crate::wide::{WideGuard, WideRequests};
 use crate::RestState;
 
 const GROUP: &str = "flowcontrol.apiserver.k8s.io";
@@ -499,6 +500,8 @@ pub(crate) struct Seat {
     metrics: Arc<FlowMetrics>,
     since: Instant,
     watch: bool,
+    /// A wide request's place in its connection's count ([`crate::wide`]).
+    wide: Option<WideGuard>,
 }
 
 impl Seat {
@@ -506,7 +509,7 @@ impl Seat {
         m.dispatched.inc();
         m.executing.inc();
         m.executing_seats.inc_by(width.max(1) as i64);
-        Seat { level, width, metrics: Arc::clone(m), since: Instant::now(), watch: false }
+        Seat { level, width, metrics: Arc::clone(m), since: Instant::now(), watch: false, wide: None }
     }
 }
 
@@ -532,6 +535,16 @@ pub(crate) struct Admitted {
 }
 
 impl Admitted {
+    /// A request that takes more than one seat of a Limited level is counted in its
+    /// connection's [`WideRequests`] while it holds them, and runs once the connection
+    /// has moved to the lower CPU priority (if the connection layer moves it).
+    pub(crate) async fn run_wide(&mut self, wide: Option<&WideRequests>) {
+        let Some(wide) = wide.filter(|_| self.seat.width > 1 && self.seat.level.is_some()) else { return };
+        let guard = wide.start();
+        guard.moved().await;
+        self.seat.wide = Some(guard);
+    }
+
     /// Names the schema and level on `resp`, and gives the seat back: a watch's now (its
     /// response has started), anything else's when its body has been sent, as kube's
     /// handler holds its seat while it writes the response. A LIST of a thousand objects
@@ -937,7 +950,7 @@ mod tests {
     /// One seat of `level`, held outside any request.
     fn held(level: &Arc<Level>) -> Seat {
         let metrics = Arc::new(FlowControlMetrics::register(&mut Registry::default()).flow("level", "schema"));
-        Seat { level: Some(level.clone()), width: 1, metrics, since: Instant::now(), watch: false }
+        Seat { level: Some(level.clone()), width: 1, metrics, since: Instant::now(), watch: false, wide: None }
     }
 
     #[tokio::test]

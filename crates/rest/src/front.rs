@@ -28,6 +28,7 @@ use crate::error::RestError;
 use crate::impersonation;
 use crate::metrics::GuardedBody;
 use crate::request::RequestInfo;
+use crate::wide::WideRequests;
 use crate::{request_log, route, RestState};
 
 /// The request served once API Priority and Fairness ([`crate::apf`]) gives it a seat, or its 429.
@@ -38,7 +39,10 @@ async fn prioritized(st: &RestState, req: Request, next: Next) -> Response {
         None => (Ok(None), false),
     };
     match admitted {
-        Ok(Some(seat)) => seat.finish(next.run(req).await, watch),
+        Ok(Some(mut seat)) => {
+            seat.run_wide(req.extensions().get::<WideRequests>()).await;
+            seat.finish(next.run(req).await, watch)
+        }
         Ok(None) => next.run(req).await,
         Err(refused) => RestError(refused).into_response(),
     }

@@ -77,6 +77,7 @@ mod token;
 mod update;
 mod watch;
 pub mod webhook;
+pub mod wide;
 mod yaml_limits;
 
 pub use crd_cleanup::finalize_deleted_crds;
