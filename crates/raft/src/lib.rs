@@ -14,6 +14,7 @@ pub(crate) mod forward;
 pub mod log_store;
 pub mod network;
 pub mod node;
+pub(crate) mod read_rounds;
 pub(crate) mod replicator;
 pub mod reply;
 pub mod service;

@@ -227,6 +227,7 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
         applied_rx: state_machine.applied_rx(),
         engine: object_engine.clone(),
         counters,
+        read_rounds: Default::default(),
     };
     let spool_dir = object_engine.spool_dir();
     let cluster = Cluster { replicator: Arc::new(replicator), reader: Arc::new(EngineReader(object_engine)) };

@@ -27,6 +27,7 @@ use crate::codec::{decode, encode};
 use crate::forward::{ForwardPipes, NoReply};
 use crate::network::Channels;
 use crate::pb;
+use crate::read_rounds::ReadRounds;
 use crate::reply::{propose_local, read_index_local, ForwardReply, ReadIndexReply};
 use crate::state_machine::StateMachine;
 use crate::types::{NodeId, Raft};
@@ -44,6 +45,8 @@ pub(crate) struct RaftReplicator<E: ObjectEngine> {
     pub(crate) applied_rx: watch::Receiver<u64>,
     pub(crate) engine: Arc<E>,
     pub(crate) counters: crate::status::RaftCounters,
+    /// Read indexes are asked once per round for every read waiting.
+    pub(crate) read_rounds: Arc<ReadRounds>,
 }
 
 enum Attempt<T> {
@@ -169,20 +172,38 @@ impl<E: ObjectEngine> RaftReplicator<E> {
         }
     }
 
+    /// A read index from the leader: on the leader at once, on a follower in the next
+    /// round (see [`ReadRounds`]).
     async fn read_index_once(&self, remaining: Duration) -> Option<u64> {
-        let leader = self.current_leader()?;
-        let reply = if leader == self.id {
-            tokio::time::timeout(remaining, read_index_local(&self.raft)).await.ok()?
-        } else {
-            let addr = self.leader_addr(leader)?;
-            let mut client = self.channels.client(&addr).ok()?;
-            let resp = tokio::time::timeout(remaining, client.read_index(pb::ReadIndexRequest {})).await.ok()?.ok()?;
-            decode::<ReadIndexReply>(&resp.into_inner().data).ok()?
-        };
-        match reply {
-            ReadIndexReply::Index(i) => Some(i),
-            ReadIndexReply::NotLeader { .. } | ReadIndexReply::Failed(_) => None,
+        if self.current_leader()? == self.id {
+            return match tokio::time::timeout(remaining, read_index_local(&self.raft)).await.ok()? {
+                ReadIndexReply::Index(i) => Some(i),
+                ReadIndexReply::NotLeader { .. } | ReadIndexReply::Failed(_) => None,
+            };
         }
+        let (id, raft, channels) = (self.id, self.raft.clone(), self.channels.clone());
+        self.read_rounds.read_index(remaining, move || ask_read_index(id, raft.clone(), channels.clone())).await
+    }
+}
+
+/// One round: asks the leader (itself, or over the peer RPC) for a read index.
+async fn ask_read_index<E: ObjectEngine>(id: NodeId, raft: Raft<StateMachine<E>>, channels: Channels) -> Option<u64> {
+    let (leader, addr) = {
+        let m = raft.metrics();
+        let m = m.borrow_watched();
+        let leader = m.current_leader?;
+        (leader, m.membership_config.membership().get_node(&leader).map(|n| n.addr.clone()))
+    };
+    let reply = if leader == id {
+        read_index_local(&raft).await
+    } else {
+        let mut client = channels.client(&addr?).ok()?;
+        let resp = client.read_index(pb::ReadIndexRequest {}).await.ok()?;
+        decode::<ReadIndexReply>(&resp.into_inner().data).ok()?
+    };
+    match reply {
+        ReadIndexReply::Index(i) => Some(i),
+        ReadIndexReply::NotLeader { .. } | ReadIndexReply::Failed(_) => None,
     }
 }
 
