@@ -80,7 +80,18 @@ fn caches_agree_across_nodes_and_restarts() {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        // Every node applies what the leader committed within a few heartbeats; the
+        // leader's own controllers may write meanwhile, so wait (bounded) for the caches to
+        // be at one resourceVersion rather than taking them at one instant.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let c = caches.lock().unwrap().clone();
+            let at_one_rv = [2, 3].iter().all(|id| c[id].rv() == c[&1].rv());
+            if at_one_rv || tokio::time::Instant::now() >= deadline {
+                break;
+            }
+        }
         let caches = caches.lock().unwrap().clone();
         let reference = events_of(&caches[&1]);
         assert!(reference.len() >= 21, "every write is an event: {}", reference.len());
