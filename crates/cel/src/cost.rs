@@ -232,6 +232,13 @@ fn call(c: &CallExpr, scope: &mut Vec<(String, Type)>) -> Result<Estimate, Strin
             (n.saturating_add(1), Type::Bool)
         }
         "size" => (1, Type::Int),
+        // kube's: an authorization check is dear, so that two fit in one evaluation.
+        "check" => (crate::library::authz::CHECK_COST, Type::Opaque(crate::library::authz::DECISION_TYPE)),
+        // The authorization library's builders and accessors: nominal, as kube has them.
+        "serviceAccount" | "path" | "group" | "resource" | "subresource" | "namespace" | "name" | "fieldSelector"
+        | "labelSelector" => (1, Type::Opaque(crate::library::authz::RESOURCE_CHECK_TYPE)),
+        "allowed" | "errored" => (1, Type::Bool),
+        "reason" | "error" => (1, Type::string(None)),
         "contains" | "startsWith" | "endsWith" if is_string => (traversal(size), Type::Bool),
         "matches" | "find" => (traversal(size).saturating_mul(4), first_or_bool(&c.func_name, size)),
         "findAll" | "split" => (traversal(size).saturating_mul(4), Type::list(Type::String { max: size }, Some(size))),

@@ -248,11 +248,35 @@ impl Program {
         vars: &[(&str, &serde_json::Value)],
         optional: Option<(&str, Option<&serde_json::Value>)>,
     ) -> Result<Value, EvalError> {
+        let optional = optional.map(|(name, value)| {
+            let v = match value {
+                Some(v) => cel::objects::OptionalValue::of(json::to_cel(v)),
+                None => cel::objects::OptionalValue::none(),
+            };
+            let ty = value.map_or(Type::Null, Type::of_value);
+            (name, Value::Opaque(Arc::new(v)), ty)
+        });
+        self.run(vars, optional.as_slice())
+    }
+
+    /// [`Program::eval`] with values that are not JSON bound too (the `authorizer` of
+    /// [`library::authz::variables`]).
+    pub fn eval_native(
+        &self,
+        vars: &[(&str, &serde_json::Value)],
+        natives: &[(&str, Value)],
+    ) -> Result<Value, EvalError> {
+        let natives: Vec<(&str, Value, Type)> =
+            natives.iter().map(|(n, v)| (*n, v.clone(), Type::Opaque("native"))).collect();
+        self.run(vars, &natives)
+    }
+
+    /// The expression with `vars` (JSON) and `natives` (CEL values, with the types the
+    /// cost estimate takes them as) bound.
+    fn run(&self, vars: &[(&str, &serde_json::Value)], natives: &[(&str, Value, Type)]) -> Result<Value, EvalError> {
         if self.cost > PER_CALL_LIMIT {
             let mut sized: Vec<(&str, Type)> = vars.iter().map(|(n, v)| (*n, Type::of_value(v))).collect();
-            if let Some((name, value)) = optional {
-                sized.push((name, value.map_or(Type::Null, Type::of_value)));
-            }
+            sized.extend(natives.iter().map(|(n, _, t)| (*n, t.clone())));
             let refs: Vec<(&str, &Type)> = sized.iter().map(|(n, t)| (*n, t)).collect();
             let estimate = cost::estimate(self.program.expression(), &refs).map_err(EvalError::Failed)?;
             if estimate.cost > PER_CALL_LIMIT {
@@ -263,12 +287,8 @@ impl Program {
         for (name, value) in vars {
             context.add_variable_from_value(*name, json::to_cel(value));
         }
-        if let Some((name, value)) = optional {
-            let optional = match value {
-                Some(v) => cel::objects::OptionalValue::of(json::to_cel(v)),
-                None => cel::objects::OptionalValue::none(),
-            };
-            context.add_variable_from_value(name, Value::Opaque(Arc::new(optional)));
+        for (name, value, _) in natives {
+            context.add_variable_from_value(*name, value.clone());
         }
         Value::resolve(&self.expr, &context).map_err(|e| EvalError::Failed(e.to_string()))
     }

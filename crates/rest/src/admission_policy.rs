@@ -11,7 +11,8 @@
 //!   kind): the policy runs once per param; none found is `parameterNotFoundAction`
 //!   (Deny: a configuration error; Allow: nothing runs).
 //! - **Variables** seen by expressions: `object`, `oldObject`, `request`, `params`,
-//!   `namespaceObject`, `variables` (the policy's, in order). `authorizer` is not offered.
+//!   `namespaceObject`, `variables` (the policy's, in order), `authorizer` and
+//!   `authorizer.requestResource` (checks against this server's authorizer).
 //! - **Validating:** each failed validation is a decision, acted on per the binding's
 //!   `validationActions`: Deny (kube's message, the validation's `reason`, 422 by
 //!   default), Warn (a `Warning` header), Audit (an audit annotation); `auditAnnotations`
@@ -44,7 +45,15 @@ use crate::webhook::Review;
 const GROUP: &str = "admissionregistration.k8s.io";
 
 /// The variables of a policy's expressions.
-const VARIABLES: [&str; 6] = ["object", "oldObject", "request", "params", "namespaceObject", "variables"];
+const VARIABLES: [&str; 7] = [
+    "object",
+    "oldObject",
+    "request",
+    "params",
+    "namespaceObject",
+    "variables",
+    kuorum_cel::library::authz::VARIABLE,
+];
 
 /// The most audit-annotated validation failures kept per request (kube's bound).
 const MAX_AUDITED_FAILURES: usize = 50;
@@ -154,6 +163,7 @@ struct Inputs {
     old: Value,
     request: Value,
     namespace: Value,
+    authorizer: [(&'static str, kuorum_cel::Value); 2],
 }
 
 impl Inputs {
@@ -176,6 +186,7 @@ impl Inputs {
             old: r.old.map(|o| Value::Object(o.clone())).unwrap_or(Value::Null),
             request: r.request_value(obj),
             namespace,
+            authorizer: r.authorizer(obj),
         }
     }
 }
@@ -201,7 +212,7 @@ impl Evaluation<'_> {
 
     fn eval(&self, expr: &str) -> Result<kuorum_cel::Value, String> {
         let program = compile(expr).map_err(|e| e.to_string())?;
-        program.eval(&self.vars()).map_err(|e| format!("expression '{expr}' resulted in error: {e}"))
+        program.eval_native(&self.vars(), &self.inputs.authorizer).map_err(|e| format!("expression '{expr}' resulted in error: {e}"))
     }
 
     fn eval_bool(&self, expr: &str) -> Result<bool, String> {

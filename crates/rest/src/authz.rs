@@ -385,3 +385,55 @@ pub(crate) fn check_escalation(
     );
     Err(ApiError::forbidden(t.def.group_resource(), name, &why))
 }
+
+/// This server's authorizer as CEL's `authorizer` asks it (admission policies, webhook
+/// match conditions): the same chain as requests go through, for the requester or a
+/// service account. Field and label selectors are taken and not used: RBAC has no
+/// opinion on them.
+pub(crate) struct CelAuthorizer {
+    pub cache: Arc<WatchCache>,
+    pub mode: Authorization,
+    pub requester: UserInfo,
+}
+
+impl std::fmt::Debug for CelAuthorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CelAuthorizer").field("mode", &self.mode).field("requester", &self.requester.name).finish()
+    }
+}
+
+impl kuorum_cel::library::authz::Authorize for CelAuthorizer {
+    fn authorize(
+        &self,
+        who: &kuorum_cel::library::authz::Principal,
+        check: &kuorum_cel::library::authz::Check,
+    ) -> kuorum_cel::library::authz::Decision {
+        use kuorum_cel::library::authz::{Decision, Principal};
+        if self.mode == Authorization::AlwaysAllow {
+            return Decision { allowed: true, ..Decision::default() };
+        }
+        let service_account;
+        let user = match who {
+            Principal::Requester => &self.requester,
+            Principal::ServiceAccount { namespace, name } => {
+                service_account = UserInfo::new(
+                    format!("system:serviceaccount:{namespace}:{name}"),
+                    &["system:serviceaccounts", &format!("system:serviceaccounts:{namespace}")],
+                );
+                &service_account
+            }
+        };
+        let attrs = Attributes {
+            verb: check.verb.clone(),
+            resource_request: check.path.is_none(),
+            api_group: check.group.clone(),
+            resource: check.resource.clone(),
+            subresource: check.subresource.clone(),
+            namespace: check.namespace.clone(),
+            name: check.name.clone(),
+            path: check.path.clone().unwrap_or_default(),
+        };
+        let (allowed, reason) = decide(&self.cache, user, &attrs);
+        Decision { allowed, reason, error: None }
+    }
+}

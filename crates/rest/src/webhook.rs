@@ -10,7 +10,7 @@
 //! - **Matching:** `rules` (operations, groups, versions, resources with `*`, `res/sub`,
 //!   `*/sub`, `res/*`, scope), `namespaceSelector` (a namespaced object's namespace
 //!   labels; a Namespace's own), `objectSelector` (the new or old object's labels), then
-//!   `matchConditions` (CEL over `object`, `oldObject` and `request`): a false one skips
+//!   `matchConditions` (CEL over `object`, `oldObject`, `request` and `authorizer`): a false one skips
 //!   the webhook; one that fails to evaluate, with none false, refuses the write (403,
 //!   kube's message) under `failurePolicy: Fail` and skips the webhook under `Ignore`.
 //! - **Where:** `clientConfig.url`, or `clientConfig.service`: the Service's Endpoints
@@ -147,8 +147,7 @@ impl<'a> Review<'a> {
         Review { target: t, old, requested: Some(self.requested.unwrap_or(self.target)), ..*self }
     }
 
-    /// kube's `matchConditions`: all true, or no webhook call. `authorizer` is not
-    /// offered to expressions (one that uses it does not compile, so fails).
+    /// kube's `matchConditions`: all true, or no webhook call.
     fn match_conditions(&self, w: &Webhook, obj: &Object) -> Result<bool, ApiError> {
         let conditions = w.spec.get("matchConditions").and_then(Value::as_array);
         let Some(conditions) = conditions.filter(|c| !c.is_empty()) else { return Ok(true) };
@@ -156,12 +155,17 @@ impl<'a> Review<'a> {
         let old = self.old.map(|o| Value::Object(o.clone())).unwrap_or(Value::Null);
         let request = self.request_value(obj);
         let vars = [("object", &object), ("oldObject", &old), ("request", &request)];
+        let authorizer = self.authorizer(obj);
         let mut errors = Vec::new();
         for c in conditions {
             let expr = c.get("expression").and_then(Value::as_str).unwrap_or("");
             let result = compile_condition(expr)
                 .map_err(|e| e.to_string())
-                .and_then(|p| p.eval_bool(&vars).map_err(|e| e.to_string()));
+                .and_then(|p| p.eval_native(&vars, &authorizer).map_err(|e| e.to_string()))
+                .and_then(|v| match v {
+                    kuorum_cel::Value::Bool(b) => Ok(b),
+                    other => Err(format!("expected bool, got {}", kuorum_cel::type_name(&other))),
+                });
             match result {
                 Ok(true) => {}
                 Ok(false) => return Ok(false),
@@ -261,6 +265,24 @@ impl<'a> Review<'a> {
         request
     }
 
+    /// CEL's `authorizer` and `authorizer.requestResource` for this write of `obj`: the
+    /// server's authorizer for the requester, and a check of the resource reviewed.
+    pub(crate) fn authorizer(&self, obj: &Object) -> [(&'static str, kuorum_cel::Value); 2] {
+        use kuorum_cel::library::authz;
+        let t = self.target;
+        let requester = self.user.cloned().unwrap_or_else(|| UserInfo::new("system:anonymous", &["system:unauthenticated"]));
+        let inner = crate::authz::CelAuthorizer { cache: self.st.cache.clone(), mode: self.st.authorization, requester };
+        let request = authz::Check {
+            group: t.def.group.to_string(),
+            resource: t.def.plural.to_string(),
+            subresource: t.subresource.clone().unwrap_or_default(),
+            namespace: t.namespace.clone().unwrap_or_default(),
+            name: object::meta_str(obj, "name").unwrap_or(t.name()).to_string(),
+            ..authz::Check::default()
+        };
+        authz::variables(std::sync::Arc::new(inner), request)
+    }
+
     /// `obj` as reviews and expressions see the new object: none on a delete, whose
     /// object is the old one.
     pub(crate) fn object_value(&self, obj: &Object) -> Value {
@@ -336,7 +358,7 @@ impl<'a> Review<'a> {
 }
 
 /// The variables a webhook's match condition sees, all of any type.
-const CONDITION_VARIABLES: [&str; 3] = ["object", "oldObject", "request"];
+const CONDITION_VARIABLES: [&str; 4] = ["object", "oldObject", "request", kuorum_cel::library::authz::VARIABLE];
 
 /// A match condition compiled: any cost when written, bounded per call when run
 /// ([`kuorum_cel::PER_CALL_LIMIT`], over the values it is given).

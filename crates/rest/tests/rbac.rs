@@ -633,3 +633,54 @@ async fn the_node_authorizer_answers_for_kubelets() {
     let r = as_user(&app, "n1-token", Method::GET, "/api/v1/namespaces/dev/secrets/other", None).await;
     r.status_of(403, "Forbidden", "secrets \"other\" is forbidden: User \"system:node:n1\" cannot get resource \"secrets\" in API group \"\" in the namespace \"dev\": no relationship found between node 'n1' and this object");
 }
+
+/// An admission policy asks the authorizer about the requester: config maps with a
+/// `privileged` key may be created only by who may create `configmaps/privileged`, and
+/// a check for a service account answers for it, not for the requester.
+#[tokio::test]
+async fn admission_policies_ask_the_authorizer() {
+    let app = app().await;
+    let admission = "/apis/admissionregistration.k8s.io/v1";
+    admin(&app, &format!("{RBAC}/namespaces/dev/roles"), role("Role", "cm-writer",
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}]))).await;
+    admin(&app, &format!("{RBAC}/namespaces/dev/rolebindings"), binding("RoleBinding", "writers", "Role", "cm-writer",
+        json!([{"kind": "User", "name": "alice"}, {"kind": "ServiceAccount", "name": "ci", "namespace": "dev"}]))).await;
+    admin(&app, &format!("{RBAC}/namespaces/dev/roles"), role("Role", "privileged",
+        json!([{"apiGroups": [""], "resources": ["configmaps/privileged"], "verbs": ["create"]}]))).await;
+    admin(&app, &format!("{RBAC}/namespaces/dev/rolebindings"), binding("RoleBinding", "privileged", "Role", "privileged",
+        json!([{"kind": "ServiceAccount", "name": "ci", "namespace": "dev"}]))).await;
+    admin(&app, &format!("{admission}/validatingadmissionpolicies"), json!({
+        "metadata": {"name": "privileged-data"},
+        "spec": {"failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "validations": [
+                {"expression": "!has(object.data) || !('privileged' in object.data) || authorizer.requestResource.subresource('privileged').check('create').allowed()",
+                 "message": "privileged data needs configmaps/privileged"},
+                {"expression": "authorizer.serviceAccount('dev', 'ci').group('').resource('configmaps').namespace('dev').check('create').allowed()"}]}})).await;
+    admin(&app, &format!("{admission}/validatingadmissionpolicybindings"), json!({
+        "metadata": {"name": "privileged-data"},
+        "spec": {"policyName": "privileged-data", "validationActions": ["Deny"]}})).await;
+
+    let cm = |name: &str, data: Value| json!({"metadata": {"name": name}, "data": data});
+    let uri = "/api/v1/namespaces/dev/configmaps";
+    let plain = as_user(&app, "alice-token", Method::POST, uri, Some(cm("plain", json!({"a": "b"})))).await;
+    assert_eq!(plain.status.as_u16(), 201, "{}", plain.json());
+    let before = app.applied();
+    let r = as_user(&app, "alice-token", Method::POST, uri, Some(cm("p1", json!({"privileged": "x"})))).await;
+    let v = r.json();
+    assert_eq!(r.status.as_u16(), 422, "{v}");
+    assert!(v["message"].as_str().unwrap().ends_with("privileged data needs configmaps/privileged"), "{v}");
+    assert_eq!(app.applied(), before, "nothing proposed");
+    let r = as_user(&app, "ci-token", Method::POST, uri, Some(cm("p2", json!({"privileged": "x"})))).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    let r = as_user(&app, "root-token", Method::POST, uri, Some(cm("p3", json!({"privileged": "x"})))).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+
+    // Once the service account may no longer create config maps, the second validation
+    // refuses everyone, whoever asks.
+    let r = as_user(&app, "root-token", Method::DELETE, &format!("{RBAC}/namespaces/dev/rolebindings/writers"), None).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.json());
+    let r = as_user(&app, "root-token", Method::POST, uri, Some(cm("p4", json!({})))).await;
+    assert_eq!(r.status.as_u16(), 422, "{}", r.json());
+}

@@ -266,6 +266,20 @@ async fn match_conditions_skip_refuse_or_ignore() {
     assert_eq!(app.post(CONFIGMAPS, cm("checked-a", json!({}))).await.status.as_u16(), 500);
     assert_eq!(app.delete(&format!("{VALIDATING}/cond")).await.status.as_u16(), 200);
 
+    // Conditions may ask the authorizer (this server allows all): the webhook is called
+    // when the requester may create the resource requested, and not when the condition
+    // asks the opposite.
+    let may = json!({"matchConditions": [
+        {"name": "may", "expression": "authorizer.requestResource.check('create').allowed()"}]});
+    created(&app, VALIDATING, configuration("ValidatingWebhookConfiguration", "may", &gone, &ca, may)).await;
+    assert_eq!(app.post(CONFIGMAPS, cm("asked", json!({}))).await.status.as_u16(), 500);
+    assert_eq!(app.delete(&format!("{VALIDATING}/may")).await.status.as_u16(), 200);
+    let may_not = json!({"matchConditions": [
+        {"name": "may-not", "expression": "!authorizer.group('').resource('configmaps').check('create').allowed()"}]});
+    created(&app, VALIDATING, configuration("ValidatingWebhookConfiguration", "may-not", &gone, &ca, may_not)).await;
+    created(&app, CONFIGMAPS, cm("not-asked", json!({}))).await;
+    assert_eq!(app.delete(&format!("{VALIDATING}/may-not")).await.status.as_u16(), 200);
+
     // A condition that fails to evaluate (no such key) with none false: Fail refuses with
     // kube's 403, Ignore skips the webhook.
     let erring = json!({"matchConditions": [{"name": "label", "expression": "object.metadata.labels.team == 'a'"}]});

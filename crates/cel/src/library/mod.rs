@@ -5,8 +5,10 @@
 //! kube's own types (`kubernetes.Quantity`, `net.IP`, `net.CIDR`, `kubernetes.URL`,
 //! `kubernetes.NamedFormat`) are opaque values: cel-rust carries them as
 //! `Value::Opaque`, compares them with their `Eq`, and picks overloads by their type
-//! name, so an expression may also return one.
+//! name, so an expression may also return one. [`authz`] is the `authorizer` variable of
+//! admission policies and match conditions.
 
+pub mod authz;
 pub mod format;
 pub mod ip;
 pub mod lists;
@@ -24,7 +26,18 @@ use cel::{DeclarationError, Env, ExecutionError, Value};
 /// Registers every library on `env`.
 pub fn register(env: &mut Env) -> Result<(), DeclarationError> {
     // Named, so that `type(x) == net.IP` can be written.
-    for name in [quantity::TYPE, ip::IP_TYPE, ip::CIDR_TYPE, urls::TYPE, format::TYPE] {
+    for name in [
+        quantity::TYPE,
+        ip::IP_TYPE,
+        ip::CIDR_TYPE,
+        urls::TYPE,
+        format::TYPE,
+        authz::AUTHORIZER_TYPE,
+        authz::PATH_CHECK_TYPE,
+        authz::GROUP_CHECK_TYPE,
+        authz::RESOURCE_CHECK_TYPE,
+        authz::DECISION_TYPE,
+    ] {
         env.add_type(opaque_type(name))?;
     }
     lists::register(env)?;
@@ -33,6 +46,7 @@ pub fn register(env: &mut Env) -> Result<(), DeclarationError> {
     urls::register(env)?;
     ip::register(env)?;
     format::register(env)?;
+    authz::register(env)?;
     Ok(())
 }
 
