@@ -287,6 +287,27 @@ pub fn update_with(
     Ok(new)
 }
 
+/// A mutating admission policy's apply configuration `patch` merged into `live`, as kube's
+/// `ApplyStructuredMergeDiff` merges it: maps and structs field by field, keyed lists
+/// (`list-type: map`) element by key, sets by value, and no fields owned. A patch that sets
+/// an atomic list, map or struct is refused (kube's `may not mutate atomic arrays, maps or
+/// structs`), as is one the schema cannot type.
+pub fn merge_apply_configuration(schema: Schema<'_>, live: &Value, patch: &Value) -> Result<Value, String> {
+    let ty = Ty::root(schema);
+    typed::validate(ty, patch, true)
+        .map_err(|e| format!("failed to convert patch object to typed object: {}", typed::errors_string(&e)))?;
+    let atomics = typed::atomics(ty, patch);
+    if !atomics.is_empty() {
+        return Err(format!(
+            "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
+            atomics.join(", ")
+        ));
+    }
+    typed::validate(ty, live, false)
+        .map_err(|e| format!("failed to convert original object to typed object: {}", typed::errors_string(&e)))?;
+    typed::merge(ty, live, patch).map_err(|e| format!("failed to merge patch: {}", typed::errors_string(&e)))
+}
+
 /// Server-side apply of `config` (the applied configuration, already decoded to JSON; it has
 /// apiVersion/kind/metadata.name) to `live` (None → this apply creates the object). Returns the
 /// object to store (with managedFields), or the conflicts. `force` takes the conflicting fields

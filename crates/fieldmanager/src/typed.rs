@@ -277,6 +277,48 @@ fn validate_at(ty: Ty<'_>, v: &Value, strict: bool, path: &mut Path, errs: &mut 
     }
 }
 
+/// The atomic lists, maps and structs `v` sets, as structured-merge-diff paths
+/// (`.spec.containers[0].args`): kube refuses a mutating policy's apply configuration that
+/// sets any (`findAtomics`), since it would replace what it does not name. Only declared
+/// fields are looked into, and a list only when the schema says it is one.
+pub(crate) fn atomics(ty: Ty<'_>, v: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    atomics_at(ty, v, &mut String::new(), &mut out);
+    out
+}
+
+fn atomics_at(ty: Ty<'_>, v: &Value, path: &mut String, out: &mut Vec<String>) {
+    let len = path.len();
+    match v {
+        Value::Object(m) if matches!(ty.shape, Shape::Struct | Shape::Map) => {
+            if ty.s.and_then(|s| s.map_type()) == Some("atomic") {
+                out.push(path.clone());
+            }
+            for (k, cv) in m {
+                let (ct, declared) = ty.field(k);
+                if declared {
+                    path.push('.');
+                    path.push_str(k);
+                    atomics_at(ct, cv, path, out);
+                    path.truncate(len);
+                }
+            }
+        }
+        Value::Array(items) if ty.shape == Shape::List => {
+            let Some(s) = ty.s else { return };
+            if !matches!(s.list_type(), Some("map") | Some("set")) {
+                out.push(path.clone());
+            }
+            for (i, item) in items.iter().enumerate() {
+                path.push_str(&format!("[{i}]"));
+                atomics_at(Ty::of(s.items()), item, path, out);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The fields `v` sets (structured-merge-diff's `ToFieldSet`): every leaf; list elements as
 /// nodes of their own; map fields that are null, empty, or undeclared as nodes of their own.
 /// An empty keyed list or set owns nothing.
@@ -700,6 +742,23 @@ mod tests {
 
     fn paths(s: &Set) -> Vec<String> {
         s.paths().iter().map(|p| path_string(p)).collect()
+    }
+
+    #[test]
+    fn atomic_values_are_found_by_path() {
+        let v = json!({"metadata": {"labels": {"a": "b"}, "finalizers": ["x"]}, "spec": {
+            "containers": [{"name": "c", "args": ["--x"], "env": [{"name": "E", "value": "1"}]}],
+            "nodeSelector": {"k": "v"},
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}}});
+        assert_eq!(
+            atomics(pod(), &v),
+            [
+                ".spec.containers[0].args",
+                ".spec.nodeSelector",
+                ".spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+                ".spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+            ]
+        );
     }
 
     #[test]

@@ -20,8 +20,9 @@
 //!   configuration error, denies under `failurePolicy: Fail` and is ignored under
 //!   `Ignore`.
 //! - **Mutating:** each `mutation` in turn: `ApplyConfiguration` (an object literal
-//!   merged into the object, maps merged and lists replaced, as JSON merge patch does)
-//!   or `JSONPatch` (a list of `JSONPatch{op, path, value}`).
+//!   merged into the object by the kind's schema, as server-side apply merges: keyed lists
+//!   by key, sets by value; one that sets an atomic list, map or struct is refused, as
+//!   kube refuses it) or `JSONPatch` (a list of `JSONPatch{op, path, value}`).
 //!
 //! Every expression is compiled once per text ([`kuorum_cel::compile_any`]) and bounded
 //! per evaluation by [`kuorum_cel::PER_CALL_LIMIT`]. Validating policies run on deletes
@@ -35,6 +36,7 @@ use std::sync::Arc;
 
 use kuorum_api::kinds::common::selector_matches;
 use kuorum_api::{registry, ApiError, GroupResource, Reason, ResourceDef, Scope};
+use kuorum_schema::Schema;
 use serde_json::{json, Map, Value};
 
 use crate::admission::{cached, cached_list};
@@ -45,15 +47,8 @@ use crate::webhook::Review;
 const GROUP: &str = "admissionregistration.k8s.io";
 
 /// The variables of a policy's expressions.
-const VARIABLES: [&str; 7] = [
-    "object",
-    "oldObject",
-    "request",
-    "params",
-    "namespaceObject",
-    "variables",
-    kuorum_cel::library::authz::VARIABLE,
-];
+const VARIABLES: [&str; 7] =
+    ["object", "oldObject", "request", "params", "namespaceObject", "variables", kuorum_cel::library::authz::VARIABLE];
 
 /// The most audit-annotated validation failures kept per request (kube's bound).
 const MAX_AUDITED_FAILURES: usize = 50;
@@ -212,7 +207,9 @@ impl Evaluation<'_> {
 
     fn eval(&self, expr: &str) -> Result<kuorum_cel::Value, String> {
         let program = compile(expr).map_err(|e| e.to_string())?;
-        program.eval_native(&self.vars(), &self.inputs.authorizer).map_err(|e| format!("expression '{expr}' resulted in error: {e}"))
+        program
+            .eval_native(&self.vars(), &self.inputs.authorizer)
+            .map_err(|e| format!("expression '{expr}' resulted in error: {e}"))
     }
 
     fn eval_bool(&self, expr: &str) -> Result<bool, String> {
@@ -589,7 +586,7 @@ pub(crate) async fn mutate(r: &Review<'_>, written: &mut Object, again: bool) ->
             }
             let mut current = Value::Object(obj.clone());
             for m in spec.get("mutations").and_then(Value::as_array).into_iter().flatten() {
-                match mutation(m, &scope, &current) {
+                match mutation(m, &scope, &current, r.target.schema()) {
                     Ok(next) => current = next,
                     Err(e) => {
                         refuse(e)?;
@@ -609,8 +606,10 @@ pub(crate) async fn mutate(r: &Review<'_>, written: &mut Object, again: bool) ->
     Ok(reinvocable)
 }
 
-/// `current` after one mutation.
-fn mutation(m: &Value, scope: &Evaluation<'_>, current: &Value) -> Result<Value, String> {
+/// `current` after one mutation. An apply configuration is merged as kube merges it, by
+/// the kind's schema (keyed lists by key, sets by value, atomic values refused); a kind
+/// without one merges maps and replaces the rest.
+fn mutation(m: &Value, scope: &Evaluation<'_>, current: &Value, schema: Option<Schema<'_>>) -> Result<Value, String> {
     let (field, json_patch) = match m.get("patchType").and_then(Value::as_str) {
         Some("JSONPatch") => ("jsonPatch", true),
         _ => ("applyConfiguration", false),
@@ -625,6 +624,10 @@ fn mutation(m: &Value, scope: &Evaluation<'_>, current: &Value) -> Result<Value,
     }
     if !value.is_object() {
         return Err(format!("must evaluate to Object but got {}", kind_of(&value)));
+    }
+    if let Some(schema) = schema {
+        return kuorum_fieldmanager::merge_apply_configuration(schema, current, &value)
+            .map_err(|e| format!("error applying patch: {e}"));
     }
     let mut out = current.clone();
     merge(&mut out, &value);

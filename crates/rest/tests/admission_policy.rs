@@ -177,6 +177,57 @@ async fn a_mutating_policy_adds_a_label_and_patches() {
     assert_eq!(cm["data"], json!({"added": "by-policy"}), "{cm}");
 }
 
+/// An apply configuration is merged by the kind's schema, as kube merges it: a keyed list
+/// (a Deployment's containers) gains an element by its key and keeps the others, and one
+/// that sets an atomic struct (the label selector) is refused with kube's message.
+#[tokio::test]
+async fn apply_configurations_merge_keyed_lists_and_refuse_atomic_values() {
+    let app = common::app().await;
+    app.namespace("default").await;
+    let policy = |name: &str, expression: &str| {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["deployments"]}]},
+            "matchConditions": [{"name": "named", "expression": format!("object.metadata.name.startsWith('{name}')")}],
+            "reinvocationPolicy": "Never",
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}}]}})
+    };
+    let sidecar = "Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{
+        containers: [Object.spec.template.spec.containers{name: 'proxy', image: 'envoy'}]}}}}";
+    created(&app, MAP, policy("sidecar", sidecar)).await;
+    let selector = "Object{spec: Object.spec{selector: Object.spec.selector{matchLabels: {'x': 'y'}}}}";
+    created(&app, MAP, policy("selector", selector)).await;
+    for name in ["sidecar", "selector"] {
+        let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+            "metadata": {"name": name}, "spec": {"policyName": name}});
+        created(&app, MAPB, binding).await;
+    }
+
+    let d = created(&app, DEPLOYMENTS, deployment("sidecar-web", 1)).await;
+    let names: Vec<&str> = d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["c", "proxy"], "{d}");
+    assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["image"], "nginx");
+
+    let before = app.applied();
+    let r = app.post(DEPLOYMENTS, deployment("selector-web", 1)).await;
+    let v = r.json();
+    assert_eq!(r.status.as_u16(), 403, "{v}");
+    let m = v["message"].as_str().unwrap();
+    assert!(
+        m.ends_with("error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.selector"),
+        "{m}"
+    );
+    assert_eq!(app.applied(), before, "nothing proposed");
+}
+
 #[tokio::test]
 async fn expressions_that_are_not_cel_refuse_the_policy() {
     let app = common::app().await;

@@ -641,14 +641,46 @@ async fn the_node_authorizer_answers_for_kubelets() {
 async fn admission_policies_ask_the_authorizer() {
     let app = app().await;
     let admission = "/apis/admissionregistration.k8s.io/v1";
-    admin(&app, &format!("{RBAC}/namespaces/dev/roles"), role("Role", "cm-writer",
-        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}]))).await;
-    admin(&app, &format!("{RBAC}/namespaces/dev/rolebindings"), binding("RoleBinding", "writers", "Role", "cm-writer",
-        json!([{"kind": "User", "name": "alice"}, {"kind": "ServiceAccount", "name": "ci", "namespace": "dev"}]))).await;
-    admin(&app, &format!("{RBAC}/namespaces/dev/roles"), role("Role", "privileged",
-        json!([{"apiGroups": [""], "resources": ["configmaps/privileged"], "verbs": ["create"]}]))).await;
-    admin(&app, &format!("{RBAC}/namespaces/dev/rolebindings"), binding("RoleBinding", "privileged", "Role", "privileged",
-        json!([{"kind": "ServiceAccount", "name": "ci", "namespace": "dev"}]))).await;
+    admin(
+        &app,
+        &format!("{RBAC}/namespaces/dev/roles"),
+        role("Role", "cm-writer", json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}])),
+    )
+    .await;
+    admin(
+        &app,
+        &format!("{RBAC}/namespaces/dev/rolebindings"),
+        binding(
+            "RoleBinding",
+            "writers",
+            "Role",
+            "cm-writer",
+            json!([{"kind": "User", "name": "alice"}, {"kind": "ServiceAccount", "name": "ci", "namespace": "dev"}]),
+        ),
+    )
+    .await;
+    admin(
+        &app,
+        &format!("{RBAC}/namespaces/dev/roles"),
+        role(
+            "Role",
+            "privileged",
+            json!([{"apiGroups": [""], "resources": ["configmaps/privileged"], "verbs": ["create"]}]),
+        ),
+    )
+    .await;
+    admin(
+        &app,
+        &format!("{RBAC}/namespaces/dev/rolebindings"),
+        binding(
+            "RoleBinding",
+            "privileged",
+            "Role",
+            "privileged",
+            json!([{"kind": "ServiceAccount", "name": "ci", "namespace": "dev"}]),
+        ),
+    )
+    .await;
     admin(&app, &format!("{admission}/validatingadmissionpolicies"), json!({
         "metadata": {"name": "privileged-data"},
         "spec": {"failurePolicy": "Fail",
@@ -658,9 +690,14 @@ async fn admission_policies_ask_the_authorizer() {
                 {"expression": "!has(object.data) || !('privileged' in object.data) || authorizer.requestResource.subresource('privileged').check('create').allowed()",
                  "message": "privileged data needs configmaps/privileged"},
                 {"expression": "authorizer.serviceAccount('dev', 'ci').group('').resource('configmaps').namespace('dev').check('create').allowed()"}]}})).await;
-    admin(&app, &format!("{admission}/validatingadmissionpolicybindings"), json!({
+    admin(
+        &app,
+        &format!("{admission}/validatingadmissionpolicybindings"),
+        json!({
         "metadata": {"name": "privileged-data"},
-        "spec": {"policyName": "privileged-data", "validationActions": ["Deny"]}})).await;
+        "spec": {"policyName": "privileged-data", "validationActions": ["Deny"]}}),
+    )
+    .await;
 
     let cm = |name: &str, data: Value| json!({"metadata": {"name": name}, "data": data});
     let uri = "/api/v1/namespaces/dev/configmaps";
@@ -679,7 +716,8 @@ async fn admission_policies_ask_the_authorizer() {
 
     // Once the service account may no longer create config maps, the second validation
     // refuses everyone, whoever asks.
-    let r = as_user(&app, "root-token", Method::DELETE, &format!("{RBAC}/namespaces/dev/rolebindings/writers"), None).await;
+    let r =
+        as_user(&app, "root-token", Method::DELETE, &format!("{RBAC}/namespaces/dev/rolebindings/writers"), None).await;
     assert_eq!(r.status.as_u16(), 200, "{}", r.json());
     let r = as_user(&app, "root-token", Method::POST, uri, Some(cm("p4", json!({})))).await;
     assert_eq!(r.status.as_u16(), 422, "{}", r.json());

@@ -262,7 +262,10 @@ mod tests {
             let allowed = match (&check.path, who) {
                 (Some(p), _) => p == "/healthz" && check.verb == "get",
                 (None, Principal::Requester) => {
-                    check.group.is_empty() && check.resource == "pods" && check.namespace == "dev" && check.verb == "get"
+                    check.group.is_empty()
+                        && check.resource == "pods"
+                        && check.namespace == "dev"
+                        && check.verb == "get"
                 }
                 (None, Principal::ServiceAccount { namespace, .. }) => namespace == "ci",
             };
@@ -276,7 +279,13 @@ mod tests {
     fn run(src: &str, rules: &Arc<Rules>) -> Result<Value, EvalError> {
         let vars = [VARIABLE, "object"];
         let p = compile_any(src, &vars).unwrap_or_else(|e| panic!("{src}: {e}"));
-        let request = Check { group: "apps".into(), resource: "deployments".into(), namespace: "dev".into(), name: "web".into(), ..Check::default() };
+        let request = Check {
+            group: "apps".into(),
+            resource: "deployments".into(),
+            namespace: "dev".into(),
+            name: "web".into(),
+            ..Check::default()
+        };
         let natives = variables(rules.clone(), request);
         p.eval_native(&[("object", &serde_json::Value::Null)], &natives)
     }
