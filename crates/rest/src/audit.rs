@@ -23,7 +23,9 @@
 //! - **Annotations:** what the request's handling says of it ([`annotate`]): the
 //!   authorization decision (`authorization.k8s.io/decision`, `/reason`) and PodSecurity's
 //!   policy and audit-level violations (`pod-security.kubernetes.io/enforce-policy`,
-//!   `/audit-violations`), in the `ResponseComplete` event.
+//!   `/audit-violations`), admission webhooks' and policies' annotations, in the
+//!   `ResponseComplete` event; one that holds request data (a webhook's patch) only at the
+//!   `Request` level and above ([`annotate_at`]).
 //!
 //! Writes are synchronous (kube's default `blocking` mode): a line per event, flushed.
 
@@ -51,21 +53,39 @@ use crate::request::RequestInfo;
 tokio::task_local! {
     /// The audit annotations of the request being served on this task, while it is
     /// audited.
-    static ANNOTATIONS: RefCell<BTreeMap<String, String>>;
+    static ANNOTATIONS: Collected;
+}
+
+/// The annotations of an audited request, and its level.
+struct Collected {
+    level: Level,
+    annotations: RefCell<BTreeMap<String, String>>,
 }
 
 /// Adds an audit annotation to the request being served (nothing when it is not
 /// audited).
 pub(crate) fn annotate(key: &str, value: impl Into<String>) {
-    let _ = ANNOTATIONS.try_with(|a| a.borrow_mut().insert(key.to_string(), value.into()));
+    annotate_at(Level::Metadata, key, value);
 }
 
-/// Serves `run` with annotations collected ([`annotate`]); answers them with its result.
-pub(crate) async fn collecting<F: std::future::Future>(run: F) -> (F::Output, BTreeMap<String, String>) {
+/// [`annotate`] for an annotation kept only when the request is audited at `level` or
+/// above (kube's `AddAnnotationWithLevel`: a webhook's patch holds request data, so it is
+/// written at `Request` and above).
+pub(crate) fn annotate_at(level: Level, key: &str, value: impl Into<String>) {
+    let _ = ANNOTATIONS.try_with(|c| {
+        if c.level >= level {
+            c.annotations.borrow_mut().insert(key.to_string(), value.into());
+        }
+    });
+}
+
+/// Serves `run` with annotations collected ([`annotate`]) for a request audited at
+/// `level`; answers them with its result.
+pub(crate) async fn collecting<F: std::future::Future>(level: Level, run: F) -> (F::Output, BTreeMap<String, String>) {
     ANNOTATIONS
-        .scope(RefCell::new(BTreeMap::new()), async move {
+        .scope(Collected { level, annotations: RefCell::new(BTreeMap::new()) }, async move {
             let out = run.await;
-            let annotations = ANNOTATIONS.with(|a| a.take());
+            let annotations = ANNOTATIONS.with(|c| c.annotations.take());
             (out, annotations)
         })
         .await
@@ -536,6 +556,11 @@ impl Recording {
             strip_managed_fields(&mut v);
         }
         Some(v)
+    }
+
+    /// The level the request is audited at.
+    pub(crate) fn level(&self) -> Level {
+        self.level
     }
 
     /// Finishes the audit with `resp`: its code (and a refusal's Status) in

@@ -75,7 +75,7 @@ async fn admit_and_run(st: &RestState, mut req: Request, next: Next, id: &str) -
                 let recording = audit::begin(st.audit.as_ref(), &mut req, id);
                 let run = prioritized(st, req, next);
                 let (resp, annotations) = match &recording {
-                    Some(_) => audit::collecting(run).await,
+                    Some(r) => audit::collecting(r.level(), run).await,
                     None => (run.await, Default::default()),
                 };
                 let resp = match recording {

@@ -435,7 +435,7 @@ pub(crate) async fn mutate(r: &Review<'_>, obj: &mut Object) -> Result<Vec<Strin
     // Each IfNeeded webhook that ran, with the object as it left it.
     let mut ran: Vec<(usize, Object)> = Vec::new();
     for (i, w) in hooks.iter().enumerate() {
-        if let Some(mutated) = mutate_once(r, w, obj, &mut warnings).await? {
+        if let Some(mutated) = mutate_once(r, w, Place { round: 0, index: i }, obj, &mut warnings).await? {
             annotate_mutation(0, i, w, mutated);
             if w.str("reinvocationPolicy") == "IfNeeded" {
                 ran.push((i, obj.clone()));
@@ -444,12 +444,45 @@ pub(crate) async fn mutate(r: &Review<'_>, obj: &mut Object) -> Result<Vec<Strin
     }
     for (i, left) in ran {
         if &left != obj {
-            if let Some(mutated) = mutate_once(r, &hooks[i], obj, &mut warnings).await? {
+            if let Some(mutated) = mutate_once(r, &hooks[i], Place { round: 1, index: i }, obj, &mut warnings).await? {
                 annotate_mutation(1, i, &hooks[i], mutated);
             }
         }
     }
     Ok(warnings)
+}
+
+/// kube's audit annotation of a mutating webhook's patch once applied, kept only at the
+/// `Request` level and above (it holds request data): the configuration, the webhook and
+/// the JSON patch.
+fn annotate_patch(place: Place, w: &Webhook, patch: &[u8]) {
+    let Ok(ops) = serde_json::from_slice::<Value>(patch) else { return };
+    if ops.as_array().is_none_or(Vec::is_empty) {
+        return;
+    }
+    let value = json!({"configuration": w.configuration, "webhook": w.name, "patch": ops, "patchType": "JSONPatch"});
+    crate::audit::annotate_at(
+        crate::audit::Level::Request,
+        &format!("patch.webhook.admission.k8s.io/round_{}_index_{}", place.round, place.index),
+        value.to_string(),
+    );
+}
+
+/// Where a mutating webhook's call is: its round (1 for a reinvocation) and its place
+/// among all mutating webhooks, as kube's audit annotations name it.
+#[derive(Clone, Copy)]
+struct Place {
+    round: usize,
+    index: usize,
+}
+
+/// kube's audit annotation of a webhook call that failed and was ignored
+/// (`failurePolicy: Ignore`): the webhook's name under `failed-open.<kind>.webhook...`.
+fn annotate_failed_open(kind: &str, place: Place, w: &Webhook) {
+    crate::audit::annotate(
+        &format!("failed-open.{kind}.webhook.admission.k8s.io/round_{}_index_{}", place.round, place.index),
+        w.name.clone(),
+    );
 }
 
 /// kube's audit annotation of each mutating webhook called: in which round (1 for a
@@ -469,6 +502,7 @@ fn annotate_mutation(round: usize, index: usize, w: &Webhook, mutated: bool) {
 async fn mutate_once(
     r: &Review<'_>,
     w: &Webhook,
+    place: Place,
     obj: &mut Object,
     warnings: &mut Vec<String>,
 ) -> Result<Option<bool>, ApiError> {
@@ -477,14 +511,14 @@ async fn mutate_once(
         if !r.match_conditions(w, obj)? {
             return Ok(None);
         }
-        return mutate_call(r, w, obj, warnings).await.map(Some);
+        return mutate_call(r, w, place, obj, warnings).await.map(Some);
     };
     let (mut seen, old) = r.converted(&t, obj).await?;
     let view = r.through(&t, old.as_ref());
     if !view.match_conditions(w, &seen)? {
         return Ok(None);
     }
-    let mutated = mutate_call(&view, w, &mut seen, warnings).await?;
+    let mutated = mutate_call(&view, w, place, &mut seen, warnings).await?;
     if mutated {
         *obj = crate::conversion::convert(r.st, &t, &seen, r.target.def).await?;
     }
@@ -496,6 +530,7 @@ async fn mutate_once(
 async fn mutate_call(
     r: &Review<'_>,
     w: &Webhook,
+    place: Place,
     obj: &mut Object,
     warnings: &mut Vec<String>,
 ) -> Result<bool, ApiError> {
@@ -504,7 +539,10 @@ async fn mutate_call(
     }
     let response = match r.call(w, obj).await {
         Ok(resp) => resp,
-        Err(_) if w.ignores_failures() => return Ok(false),
+        Err(_) if w.ignores_failures() => {
+            annotate_failed_open("mutation", place, w);
+            return Ok(false);
+        }
         Err(why) => return Err(call_failed(&w.name, &why)),
     };
     warnings.extend(warnings_of(&response));
@@ -530,18 +568,21 @@ async fn mutate_call(
     if response.get("patchType").and_then(Value::as_str) != Some("JSONPatch") {
         let e = "the response has a patch but no patchType JSONPatch";
         if w.ignores_failures() {
+            annotate_failed_open("mutation", place, w);
             return Ok(false);
         }
         return Err(call_failed(&w.name, e));
     }
-    let patched = base64::engine::general_purpose::STANDARD
-        .decode(patch)
-        .map_err(|e| e.to_string())
-        .and_then(|bytes| kuorum_patch::json_patch(&Value::Object(obj.clone()), &bytes).map_err(|e| format!("{e:?}")));
+    let bytes = base64::engine::general_purpose::STANDARD.decode(patch).map_err(|e| e.to_string());
+    let patched = bytes
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|bytes| kuorum_patch::json_patch(&Value::Object(obj.clone()), bytes).map_err(|e| format!("{e:?}")));
     match patched {
         Ok(Value::Object(p)) => {
             let mutated = p != *obj;
             *obj = p;
+            annotate_patch(place, w, bytes.as_deref().unwrap_or_default());
             Ok(mutated)
         }
         Ok(_) | Err(_) if w.ignores_failures() => Ok(false),
@@ -554,9 +595,9 @@ async fn mutate_call(
 /// refusal (in the webhooks' order) is the answer.
 pub(crate) async fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>, ApiError> {
     let mut taken = Vec::new();
-    for w in webhooks(r.st, "validatingwebhookconfigurations") {
+    for (index, w) in webhooks(r.st, "validatingwebhookconfigurations").into_iter().enumerate() {
         if let Some(through) = r.rules_take(&w, obj) {
-            taken.push((w, through));
+            taken.push(((w, index), through));
         }
     }
     if taken.is_empty() {
@@ -571,23 +612,23 @@ pub(crate) async fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>
         });
     }
     let mut matching = Vec::new();
-    for ((w, through), seen) in taken.iter().zip(&seen) {
+    for (((w, index), through), seen) in taken.iter().zip(&seen) {
         let (view, o) = match (through, seen) {
             (Some(t), Some((o, old))) => (r.through(t, old.as_ref()), o),
             _ => (*r, obj),
         };
         if view.match_conditions(w, o)? {
-            matching.push((w, view, o));
+            matching.push((w, *index, view, o));
         }
     }
-    for (w, view, _) in &matching {
+    for (w, _, view, _) in &matching {
         if let Some(e) = view.side_effects_refuse_dry_run(w) {
             return Err(e);
         }
     }
-    let answers = futures::future::join_all(matching.iter().map(|(w, view, o)| view.call(w, o))).await;
+    let answers = futures::future::join_all(matching.iter().map(|(w, _, view, o)| view.call(w, o))).await;
     let mut warnings = Vec::new();
-    for ((w, _, _), answer) in matching.iter().zip(answers) {
+    for ((w, index, _, _), answer) in matching.iter().zip(answers) {
         match answer {
             Ok(response) => {
                 warnings.extend(warnings_of(&response));
@@ -596,7 +637,7 @@ pub(crate) async fn validate(r: &Review<'_>, obj: &Object) -> Result<Vec<String>
                     return Err(denied(&w.name, &response));
                 }
             }
-            Err(_) if w.ignores_failures() => {}
+            Err(_) if w.ignores_failures() => annotate_failed_open("validating", Place { round: 0, index: *index }, w),
             Err(why) => return Err(call_failed(&w.name, &why)),
         }
     }

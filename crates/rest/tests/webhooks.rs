@@ -491,6 +491,33 @@ async fn webhook_audit_annotations_reach_the_audit_event_under_the_webhooks_name
         annotations.get("mutation.webhook.admission.k8s.io/round_0_index_0").expect("the mutating webhook's");
     let mutation: Value = serde_json::from_str(mutation.as_str().unwrap()).unwrap();
     assert_eq!(mutation, json!({"configuration": "labels", "webhook": "labels.kuorum.test", "mutated": true}));
+    // The patch is request data: not written at the Metadata level.
+    assert!(!annotations.keys().any(|k| k.starts_with("patch.webhook")), "{annotations:?}");
+
+    // At the Request level the patch is written; a webhook that is down and ignored is
+    // named under `failed-open`, at its place among the validating webhooks.
+    let gone = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("https://127.0.0.1:{}/validate", l.local_addr().unwrap().port())
+    };
+    let ignore = json!({"failurePolicy": "Ignore"});
+    created(&app, VALIDATING, configuration("ValidatingWebhookConfiguration", "gone", &gone, &ca, ignore)).await;
+    let audit = app.audited_at("Request");
+    let r = app.post(CONFIGMAPS, cm("patched", json!({}))).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.json());
+    let done = audit.completed(&r);
+    let annotations = done["annotations"].as_object().unwrap();
+    let patch = annotations.get("patch.webhook.admission.k8s.io/round_0_index_0").expect("the patch");
+    let patch: Value = serde_json::from_str(patch.as_str().unwrap()).unwrap();
+    assert_eq!(patch["configuration"], "labels", "{patch}");
+    assert_eq!(patch["webhook"], "labels.kuorum.test", "{patch}");
+    assert_eq!(patch["patchType"], "JSONPatch", "{patch}");
+    assert!(patch["patch"].as_array().is_some_and(|ops| !ops.is_empty()), "{patch}");
+    assert_eq!(
+        annotations.get("failed-open.validating.webhook.admission.k8s.io/round_0_index_1"),
+        Some(&json!("gone.kuorum.test")),
+        "{annotations:?}"
+    );
 }
 
 #[tokio::test]

@@ -74,9 +74,15 @@ impl Audited {
 impl App {
     /// Turns on an audit log of every request at Metadata level.
     pub fn audited(&mut self) -> Audited {
+        self.audited_at("Metadata")
+    }
+
+    /// Turns on an audit log of every request at `level`.
+    pub fn audited_at(&mut self, level: &str) -> Audited {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.log");
-        let policy = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: Metadata\n";
+        let policy = format!("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: {level}\n");
+        let policy = policy.as_str();
         let policy = kuorum_rest::audit::Policy::parse(policy).unwrap();
         let options = kuorum_rest::audit::LogOptions { path: path.clone(), ..Default::default() };
         self.state.audit = Some(Arc::new(kuorum_rest::audit::AuditLog::open(policy, options).unwrap()));
