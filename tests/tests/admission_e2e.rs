@@ -215,6 +215,33 @@ fn claims_in_use_nodes_and_flow_control_on_three_nodes() {
         "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io",
         &levels,
     );
+    // Each schema's priority level exists: kubectl's MissingPL column says False; a
+    // schema naming a level that does not exist says True.
+    let dangling = c.write_file(
+        "dangling.json",
+        &json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": "dangling"},
+                "spec": {"priorityLevelConfiguration": {"name": "no-such-level"}, "matchingPrecedence": 9000,
+                         "rules": [{"subjects": [{"kind": "User", "user": {"name": "nobody"}}],
+                                    "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/nothing"]}]}]}})
+        .to_string(),
+    );
+    c.kubectl(1, &["create", "-f", &dangling]).unwrap().ok("create flow schema");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let out = c.kubectl(2, &["get", "flowschemas", "--no-headers"]).unwrap().ok("kubectl get flowschemas");
+        let missing = |name: &str| {
+            out.stdout
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(name))
+                .and_then(|l| l.split_whitespace().last().map(String::from))
+        };
+        let all_found = schemas.iter().all(|s| missing(s).as_deref() == Some("False"));
+        if all_found && missing("dangling").as_deref() == Some("True") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "MissingPL: {}", out.stdout);
+        thread::sleep(Duration::from_millis(200));
+    }
 
     // A new Node is not ready until its kubelet says so.
     let node = c.write_file(

@@ -20,6 +20,7 @@ mod claim_repair;
 mod compaction;
 mod crd_controller;
 mod debug;
+mod flowschema_status;
 pub mod http_server;
 mod members;
 mod namespace_controller;
@@ -292,6 +293,7 @@ where
     let chaos = rest.chaos.clone();
     tasks.push(tokio::spawn(quota_controller::run(rest.clone())));
     tasks.push(tokio::spawn(apiservice_availability::run(rest.clone())));
+    tasks.push(tokio::spawn(flowschema_status::run(rest.clone())));
     let mut own = debug::router(started.raft.clone())
         .merge(members::router(started.raft.clone()))
         .merge(backup::router(started.state_machine.clone(), cluster.clone()));

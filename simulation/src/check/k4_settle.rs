@@ -26,9 +26,16 @@ pub fn settle(ops: &[Op], replay: &Replay) -> (Vec<Op>, Vec<Violation>) {
         .collect();
     let mut taken = BTreeSet::new();
     let mut out = Vec::with_capacity(ops.len());
-    for op in ops {
+    // Settled in the order they were called: two unknown deletes of one key on one
+    // precondition (a client's retry) match the same deletion, which only one of them made;
+    // it goes to the one called first, whose call bounds its place in the order least.
+    let mut order: Vec<usize> = (0..ops.len()).collect();
+    order.sort_by_key(|&i| ops[i].call);
+    let mut settled: Vec<Option<Op>> = vec![None; ops.len()];
+    for i in order {
+        let op = &ops[i];
         if !(op.kind.is_write() && op.outcome == Outcome::Unknown) {
-            out.push(op.clone());
+            settled[i] = Some(op.clone());
             continue;
         }
         let found = match &op.kind {
@@ -55,8 +62,37 @@ pub fn settle(ops: &[Op], replay: &Replay) -> (Vec<Op>, Vec<Violation>) {
                     .push(Violation::new("K4", format!("change at RV {rv} is claimed by two writes, one {op:?}")));
                 continue;
             }
-            out.push(Op { outcome: Outcome::Written { rv }, ret: u64::MAX, ..op.clone() });
+            settled[i] = Some(Op { outcome: Outcome::Written { rv }, ret: u64::MAX, ..op.clone() });
         }
     }
+    out.extend(settled.into_iter().flatten());
     (out, violations)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Seen;
+    use crate::replay::Applied;
+
+    /// Two clients delete one key on one precondition and learn neither outcome: the one
+    /// deletion goes to the delete called first, whatever order the history lists them in.
+    #[test]
+    fn a_deletion_two_unknown_deletes_match_goes_to_the_first_called() {
+        let delete = |client, call| Op {
+            client,
+            node: 1,
+            kind: OpKind::Delete { key: "k".into(), precondition: 7 },
+            call,
+            ret: u64::MAX,
+            outcome: Outcome::Unknown,
+        };
+        let mut replay = Replay::default();
+        let seen = Seen { mod_rv: 7, value: 1 };
+        replay.changes.insert(9, vec![Applied { key: "k".into(), kind: EventType::Deleted, seen, prev: Some(seen) }]);
+        let (settled, violations) = settle(&[delete(5, 30), delete(1, 10)], &replay);
+        assert!(violations.is_empty(), "{violations:?}");
+        assert_eq!(settled.len(), 1, "the other never happened: {settled:?}");
+        assert_eq!((settled[0].client, settled[0].outcome.clone()), (1, Outcome::Written { rv: 9 }));
+    }
 }
