@@ -276,6 +276,41 @@ spec:
         "{}",
         out.stderr
     );
+    // The leader type checks it: no warnings, at its generation. A policy with a field
+    // Deployments do not have gets a warning in its status.
+    let typo = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: typo}
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [apps]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [deployments]
+  validations:
+  - expression: "object.spec.replica <= 5"
+"#;
+    let path = c.write_file("typo.yaml", typo);
+    c.kubectl(1, &["apply", "-f", &path]).unwrap().ok("apply typo policy");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let checked = c.get_json(2, &["validatingadmissionpolicy", "max-replicas"]);
+        let typo = c.get_json(3, &["validatingadmissionpolicy", "typo"]);
+        let warnings = &typo["status"]["typeChecking"]["expressionWarnings"];
+        if checked["status"]["observedGeneration"] == 1 && warnings.is_array() {
+            assert_eq!(checked["status"]["typeChecking"], json!({}), "{checked}");
+            assert_eq!(
+                warnings,
+                &json!([{"fieldRef": "spec.validations[0].expression",
+                         "warning": "apps/v1, Kind=Deployment: undefined field 'replica'\n"}])
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "{checked}\n{typo}");
+        thread::sleep(Duration::from_millis(200));
+    }
 
     // A MutatingAdmissionPolicy adds a label.
     let mutating = r#"

@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use kuorum_rest::admission::cached_list;
 use kuorum_rest::RestState;
-use kuorum_store::keys::ObjectKey;
-use kuorum_store::{Command, Precondition};
 use serde_json::{json, Value};
 
 pub const EVERY: Duration = Duration::from_secs(2);
@@ -41,22 +39,14 @@ pub async fn run(st: RestState) {
             let mut updated = Value::Object(apiservice.clone());
             updated["status"] = json!({"conditions": [{"type": "Available", "status": status, "reason": reason,
                 "message": message, "lastTransitionTime": since}]});
-            let name = updated.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
-            let rv = updated.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|v| v.parse().ok());
-            let key =
-                ObjectKey { group: "apiregistration.k8s.io", resource: "apiservices", namespace: None, name: &name }
-                    .encode();
-            let cmd = Command::Update {
-                key: key.clone(),
-                object: serde_json::to_vec(&updated).unwrap_or_default().into(),
-                precondition: Precondition { resource_version: rv, uid: None },
-                finalizing: Default::default(),
-            };
-            match st.cluster.write(cmd, Duration::from_secs(5)).await {
-                Ok(Ok(_)) => tracing::info!(name, status, reason, "APIService availability"),
-                Ok(Err(e)) => tracing::debug!(name, "APIService availability moved on: {e}"),
-                Err(e) => tracing::debug!(name, "APIService availability: {e}"),
-            }
+            crate::status_write::write(
+                &st,
+                "apiregistration.k8s.io",
+                "apiservices",
+                &updated,
+                "APIService availability",
+            )
+            .await;
         }
     }
 }

@@ -9,8 +9,6 @@ use std::time::Duration;
 
 use kuorum_rest::admission::cached_list;
 use kuorum_rest::RestState;
-use kuorum_store::keys::ObjectKey;
-use kuorum_store::{Command, Precondition};
 use serde_json::{json, Map, Value};
 
 pub const EVERY: Duration = Duration::from_secs(1);
@@ -29,21 +27,7 @@ pub async fn run(st: RestState) {
             .collect();
         for schema in cached_list(&st.cache, GROUP, "flowschemas", None) {
             let Some(updated) = with_condition(&schema, &levels, &st.clock.now_rfc3339()) else { continue };
-            let name = schema.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
-            let rv = schema.get("metadata").and_then(|m| m.get("resourceVersion")).and_then(Value::as_str);
-            let rv = rv.and_then(|v| v.parse().ok());
-            let key = ObjectKey { group: GROUP, resource: "flowschemas", namespace: None, name }.encode();
-            let cmd = Command::Update {
-                key,
-                object: serde_json::to_vec(&updated).unwrap_or_default().into(),
-                precondition: Precondition { resource_version: rv, uid: None },
-                finalizing: Default::default(),
-            };
-            match st.cluster.write(cmd, Duration::from_secs(5)).await {
-                Ok(Ok(_)) => tracing::debug!(name, "FlowSchema Dangling condition"),
-                Ok(Err(e)) => tracing::debug!(name, "FlowSchema condition moved on: {e}"),
-                Err(e) => tracing::debug!(name, "FlowSchema condition: {e}"),
-            }
+            crate::status_write::write(&st, GROUP, "flowschemas", &updated, "FlowSchema Dangling condition").await;
         }
     }
 }

@@ -24,8 +24,10 @@ mod flowschema_status;
 pub mod http_server;
 mod members;
 mod namespace_controller;
+mod policy_status;
 mod quota_controller;
 mod role_aggregation;
+mod status_write;
 mod storage_protection;
 
 use std::collections::BTreeMap;
@@ -294,6 +296,7 @@ where
     tasks.push(tokio::spawn(quota_controller::run(rest.clone())));
     tasks.push(tokio::spawn(apiservice_availability::run(rest.clone())));
     tasks.push(tokio::spawn(flowschema_status::run(rest.clone())));
+    tasks.push(tokio::spawn(policy_status::run(rest.clone())));
     let mut own = debug::router(started.raft.clone())
         .merge(members::router(started.raft.clone()))
         .merge(backup::router(started.state_machine.clone(), cluster.clone()));

@@ -30,7 +30,8 @@
 //! a policy whose rules name an equivalent resource (another version of a CRD, a built-in
 //! resource stored as the same kind) sees the objects converted to it, and a mutating
 //! one's result is converted back. `reinvocationPolicy: IfNeeded`: a mutating policy runs once
-//! more when a mutating webhook changed the object after it. Not yet: `status.typeChecking`.
+//! more when a mutating webhook changed the object after it. [`type_check`] is what the
+//! leader writes to a ValidatingAdmissionPolicy's `status.typeChecking`.
 
 use std::sync::Arc;
 
@@ -645,6 +646,92 @@ fn kind_of(v: &Value) -> &'static str {
     }
 }
 
+/// The most kinds a policy is type-checked against (kube's `maxTypesToCheck`).
+const MAX_TYPES_TO_CHECK: usize = 10;
+
+/// kube's type checking of a ValidatingAdmissionPolicy, for its `status.typeChecking`:
+/// each validation's `expression` and `messageExpression` compiled with `object` and
+/// `oldObject` typed by the schema of each kind its `matchConstraints` name exactly (no
+/// `*`; subresources skipped; at most ten kinds, by group, version and kind), every other
+/// variable of any type. Answers the `expressionWarnings`: one per expression with any
+/// issue, `<group>/<version>, Kind=<kind>: <issue>` per kind. Only built-in kinds are
+/// resolved, and an issue is what kuorum's checker finds (a field the schema does not
+/// declare), not all that cel-go's type checker would.
+pub fn type_check(policy: &Value) -> Vec<Value> {
+    let kinds = kinds_to_check(policy);
+    if kinds.is_empty() {
+        return Vec::new();
+    }
+    let typed: Vec<(String, kuorum_cel::Type)> = kinds
+        .iter()
+        .filter_map(|d| {
+            let schemas = kuorum_schema::Schemas::builtin();
+            let schema = schemas.inlined(schemas.name_of(d.group, d.version, d.kind)?)?;
+            let gvk = format!("{}/{}, Kind={}", d.group, d.version, d.kind);
+            Some((gvk, kuorum_cel::Type::from_schema(&schema)))
+        })
+        .collect();
+    let any = kuorum_cel::Type::dyn_any();
+    let mut warnings = Vec::new();
+    let validations = policy.pointer("/spec/validations").and_then(Value::as_array);
+    for (i, v) in validations.into_iter().flatten().enumerate() {
+        for field in ["expression", "messageExpression"] {
+            let Some(expr) = v.get(field).and_then(Value::as_str).filter(|e| !e.is_empty()) else { continue };
+            let mut issues = Vec::new();
+            for (gvk, t) in &typed {
+                let vars: Vec<(&str, &kuorum_cel::Type)> = VARIABLES
+                    .iter()
+                    .map(|n| (*n, if matches!(*n, "object" | "oldObject") { t } else { &any }))
+                    .collect();
+                if let Err(kuorum_cel::CompileError::Invalid(why)) = kuorum_cel::compile(expr, &vars, u64::MAX) {
+                    issues.push(format!("{gvk}: {why}\n"));
+                }
+            }
+            if !issues.is_empty() {
+                warnings
+                    .push(json!({"fieldRef": format!("spec.validations[{i}].{field}"), "warning": issues.join("\n")}));
+            }
+        }
+    }
+    warnings
+}
+
+/// The built-in kinds a policy's rules name exactly, sorted by group, version and kind.
+fn kinds_to_check(policy: &Value) -> Vec<&'static ResourceDef> {
+    let list = |r: &Value, k: &str| -> Vec<String> {
+        r.get(k).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(String::from).collect()
+    };
+    let mut kinds: Vec<&'static ResourceDef> = Vec::new();
+    let rules = policy.pointer("/spec/matchConstraints/resourceRules").and_then(Value::as_array);
+    for r in rules.into_iter().flatten() {
+        let (groups, versions) = (list(r, "apiGroups"), list(r, "apiVersions"));
+        if groups.iter().chain(&versions).any(|s| s.contains('*')) {
+            continue;
+        }
+        let resources: Vec<String> = list(r, "resources").into_iter().filter(|s| !s.contains(['*', '/'])).collect();
+        for g in &groups {
+            for v in &versions {
+                for res in &resources {
+                    if let Some(d) = registry::lookup(g, v, res) {
+                        if !kinds.iter().any(|k| std::ptr::eq(*k, d)) {
+                            kinds.push(d);
+                        }
+                        if kinds.len() == MAX_TYPES_TO_CHECK {
+                            return sorted(kinds);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    sorted(kinds)
+}
+
+fn sorted(mut kinds: Vec<&'static ResourceDef>) -> Vec<&'static ResourceDef> {
+    kinds.sort_by_key(|d| (d.group, d.version, d.kind));
+    kinds
+}
+
 /// Merges `patch` into `target`: maps key by key, anything else replaced.
 fn merge(target: &mut Value, patch: &Value) {
     match (target, patch) {
@@ -665,6 +752,32 @@ fn merge(target: &mut Value, patch: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn type_checking_finds_fields_the_kinds_do_not_have() {
+        let policy = json!({"spec": {
+            "matchConstraints": {"resourceRules": [
+                {"apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments", "deployments/scale", "replicasets"]},
+                {"apiGroups": ["*"], "apiVersions": ["v1"], "resources": ["pods"]}]},
+            "validations": [
+                {"expression": "object.spec.replicas <= 5"},
+                {"expression": "object.spec.replica <= 5", "messageExpression": "'too many: ' + string(object.spec.replicas)"},
+                {"expression": "object.metadata.nam == 'x'"}]}});
+        let warnings = type_check(&policy);
+        assert_eq!(
+            warnings,
+            [
+                json!({"fieldRef": "spec.validations[1].expression",
+                       "warning": "apps/v1, Kind=Deployment: undefined field 'replica'\n\napps/v1, Kind=ReplicaSet: undefined field 'replica'\n"}),
+                json!({"fieldRef": "spec.validations[2].expression",
+                       "warning": "apps/v1, Kind=Deployment: undefined field 'nam'\n\napps/v1, Kind=ReplicaSet: undefined field 'nam'\n"}),
+            ]
+        );
+        // Only wildcards: nothing to check against.
+        let any = json!({"spec": {"matchConstraints": {"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}]},
+            "validations": [{"expression": "object.spec.replica <= 5"}]}});
+        assert!(type_check(&any).is_empty());
+    }
 
     #[test]
     fn apply_configurations_merge_maps_and_replace_the_rest() {

@@ -26,7 +26,7 @@ use kuorum_watch::WatchCache;
 use tower_http::compression::{CompressionLayer, Predicate};
 
 pub mod admission;
-mod admission_policy;
+pub mod admission_policy;
 pub mod aggregator;
 mod alloc;
 mod answered;
