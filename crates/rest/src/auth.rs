@@ -55,8 +55,17 @@ impl UserInfo {
         UserInfo { name: name.into(), uid: String::new(), groups: groups.iter().map(|g| g.to_string()).collect() }
     }
 
-    fn anonymous() -> Self {
+    pub(crate) fn anonymous() -> Self {
         UserInfo::new("system:anonymous", &["system:unauthenticated"])
+    }
+
+    /// A service account as kube names it (`ServiceAccountInfo.UserInfo`): its user name
+    /// and the two service-account groups, without what authentication adds.
+    pub(crate) fn service_account(namespace: &str, name: &str) -> Self {
+        UserInfo::new(
+            format!("system:serviceaccount:{namespace}:{name}"),
+            &["system:serviceaccounts", &format!("system:serviceaccounts:{namespace}")],
+        )
     }
 
     /// In `system:masters`, the group kube-apiserver lets do anything.

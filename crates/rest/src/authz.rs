@@ -416,10 +416,7 @@ impl kuorum_cel::library::authz::Authorize for CelAuthorizer {
         let user = match who {
             Principal::Requester => &self.requester,
             Principal::ServiceAccount { namespace, name } => {
-                service_account = UserInfo::new(
-                    format!("system:serviceaccount:{namespace}:{name}"),
-                    &["system:serviceaccounts", &format!("system:serviceaccounts:{namespace}")],
-                );
+                service_account = UserInfo::service_account(namespace, name);
                 &service_account
             }
         };

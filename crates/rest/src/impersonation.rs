@@ -146,9 +146,10 @@ pub(crate) fn apply(st: &RestState, req: &mut Request) -> Result<(), ApiError> {
     for part in parts {
         match part {
             Part::ServiceAccount { namespace, name } => {
-                user.name = format!("{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}");
+                let account = UserInfo::service_account(&namespace, &name);
+                user.name = account.name;
                 if !groups_given {
-                    user.groups = vec!["system:serviceaccounts".into(), format!("system:serviceaccounts:{namespace}")];
+                    user.groups = account.groups;
                 }
             }
             Part::User(name) => user.name = name,

@@ -362,11 +362,8 @@ impl Verified {
     /// The user the token names (kube's `ServiceAccountInfo.UserInfo`), with
     /// `system:authenticated` as authentication adds it.
     pub fn user(&self) -> UserInfo {
-        let ns = &self.namespace;
-        let mut user = UserInfo::new(
-            format!("system:serviceaccount:{ns}:{}", self.service_account.name),
-            &["system:serviceaccounts", &format!("system:serviceaccounts:{ns}"), "system:authenticated"],
-        );
+        let mut user = UserInfo::service_account(&self.namespace, &self.service_account.name);
+        user.groups.push("system:authenticated".into());
         user.uid = self.service_account.uid.clone();
         user
     }

@@ -270,8 +270,7 @@ impl<'a> Review<'a> {
     pub(crate) fn authorizer(&self, obj: &Object) -> [(&'static str, kuorum_cel::Value); 2] {
         use kuorum_cel::library::authz;
         let t = self.target;
-        let requester =
-            self.user.cloned().unwrap_or_else(|| UserInfo::new("system:anonymous", &["system:unauthenticated"]));
+        let requester = self.user.cloned().unwrap_or_else(UserInfo::anonymous);
         let inner =
             crate::authz::CelAuthorizer { cache: self.st.cache.clone(), mode: self.st.authorization, requester };
         let request = authz::Check {
