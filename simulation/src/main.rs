@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
-use kuorum_api::mutation::Mutation;
+use kuorum_mutation::Mutation;
 use kuorum_sim::options::SimOptions;
 use kuorum_sim::run_seed;
 
@@ -64,7 +64,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if mutation.is_some() && !kuorum_api::mutation::select(None) {
+    if mutation.is_some() && !kuorum_mutation::select(None) {
         unreachable!()
     }
     if mutation.is_some() && !cfg!(feature = "mutations") {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kuorum_api::mutation::{self, Mutation};
+use kuorum_mutation::{self as mutation, Mutation};
 use kuorum_raft::RaftTiming;
 use kuorum_store::ObjectEngine;
 use kuorum_watch::CacheConfig;

@@ -17,14 +17,12 @@
 //! - [`selector`]: label and field selectors.
 //! - [`seams`]: the seams through which a node gets time and randomness.
 //! - [`time`]: timestamps as text: `metav1.Time` written, `Time`/`MicroTime` read as Go reads them.
-//! - [`mutation`]: deliberate bugs, compiled in only for the simulator's checker tests.
 
 pub mod bootstrap_flowcontrol;
 pub mod bootstrap_policy;
 pub mod crd;
 pub mod discovery;
 pub mod kinds;
-pub mod mutation;
 pub mod quantity;
 pub mod rbac;
 pub mod registry;

@@ -15,7 +15,7 @@
 //! restarted node re-applies from its state machine's last applied entry once it hears
 //! the commit index from the leader, and linearizable reads wait for that anyway.
 
-use kuorum_api::mutation::{self, Mutation};
+use kuorum_mutation::{self as mutation, Mutation};
 use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::io;

@@ -53,6 +53,14 @@ impl SnapshotData {
         SnapshotData::Frozen(Arc::new(state))
     }
 
+    /// Whether reading it waits on I/O (see [`FrozenObjects::reads_block`]).
+    fn reads_block(&self) -> bool {
+        match self {
+            SnapshotData::Frozen(f) => f.reads_block(),
+            SnapshotData::Received(s) => matches!(s.place, SpoolPlace::File(_)),
+        }
+    }
+
     /// The parts, in order, for the engine's restore. Blocking as they are consumed.
     pub fn parts(&self) -> io::Result<DumpParts> {
         match self {
@@ -155,6 +163,7 @@ pub fn send_chunks(
 ) -> (impl Stream<Item = pb::SnapshotChunk> + Send + 'static, tokio::task::JoinHandle<StoreResult<()>>) {
     let head = pb::SnapshotChunk { meta: Bytes::from(encode(&(vote, meta))), data: Bytes::new(), format: FORMAT_PARTS };
     let snapshot = snapshot.clone();
+    let reads_block = snapshot.reads_block();
     let read = move |send: &mut dyn FnMut(pb::SnapshotChunk) -> StoreResult<()>| -> StoreResult<()> {
         let mut parts = 0;
         let mut each = |part: DumpPart| {
@@ -171,10 +180,9 @@ pub fn send_chunks(
         }
         send(chunk(&WirePart::End { parts }))
     };
-    let (rx, task) = match tokio::runtime::Handle::current().runtime_flavor() {
-        // The simulator's runtime: read it all now, in order, deterministically (its
-        // states are small).
-        tokio::runtime::RuntimeFlavor::CurrentThread => {
+    let (rx, task) = match reads_block {
+        // In memory (the simulator's engine): read it all now, in order, on this thread.
+        false => {
             let mut chunks = Vec::new();
             let result = read(&mut |c| {
                 chunks.push(c);
@@ -186,7 +194,7 @@ pub fn send_chunks(
             }
             (rx, tokio::spawn(async move { result }))
         }
-        _ => {
+        true => {
             // Two parts in flight: enough to keep the stream busy, little held in memory.
             let (tx, rx) = tokio::sync::mpsc::channel(2);
             let task = tokio::task::spawn_blocking(move || {
@@ -232,21 +240,31 @@ where
         return Err(format!("snapshot stream of an unknown format {}", head.format));
     }
     // Dropped on any early return, which removes what was spooled.
-    let mut spool = on_disk(|| Spool::new(spool_dir)).map_err(|e| format!("snapshot spool: {e}"))?;
+    let mut spool = match spool_dir {
+        None => Spool::new(None),
+        Some(dir) => {
+            let dir = dir.to_path_buf();
+            tokio::task::spawn_blocking(move || Spool::new(Some(&dir))).await.map_err(|e| e.to_string())?
+        }
+    }
+    .map_err(|e| format!("snapshot spool: {e}"))?;
     if head.format == FORMAT_OLD {
         // One body in slices, gathered whole (as the node sending it did).
         let mut body = BytesMut::from(&head.data[..]);
         while let Some(c) = stream.next().await {
             body.extend_from_slice(&c.map_err(|e| e.to_string())?.data);
         }
-        on_disk(|| {
-            let body: SnapshotBody = decode(&body).map_err(|e| format!("snapshot body: {e}"))?;
-            for part in ObjectDump::from(body).into_parts(PART_BYTES) {
-                spool.push(&encode(&WirePart::from(part))).map_err(|e| format!("snapshot spool: {e}"))?;
-            }
-            Ok::<_, String>(())
-        })?;
-        let spooled = on_disk(|| spool.finish())?;
+        let body = body.freeze();
+        spool = spool
+            .run(move |spool| {
+                let body: SnapshotBody = decode(&body).map_err(|e| format!("snapshot body: {e}"))?;
+                for part in ObjectDump::from(body).into_parts(PART_BYTES) {
+                    spool.push(&encode(&WirePart::from(part))).map_err(|e| format!("snapshot spool: {e}"))?;
+                }
+                Ok(())
+            })
+            .await?;
+        let spooled = spool.finish_async().await?;
         return Ok(Received { vote, meta, data: SnapshotData::Received(Arc::new(spooled)) });
     }
     loop {
@@ -259,20 +277,11 @@ where
             _ if spool.parts == 0 => return Err("a snapshot's first part must be its metadata".into()),
             _ => {}
         }
-        on_disk(|| spool.push(&c.data)).map_err(|e| format!("snapshot spool: {e}"))?;
+        let data = c.data;
+        spool = spool.run(move |spool| spool.push(&data).map_err(|e| format!("snapshot spool: {e}"))).await?;
     }
-    let spooled = on_disk(|| spool.finish())?;
+    let spooled = spool.finish_async().await?;
     Ok(Received { vote, meta, data: SnapshotData::Received(Arc::new(spooled)) })
-}
-
-/// Runs file work from an async task without stalling the runtime: on a multi-threaded
-/// runtime the worker hands its other tasks to another thread first. On a current-thread
-/// runtime (the simulator's, which spools in memory) it simply runs.
-fn on_disk<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
-        _ => f(),
-    }
 }
 
 /// Names spool files apart within one process.
@@ -314,6 +323,23 @@ impl Spool {
         }
         self.parts += 1;
         Ok(())
+    }
+
+    /// Runs `f` on the spool without stalling the async runtime: on a blocking thread if
+    /// the spool is a file, inline if it is in memory (the simulator's engines).
+    async fn run(mut self, f: impl FnOnce(&mut Spool) -> Result<(), String> + Send + 'static) -> Result<Spool, String> {
+        if self.file.is_none() {
+            return f(&mut self).map(|()| self);
+        }
+        tokio::task::spawn_blocking(move || f(&mut self).map(|()| self)).await.map_err(|e| e.to_string())?
+    }
+
+    /// [`Spool::finish`], on a blocking thread if the spool is a file.
+    async fn finish_async(self) -> Result<Spooled, String> {
+        if self.file.is_none() {
+            return self.finish();
+        }
+        tokio::task::spawn_blocking(move || self.finish()).await.map_err(|e| e.to_string())?
     }
 
     pub fn finish(mut self) -> Result<Spooled, String> {

@@ -26,7 +26,7 @@
 //! NotOlderThan             → 422        / Any / NotOlderThan
 //! ```
 
-use kuorum_api::mutation::{self, Mutation};
+use kuorum_mutation::{self as mutation, Mutation};
 use std::time::Duration;
 
 use bytes::Bytes;

@@ -13,7 +13,7 @@
 //! 9 and 10 both carry `Update{precondition: rv=7}`. Entry 9 applies (RV becomes 9);
 //! entry 10 sees RV 9 in the overlay and answers `Conflict`.
 
-use kuorum_api::mutation::{self, Mutation};
+use kuorum_mutation::{self as mutation, Mutation};
 use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;

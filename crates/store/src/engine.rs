@@ -226,6 +226,13 @@ pub trait FrozenObjects: Send + Sync + 'static {
     fn dump_parts(&self, part_bytes: usize, each: &mut dyn FnMut(DumpPart) -> StoreResult<()>) -> StoreResult<()> {
         self.dump()?.into_parts(part_bytes).into_iter().try_for_each(each)
     }
+
+    /// Whether reading it waits on I/O, so that an async caller reads it on a blocking
+    /// thread. The in-memory engine's state is read inline: the simulator runs every
+    /// host on one thread, and its runs stay deterministic only if nothing leaves it.
+    fn reads_block(&self) -> bool {
+        true
+    }
 }
 
 /// The value of `key` in a list of metadata pairs (a dump's, a frozen state's).
@@ -241,6 +248,10 @@ impl FrozenObjects for ObjectDump {
 
     fn dump(&self) -> StoreResult<ObjectDump> {
         Ok(self.clone())
+    }
+
+    fn reads_block(&self) -> bool {
+        false
     }
 }
 

@@ -13,7 +13,7 @@
 //! is given events 11 and 12 at once, then live events from 13 on. A watch from 5 is
 //! refused ([`TooOld`]): the client relists. After `compact(11)`, oldest is 11.
 
-use kuorum_api::mutation::{self, Mutation};
+use kuorum_mutation::{self as mutation, Mutation};
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
