@@ -18,6 +18,7 @@ pub(crate) mod read_rounds;
 pub(crate) mod replicator;
 pub mod reply;
 pub mod service;
+pub(crate) mod settle;
 pub mod snapshot;
 pub mod state_machine;
 pub mod status;

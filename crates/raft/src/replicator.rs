@@ -2,15 +2,13 @@
 //! the leader over the peer RPC. Both retry across leader changes until the deadline.
 //!
 //! A retry after an attempt whose outcome is unknown (the leader's entry was discarded,
-//! or the RPC to the leader broke after it was sent) can meet its own earlier success. A
-//! create settles this by the uid the proposer chose: "already exists" with our uid is our
-//! own write, answered as a success; an update's conflict on an object that holds exactly
-//! the content it proposed is its own write too. (Updates without a precondition are
-//! idempotent at apply: re-applying identical content changes nothing.) Any other
-//! refusal after an unknown outcome is answered as unknown (a timeout, 504, as
-//! kube-apiserver answers when etcd's outcome is unknown): a delete that meets "not
-//! found" may have been the one that deleted, and answering 404 would deny a change it
-//! made. The simulator caught that answer breaking linearizability (K2, seed 1532).
+//! or the RPC to the leader broke after it was sent) can meet its own earlier success:
+//! a create refused as "already exists", an update refused as a conflict. Such a refusal
+//! is settled from the key's history once this node has caught up ([`crate::settle`]):
+//! the write's own success, the refusal when the history proves the attempt never
+//! applied, otherwise a timeout (504, as kube-apiserver answers when etcd's outcome is
+//! unknown). (Updates without a precondition are idempotent at apply: re-applying
+//! identical content changes nothing.)
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +27,7 @@ use crate::network::Channels;
 use crate::pb;
 use crate::read_rounds::ReadRounds;
 use crate::reply::{propose_local, read_index_local, ForwardReply, ReadIndexReply};
+use crate::settle::{settle, Settled};
 use crate::state_machine::StateMachine;
 use crate::types::{NodeId, Raft};
 
@@ -135,31 +134,24 @@ impl<E: ObjectEngine> RaftReplicator<E> {
         }
     }
 
-    /// After an attempt with an unknown outcome, a retry may meet its own success:
-    /// "already exists" with our uid and exactly our content is our create; a conflict on
-    /// an object whose content is exactly what we wrote is our update. Any other refusal
-    /// leaves the outcome unknown: in particular an object with our uid that was updated
-    /// since was created by us, but at a resourceVersion we no longer see, so answering
-    /// it would report our create at someone else's version (simulator seeds 1118, 1257).
-    fn settle(&self, cmd: &Command, result: WriteResult, uncertain: bool) -> Result<WriteResult, ClusterError> {
-        if !uncertain || result.is_ok() {
-            return Ok(result);
+    /// The answer to a write that was refused after an attempt with an unknown outcome:
+    /// once this node has caught up with the leader, the key's history since `since`
+    /// says whether the refusal was caused by the write's own attempt (see
+    /// [`crate::settle`]).
+    async fn settle(
+        &self,
+        cmd: &Command,
+        refusal: WriteError,
+        since: u64,
+        deadline: Instant,
+    ) -> Result<WriteResult, ClusterError> {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let upto = self.read_barrier(remaining).await.map_err(|_| ClusterError::Timeout)?;
+        match settle(self.engine.as_ref(), cmd, &refusal, since, upto) {
+            Settled::Ours(object) => Ok(Ok(object)),
+            Settled::NotOurs => Ok(Err(refusal)),
+            Settled::Unknown => Err(ClusterError::Timeout),
         }
-        let ours = match cmd {
-            Command::Create { key, object, .. } if result == Err(WriteError::AlreadyExists) => {
-                let uid = uid_of(object);
-                self.engine
-                    .get(key)
-                    .ok()
-                    .flatten()
-                    .filter(|stored| uid.is_some() && uid_of(stored) == uid && same_content(stored, object))
-            }
-            Command::Update { key, object, .. } if result == Err(WriteError::Conflict) => {
-                self.engine.get(key).ok().flatten().filter(|stored| same_content(stored, object))
-            }
-            _ => None,
-        };
-        ours.map(|stored| Ok(Ok(stored))).unwrap_or(Err(ClusterError::Timeout))
     }
 
     async fn wait_applied(&self, index: u64, deadline: Instant) -> Result<u64, ClusterError> {
@@ -207,26 +199,6 @@ async fn ask_read_index<E: ObjectEngine>(id: NodeId, raft: Raft<StateMachine<E>>
     }
 }
 
-/// Equal apart from the fields apply sets (resourceVersion, generation) or keeps from the
-/// stored object (uid, creationTimestamp).
-fn same_content(stored: &[u8], proposed: &[u8]) -> bool {
-    let strip = |b: &[u8]| -> Option<serde_json::Value> {
-        let mut v: serde_json::Value = serde_json::from_slice(b).ok()?;
-        if let Some(m) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-            for f in ["resourceVersion", "generation", "uid", "creationTimestamp"] {
-                m.remove(f);
-            }
-        }
-        Some(v)
-    };
-    matches!((strip(stored), strip(proposed)), (Some(a), Some(b)) if a == b)
-}
-
-fn uid_of(object: &[u8]) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_slice(object).ok()?;
-    v.get("metadata")?.get("uid")?.as_str().map(str::to_string)
-}
-
 impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
     fn node_id(&self) -> u64 {
         self.id
@@ -235,6 +207,8 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
     fn write(&self, cmd: Command, deadline: Duration) -> BoxFuture<'_, Result<WriteResult, ClusterError>> {
         Box::pin(async move {
             let deadline = Instant::now() + deadline;
+            // Every attempt is appended above what this node has applied now.
+            let since = self.applied_index();
             let mut uncertain = false;
             loop {
                 let now = Instant::now();
@@ -247,7 +221,10 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
                 }
                 let seen = self.current_leader();
                 match self.write_once(&cmd, deadline - now).await {
-                    Attempt::Done(r) => return r.and_then(|res| self.settle(&cmd, res, uncertain)),
+                    Attempt::Done(Ok(Err(refusal))) if uncertain => {
+                        return self.settle(&cmd, refusal, since, deadline).await
+                    }
+                    Attempt::Done(r) => return r,
                     Attempt::Retry => {}
                     Attempt::Uncertain => uncertain = true,
                 }

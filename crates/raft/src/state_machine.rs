@@ -31,7 +31,7 @@ use crate::types::{LogId, SnapshotMeta, StoredMembership, TypeConfig};
 pub(crate) const META_APPLIED: &str = "last_applied";
 pub(crate) const META_MEMBERSHIP: &str = "membership";
 /// History at or below this rv has been compacted away.
-const META_COMPACTED: &str = "compacted";
+pub(crate) const META_COMPACTED: &str = "compacted";
 
 /// The rv of the last compaction applied to `engine` (0 if none).
 pub fn compacted_rv<E: ObjectEngine>(engine: &E) -> io::Result<u64> {

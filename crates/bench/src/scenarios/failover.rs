@@ -47,6 +47,13 @@ pub struct FailoverResult {
     pub watch_duplicates: u64,
     pub watch_unacked_seen: u64,
     pub watch_resumes: u64,
+    /// Creates a live server answered with "outcome unknown" (kuorum's 504, etcd's
+    /// "request timed out"), and how many of those the watcher saw committed: the
+    /// goal is none committed.
+    #[serde(default)]
+    pub unknown_answers: u64,
+    #[serde(default)]
+    pub unknown_answers_committed: u64,
     pub watch_error: Option<String>,
     pub server_cpu_s_per_1k_creates: Option<f64>,
     /// Each server process's peak RSS (leader first; the leader's read just before the kill).
@@ -143,6 +150,8 @@ async fn watcher(sys: Sys, urls: Vec<String>, prefix: String, rv0: i64, st: Arc<
 struct ClientLog {
     acks: Vec<(Instant, Instant, String)>,
     errors: u64,
+    /// Names answered "outcome unknown" by a server that was up.
+    unknown: Vec<String>,
     first_error: Option<String>,
 }
 
@@ -186,6 +195,10 @@ async fn client(sys: Sys, urls: Vec<String>, k: usize, prefix: String, end: Inst
             Ok(()) => log.acks.push((t0, Instant::now(), name)),
             Err(e) => {
                 log.errors += 1;
+                let e_text = format!("{e:#}");
+                if e_text.contains("HTTP 504") || e_text.contains("request timed out") {
+                    log.unknown.push(name.clone());
+                }
                 log.first_error.get_or_insert_with(|| format!("{e:#}"));
                 etcd[node] = None;
                 node = (node + 1) % urls.len();
@@ -275,6 +288,7 @@ pub(super) async fn failover_scenario(t: &Target, args: &Args) -> Result<Vec<Fai
     watch_task.abort();
     let s = st.lock().unwrap();
     let acked_names: std::collections::HashSet<&str> = acks.iter().map(|a| a.2.as_str()).collect();
+    let unknown: Vec<&String> = logs.iter().flat_map(|l| &l.unknown).collect();
     let r = FailoverResult {
         system: sys.into(),
         clients: args.failover_clients,
@@ -291,12 +305,14 @@ pub(super) async fn failover_scenario(t: &Target, args: &Args) -> Result<Vec<Fai
         watch_duplicates: s.seen.values().filter(|&&c| c > 1).count() as u64,
         watch_unacked_seen: s.seen.keys().filter(|n| !acked_names.contains(n.as_str())).count() as u64,
         watch_resumes: s.resumes,
+        unknown_answers: unknown.len() as u64,
+        unknown_answers_committed: unknown.iter().filter(|n| s.seen.contains_key(n.as_str())).count() as u64,
         watch_error: s.error.clone(),
         server_cpu_s_per_1k_creates: per_1k(Some(cpu1 - cpu0), acks.len() as u64),
         peak_rss_mb,
     };
     eprintln!(
-        "  => first create after the kill in {} ms, longest gap {:.0} ms; {:.0}/s before, {:.0}/s after; {} errors{}; watcher: {} missing, {} duplicates, {} unacked seen, {} resumes",
+        "  => first create after the kill in {} ms, longest gap {:.0} ms; {:.0}/s before, {:.0}/s after; {} errors{}; watcher: {} missing, {} duplicates, {} unacked seen, {} resumes; {} answered unknown ({} of them committed)",
         f1(r.kill_to_first_write_ms),
         r.longest_gap_ms,
         r.creates_per_sec_before,
@@ -306,7 +322,9 @@ pub(super) async fn failover_scenario(t: &Target, args: &Args) -> Result<Vec<Fai
         r.watch_missing,
         r.watch_duplicates,
         r.watch_unacked_seen,
-        r.watch_resumes
+        r.watch_resumes,
+        r.unknown_answers,
+        r.unknown_answers_committed
     );
     Ok(vec![r])
 }
@@ -316,11 +334,11 @@ pub(crate) fn markdown(report: &Report) {
         return;
     }
     println!("\n#### Leader killed during creates\n");
-    println!("| system | clients | creates/s before / after | kill → first create ms | longest gap ms | errors | acked | watch: missing | duplicates | unacked seen | resumes | server CPU s / 1k creates | peak RSS MB per server (leader first) |");
-    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!("| system | clients | creates/s before / after | kill → first create ms | longest gap ms | errors | answered unknown (committed) | acked | watch: missing | duplicates | unacked seen | resumes | server CPU s / 1k creates | peak RSS MB per server (leader first) |");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for r in &report.failover {
         println!(
-            "| {} | {} | {:.0} / {:.0} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {:.0} / {:.0} | {} | {:.0} | {} | {} ({}) | {} | {} | {} | {} | {} | {} | {} |",
             r.system,
             r.clients,
             r.creates_per_sec_before,
@@ -328,6 +346,8 @@ pub(crate) fn markdown(report: &Report) {
             f1(r.kill_to_first_write_ms),
             r.longest_gap_ms,
             r.errors,
+            r.unknown_answers,
+            r.unknown_answers_committed,
             r.acked,
             r.watch_missing,
             r.watch_duplicates,
