@@ -11,5 +11,7 @@ bash "$ROOT/scripts/setup.sh"
 export PATH="${KUORUM_VENV:-$HOME/.cache/kuorum-venv}/bin:$PATH"   # kubectl v1.37 first
 # Build from the repo root: cargo reads .cargo/config.toml (the workspace RUSTFLAGS) from
 # the current directory, and other flags would rebuild everything, RocksDB included.
-(cd "$ROOT" && cargo build --release -p kuorum)
+# `--workspace` resolves features as scripts/test.sh's build does, so after it this is a
+# no-op (`-p kuorum` alone resolves fewer features and recompiled ten crates).
+(cd "$ROOT" && cargo build --release --workspace --bin kuorum)
 exec "$CARGO_TARGET_DIR/release/kuorum" up "$@"
