@@ -79,7 +79,7 @@ impl<E: ObjectEngine> History<'_, E> {
     fn first(&self, key: &str, hit: impl Fn(Option<&Bytes>) -> bool) -> Option<u64> {
         let (mut lo, mut hi) = (self.since, self.upto);
         // Invariant: `hit` is false at `lo` (or lo == since) and true at `hi`.
-        while hi - lo > 1 {
+        while hi > lo + 1 {
             let mid = lo + (hi - lo) / 2;
             if hit(self.at(key, mid)?.as_ref()) {
                 hi = mid;
@@ -127,22 +127,16 @@ impl<E: ObjectEngine> History<'_, E> {
     }
 }
 
-fn metadata(object: &[u8]) -> Option<serde_json::Map<String, Value>> {
-    match serde_json::from_slice::<Value>(object).ok()? {
-        Value::Object(mut o) => match o.remove("metadata")? {
-            Value::Object(m) => Some(m),
-            _ => None,
-        },
-        _ => None,
-    }
+fn parsed(object: &[u8]) -> Option<serde_json::Map<String, Value>> {
+    serde_json::from_slice(object).ok()
 }
 
 fn uid_of(object: &[u8]) -> Option<String> {
-    metadata(object)?.get("uid")?.as_str().map(str::to_string)
+    parsed(object)?.get("metadata")?.get("uid")?.as_str().map(str::to_string)
 }
 
 fn resource_version_of(object: &[u8]) -> Option<u64> {
-    metadata(object)?.get("resourceVersion")?.as_str()?.parse().ok()
+    kuorum_store::apply::resource_version_of(&parsed(object)?)
 }
 
 /// Equal apart from the fields apply sets (resourceVersion, generation) or keeps from the
