@@ -97,9 +97,18 @@ impl State {
             return Ok(self.recent[pos - cached_from].clone());
         }
         let loc = self.locs[pos];
-        let mut buf = vec![0u8; loc.len as usize];
-        self.segment(loc.segment)?.file.read_exact_at(&mut buf, loc.offset).map_err(|e| err("read entry", e))?;
-        Ok(Bytes::from(buf))
+        // The whole record, so its checksum is checked on every read from the file: a
+        // byte flipped on disk after the log was opened is found, never returned.
+        let mut buf = vec![0u8; HEADER_LEN + loc.len as usize];
+        let at = loc.offset - HEADER_LEN as u64;
+        self.segment(loc.segment)?.file.read_exact_at(&mut buf, at).map_err(|e| err("read entry", e))?;
+        if record::verified_payload(index, &buf).is_none() {
+            return Err(err(
+                "read entry",
+                format!("entry {index} (segment {}, offset {at}) fails its checksum: the log is damaged", loc.segment),
+            ));
+        }
+        Ok(Bytes::from(buf).slice(HEADER_LEN..))
     }
 
     fn push_recent(&mut self, payload: Bytes) {
@@ -223,7 +232,8 @@ impl FileLogEngine {
         let mut found: Vec<(u64, Loc)> = Vec::new();
         let mut doomed: Vec<PathBuf> = Vec::new();
         let mut broken = false;
-        for (first, path) in names {
+        let later_firsts: Vec<u64> = names.iter().skip(1).map(|(first, _)| *first).collect();
+        for (i, (first, path)) in names.into_iter().enumerate() {
             if broken {
                 doomed.push(path);
                 continue;
@@ -244,10 +254,17 @@ impl FileLogEngine {
             let scan = record::scan(&file, first).map_err(|e| err("read segment", e))?;
             let on_disk = file.metadata().map_err(|e| err("stat segment", e))?.len();
             if scan.valid_len < on_disk {
-                // A torn or stale tail: cut it, and nothing after it can follow.
-                file.set_len(scan.valid_len).map_err(|e| err("cut torn tail", e))?;
-                file.sync_data().map_err(|e| err("cut torn tail", e))?;
-                broken = true;
+                let expected = scan.records.last().map_or(first, |r| r.index + 1);
+                let next_segment = later_firsts.get(i).copied();
+                // Where everything from the bad record on is purged, the next segment
+                // starts the log (the chain check above) and this one goes.
+                if !next_segment.is_some_and(|next| next <= meta.first) {
+                    refuse_damage(&file, &path, &scan, expected, next_segment.is_some())?;
+                    // A torn tail: cut it, and nothing after it can follow.
+                    file.set_len(scan.valid_len).map_err(|e| err("cut torn tail", e))?;
+                    file.sync_data().map_err(|e| err("cut torn tail", e))?;
+                    broken = true;
+                }
             }
             let next = scan.records.last().map_or(first, |r| r.index + 1);
             found.extend(scan.records.iter().map(|r| (r.index, Loc { segment: first, offset: r.offset, len: r.len })));
@@ -301,6 +318,34 @@ impl FileLogEngine {
     ) -> StoreResult<T> {
         let inner = Arc::clone(&self.inner);
         tokio::task::spawn_blocking(move || f(&inner)).await.map_err(|e| err("blocking task", e))?
+    }
+}
+
+/// Refuses to open a log whose segment `path` stops being readable at entry `expected`
+/// for any reason but a crash. A segment with segments after it (`not_last`) was synced
+/// whole before they were started (see `roll`), so anything wrong in it is damage; in
+/// the last segment, damage is what leaves intact records after it
+/// ([`record::damaged_at`]). Cutting there would drop entries this node acknowledged as
+/// durable, which Raft's safety rests on.
+fn refuse_damage(file: &File, path: &Path, scan: &record::Scan, expected: u64, not_last: bool) -> StoreResult<()> {
+    let after = if not_last {
+        Some("later segments".to_string())
+    } else {
+        record::damaged_at(file, scan.valid_len, expected)
+            .map_err(|e| err("read segment", e))?
+            .map(|at| format!("an intact record at offset {at}"))
+    };
+    match after {
+        None => Ok(()),
+        Some(after) => Err(err(
+            "open",
+            format!(
+                "{}: entry {expected} at offset {} is damaged and {after} follow(s) it: the log is corrupt, not \
+                 torn by a crash; rebuild this node (docs/operations.md, \"Rebuilding a node\")",
+                path.display(),
+                scan.valid_len
+            ),
+        )),
     }
 }
 

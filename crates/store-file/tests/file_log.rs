@@ -245,3 +245,70 @@ impl StoreBuilder<TypeConfig, LogStore<FileLogEngine>, StateMachine<MemoryObject
 async fn openraft_storage_suite_passes_on_the_file_log() {
     Suite::test_all(FileBuilder).await.expect("openraft storage suite");
 }
+
+/// Flips one bit of the byte at `offset` in the file at `path`, as a failing disk would.
+fn flip(path: &Path, offset: u64) {
+    let mut bytes = fs::read(path).unwrap();
+    bytes[offset as usize] ^= 0x10;
+    fs::write(path, bytes).unwrap();
+}
+
+/// Bytes of one record of [`entry`]: a 16-byte header and 100 bytes.
+const RECORD: u64 = 116;
+
+#[tokio::test]
+async fn a_damaged_record_with_intact_ones_after_it_is_refused_not_cut() {
+    let dirs = Dirs::default();
+    let path = dirs.fresh();
+    {
+        let log = FileLogEngine::open(&path).unwrap();
+        fill(&log, 5).await;
+    }
+    let seg = path.join(&segment_files(&path)[0]);
+    // A byte of entry 2's payload: entries 3 to 5, acknowledged as durable, follow it.
+    flip(&seg, RECORD + 16 + 50);
+    let e = FileLogEngine::open(&path).unwrap_err().to_string();
+    assert!(e.contains("entry 2") && e.contains("corrupt"), "{e}");
+    assert_eq!(fs::metadata(&seg).unwrap().len(), 5 * RECORD, "nothing is cut");
+    // A flip in a record's length field: the scan cannot step over it; the same answer.
+    flip(&seg, RECORD + 16 + 50);
+    flip(&seg, RECORD + 1);
+    assert!(FileLogEngine::open(&path).unwrap_err().to_string().contains("corrupt"));
+    // Repaired, it opens whole: the refusal changed nothing on disk.
+    flip(&seg, RECORD + 1);
+    let log = FileLogEngine::open(&path).unwrap();
+    assert_eq!(indexes(&log.read_range(0, 100).unwrap()), vec![1, 2, 3, 4, 5]);
+}
+
+#[tokio::test]
+async fn damage_in_a_segment_with_segments_after_it_is_refused() {
+    let dirs = Dirs::default();
+    let path = dirs.fresh();
+    {
+        let log = FileLogEngine::open_with(&path, tiny()).unwrap();
+        fill(&log, 10).await;
+    }
+    let files = segment_files(&path);
+    assert!(files.len() >= 3, "{files:?}");
+    // The last byte of the first segment: its last record, synced before the next began.
+    let first = path.join(&files[0]);
+    let len = fs::metadata(&first).unwrap().len();
+    flip(&first, len - 1);
+    let e = FileLogEngine::open_with(&path, tiny()).unwrap_err().to_string();
+    assert!(e.contains("corrupt") && e.contains("later segments"), "{e}");
+    assert_eq!(segment_files(&path), files, "no segment is removed");
+}
+
+#[tokio::test]
+async fn a_byte_flipped_while_the_log_is_open_fails_the_read_of_its_entry() {
+    let dirs = Dirs::default();
+    let path = dirs.fresh();
+    let log = FileLogEngine::open_with(&path, tiny()).unwrap();
+    fill(&log, 10).await;
+    let first = path.join(&segment_files(&path)[0]);
+    // Entry 1's payload, read back from the file (only the newest entries are in memory).
+    flip(&first, 16 + 7);
+    let e = log.read_range(1, 2).unwrap_err().to_string();
+    assert!(e.contains("entry 1") && e.contains("checksum"), "{e}");
+    assert_eq!(indexes(&log.read_range(2, 11).unwrap()), (2..=10).collect::<Vec<_>>(), "the others still read");
+}
