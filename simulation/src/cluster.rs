@@ -105,6 +105,8 @@ pub struct ClusterSpec {
     pub chaos: bool,
     /// Keep every applied change whole in each node's tap ([`NodeTap::objects`]).
     pub keep_objects: bool,
+    /// How often each node checks its state against its peers' (`None`: never).
+    pub consistency_check_every: Option<Duration>,
 }
 
 impl ClusterSpec {
@@ -117,6 +119,7 @@ impl ClusterSpec {
             cache: CacheConfig::default(),
             chaos: false,
             keep_objects: false,
+            consistency_check_every: Some(Duration::from_secs(5)),
         }
     }
 }
@@ -130,6 +133,9 @@ pub struct SimCluster {
     pub rafts: Arc<Mutex<BTreeMap<u64, SimRaft>>>,
     /// Each running node's fault injector (chaos mode only).
     pub chaos: Arc<Mutex<BTreeMap<u64, Arc<kuorum_rest::chaos::Chaos>>>>,
+    /// The replication handle of every life of every node, in the order they started
+    /// (what their consistency checks found stays readable after a crash).
+    pub lives: Arc<Mutex<Vec<(u64, kuorum_raft::Cluster)>>>,
 }
 
 pub fn host_name(id: u64) -> String {
@@ -154,10 +160,12 @@ impl SimCluster {
         let caches: Arc<Mutex<BTreeMap<u64, Arc<WatchCache>>>> = Arc::default();
         let rafts: Arc<Mutex<BTreeMap<u64, SimRaft>>> = Arc::default();
         let chaos: Arc<Mutex<BTreeMap<u64, Arc<kuorum_rest::chaos::Chaos>>>> = Arc::default();
+        let lives: Arc<Mutex<Vec<(u64, kuorum_raft::Cluster)>>> = Arc::default();
         for id in 1..=spec.nodes {
             let caches_out = caches.clone();
             let rafts_out = rafts.clone();
             let chaos_out = chaos.clone();
+            let lives_out = lives.clone();
             let d = SimNodeDisks::default();
             if spec.keep_objects {
                 d.tap.keep_objects();
@@ -171,6 +179,7 @@ impl SimCluster {
                 let caches_out = caches_out.clone();
                 let rafts_out = rafts_out.clone();
                 let chaos_out = chaos_out.clone();
+                let lives_out = lives_out.clone();
                 let d = d.clone();
                 let members = members.clone();
                 let spec = spec.clone();
@@ -184,6 +193,7 @@ impl SimCluster {
                         compaction_window: spec.compaction_window,
                         cache: spec.cache.clone(),
                         chaos: spec.chaos,
+                        consistency_check_every: spec.consistency_check_every,
                         ..NodeConfig::new(id, members)
                     };
                     let seams = NodeSeams {
@@ -201,6 +211,7 @@ impl SimCluster {
                     let node = start_node(cfg, seams).await.map_err(|e| e.to_string())?;
                     caches_out.lock().unwrap_or_else(|e| e.into_inner()).insert(id, node.cache.clone());
                     rafts_out.lock().unwrap_or_else(|e| e.into_inner()).insert(id, node.raft.clone());
+                    lives_out.lock().unwrap_or_else(|e| e.into_inner()).push((id, node.cluster.clone()));
                     if let Some(c) = &node.chaos {
                         chaos_out.lock().unwrap_or_else(|e| e.into_inner()).insert(id, c.clone());
                     }
@@ -209,7 +220,7 @@ impl SimCluster {
                 }
             });
         }
-        SimCluster { nodes: spec.nodes, disks, caches, rafts, chaos }
+        SimCluster { nodes: spec.nodes, disks, caches, rafts, chaos, lives }
     }
 
     /// Crashes node `id` with a power loss (unsynced writes are lost).

@@ -32,6 +32,8 @@ pub struct Coverage {
     pub ops: u64,
     pub unknown_writes: u64,
     pub watch_events: u64,
+    /// Consistency checks in which a majority of voters held the checking node's state.
+    pub consistency_agreed: u64,
 }
 
 impl Coverage {
@@ -54,6 +56,7 @@ impl Coverage {
             ("client operations", self.ops),
             ("writes with unknown outcome", self.unknown_writes),
             ("watch events delivered", self.watch_events),
+            ("consistency checks agreed", self.consistency_agreed),
         ]
     }
 }

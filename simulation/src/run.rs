@@ -77,6 +77,8 @@ fn run_opts(opts: &SimOptions, mutation_sel: Option<Mutation>) -> RunReport {
             ..RaftTiming::default()
         },
         compaction_window: opts.compaction_window,
+        // As often as the leader compacts: every node checks each compaction point.
+        consistency_check_every: Some(opts.compaction_window),
         cache: CacheConfig { bookmark_every: Duration::from_secs(1), ..CacheConfig::default() },
         ..ClusterSpec::new(opts.nodes, opts.seed)
     };
@@ -154,6 +156,16 @@ fn run_opts(opts: &SimOptions, mutation_sel: Option<Mutation>) -> RunReport {
     coverage.resumes_elsewhere = sessions.iter().filter(|s| s.rv_from_node.is_some_and(|n| n != s.node)).count() as u64;
     coverage.watch_events =
         sessions.iter().flat_map(|s| &s.items).filter(|i| matches!(i, WatchItem::Event { .. })).count() as u64;
+
+    let lives = cluster.lives.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    coverage.consistency_agreed =
+        lives.iter().map(|(_, c)| c.integrity().agreed.load(std::sync::atomic::Ordering::Relaxed)).sum();
+    // C1: no node's consistency check found its state corrupt (none is corrupted here).
+    for (id, c) in &lives {
+        if let Some(why) = c.integrity().corrupt() {
+            violations.push(Violation::new("C1", format!("node {id} found its state corrupt: {why}")));
+        }
+    }
 
     let mut inconclusive = Vec::new();
     if sim_error.is_none() {

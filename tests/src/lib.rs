@@ -545,6 +545,49 @@ impl Cluster {
         }
     }
 
+    /// Stops node `id`, empties its data directory and starts it again with `--join` on
+    /// the same ports (the first half of rebuilding a node: `kuorum member add` and
+    /// `promote` make it a member again). Waits until it answers `/healthz`.
+    pub fn wipe_and_join(&mut self, id: u64) -> Result<()> {
+        self.kill(id);
+        let dir = self.node(id).data_dir.clone();
+        fs::remove_dir_all(&dir)?;
+        fs::create_dir_all(&dir)?;
+        self.node_mut(id).join = true;
+        self.spawn(id)?;
+        let deadline = Instant::now() + self.opts.wait;
+        let url = format!("{}/healthz", self.url(id));
+        loop {
+            self.check_alive()?;
+            if matches!(self.http.get(&url), Ok(r) if r.status == 200) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("node {id} never answered /healthz after it was wiped");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Starts a stopped node and waits for it to exit by itself (a node that refuses to
+    /// start); answers its exit status, or an error if it is still running after
+    /// `timeout` (it is then killed).
+    pub fn start_expecting_exit(&mut self, id: u64, timeout: Duration) -> Result<ExitStatus> {
+        self.kill(id);
+        self.spawn(id)?;
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            let n = self.node_mut(id);
+            if let Some(st) = n.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                n.child = None;
+                return Ok(st);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.kill(id);
+        bail!("node {id} was still running after {timeout:?}")
+    }
+
     /// Runs `kuorum <args>` (a CLI command, not a node) to completion; answers its stdout,
     /// or an error with its stderr.
     pub fn cli(&self, args: &[&str]) -> Result<String> {

@@ -56,6 +56,11 @@ pub struct ServeArgs {
     /// and watch resumes older than it get 410 Gone).
     #[arg(long, default_value_t = 300)]
     pub compaction_window_secs: u64,
+    /// How often, in seconds, this node hashes its state at the latest compaction point and
+    /// compares it with its peers' (etcd's corruption check); a node outvoted by an
+    /// agreeing majority stops serving. Each check scans the node's state once. 0: never.
+    #[arg(long, default_value_t = 300)]
+    pub consistency_check_secs: u64,
     /// Applied entries between two Raft snapshots (etcd's flag and default). A snapshot is
     /// a RocksDB checkpoint in the data directory; after it, the log it covers (less
     /// --snapshot-catchup-entries) is purged.
@@ -582,6 +587,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let cfg = NodeConfig {
         request_timeout: Duration::from_secs(args.request_timeout_secs),
         compaction_window: Duration::from_secs(args.compaction_window_secs),
+        consistency_check_every: (args.consistency_check_secs > 0)
+            .then(|| Duration::from_secs(args.consistency_check_secs)),
         max_requests_inflight: args.max_requests_inflight,
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
         priority_and_fairness: args.enable_priority_and_fairness,

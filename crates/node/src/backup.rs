@@ -2,7 +2,8 @@
 //! a linearizable read barrier (so it holds every write acknowledged before the request),
 //! for `kuorum snapshot save`. The body is the backup file
 //! ([`kuorum_raft::backup`]); `X-Kuorum-Snapshot-Index` and `X-Kuorum-Snapshot-Objects`
-//! say where it stands and how many objects it holds.
+//! say where it stands and how many objects it holds. A node whose state failed its
+//! consistency check refuses (503).
 
 use std::time::Duration;
 
@@ -25,6 +26,13 @@ pub fn router<O: ObjectEngine>(sm: StateMachine<O>, cluster: Cluster) -> Router 
 }
 
 async fn save<O: ObjectEngine>(State((sm, cluster)): State<(StateMachine<O>, Cluster)>) -> Response {
+    // A node outvoted by its peers' consistency check would back up its damage.
+    if let Some(why) = cluster.integrity().corrupt() {
+        let e = kuorum_api::status::ApiError::service_unavailable(format!(
+            "this node's state failed its consistency check; take the backup from another node: {why}"
+        ));
+        return RestError(e).into_response();
+    }
     match kuorum_raft::backup::save(&sm, &cluster, BARRIER_DEADLINE).await {
         Ok((file, info)) => {
             tracing::info!(index = info.index, objects = info.objects, bytes = info.bytes, "backup taken");

@@ -9,7 +9,8 @@
 //! empties and removes namespaces and CustomResourceDefinitions that are being deleted,
 //! proposes compaction of history older than the window, frees leaked pool values, keeps
 //! the `kubernetes` Service's endpoints, quotas' usage and aggregated roles, and releases
-//! claims and volumes no longer in use.
+//! claims and volumes no longer in use. Every node checks its state against its peers'
+//! at each compaction point.
 
 pub mod apiserver_endpoints;
 mod apiservice_availability;
@@ -18,6 +19,7 @@ mod backup;
 mod bootstrap;
 mod claim_repair;
 mod compaction;
+mod consistency_check;
 mod crd_controller;
 mod debug;
 mod flowschema_status;
@@ -59,6 +61,9 @@ pub struct NodeConfig {
     /// How much history (for exact reads, continue tokens and watch resumes) is kept:
     /// the leader compacts what is older than this.
     pub compaction_window: Duration,
+    /// How often this node checks its state against its peers' at the latest compaction
+    /// point (`None`: never).
+    pub consistency_check_every: Option<Duration>,
     pub cache: CacheConfig,
     /// Non-mutating requests served at once before 429 (0: no limit); watches do not count.
     pub max_requests_inflight: usize,
@@ -109,6 +114,7 @@ impl NodeConfig {
             timing: RaftTiming::default(),
             request_timeout: Duration::from_secs(60),
             compaction_window: Duration::from_secs(300),
+            consistency_check_every: Some(Duration::from_secs(300)),
             cache: CacheConfig::default(),
             max_requests_inflight: kuorum_rest::metrics::DEFAULT_MAX_READONLY_INFLIGHT,
             max_mutating_requests_inflight: kuorum_rest::metrics::DEFAULT_MAX_MUTATING_INFLIGHT,
@@ -324,6 +330,9 @@ where
     tasks.push(tokio::spawn(namespace_controller::run(cluster.clone(), seams.clock.clone())));
     tasks.push(tokio::spawn(crd_controller::run(cluster.clone(), seams.clock)));
     tasks.push(tokio::spawn(compaction::run(cluster.clone(), cfg.compaction_window)));
+    if let Some(every) = cfg.consistency_check_every {
+        tasks.push(tokio::spawn(consistency_check::run(cluster.clone(), every)));
+    }
     tasks.push(tokio::spawn(claim_repair::run(cluster.clone())));
     tasks.push(tokio::spawn(role_aggregation::run(cluster.clone())));
     tasks.push(tokio::spawn(storage_protection::run(cluster.clone())));

@@ -67,6 +67,14 @@ pub(crate) trait Replicator: Send + Sync + 'static {
     fn leader(&self) -> Option<u64>;
     fn status(&self) -> crate::status::RaftStatus;
     fn counters(&self) -> crate::status::RaftCounters;
+    /// The ids of the voters this node currently knows.
+    fn voters(&self) -> std::collections::BTreeSet<u64>;
+    /// Asks every other member for its state's hash at `rv` ([`crate::consistency`]).
+    fn ask_state_hashes(
+        &self,
+        rv: u64,
+        deadline: Duration,
+    ) -> futures::future::BoxFuture<'_, Vec<(u64, crate::consistency::HashAnswer)>>;
 }
 
 /// A cheap, cloneable handle to one node's replication and state.
@@ -74,6 +82,7 @@ pub(crate) trait Replicator: Send + Sync + 'static {
 pub struct Cluster {
     pub(crate) replicator: Arc<dyn Replicator>,
     pub(crate) reader: Arc<dyn LocalReader>,
+    pub(crate) integrity: Arc<crate::consistency::Integrity>,
 }
 
 impl Cluster {
@@ -95,6 +104,11 @@ impl Cluster {
     /// The last log index applied to this node's state.
     pub fn applied_index(&self) -> u64 {
         self.replicator.applied_index()
+    }
+
+    /// Whether this node's state passed its consistency checks ([`crate::consistency`]).
+    pub fn integrity(&self) -> &crate::consistency::Integrity {
+        &self.integrity
     }
 
     /// The current leader as this node knows it.

@@ -3,13 +3,14 @@
 //! peer RPC ([`network`] dials, [`service`] answers: raft, pipelined replication
 //! ([`append_stream`]), write forwarding ([`forward`]), read index; what a leader answers
 //! to both in [`reply`]),
-//! [`Cluster`], the handle the REST layer uses, and [`status`], what a node reports to
-//! operators.
+//! [`Cluster`], the handle the REST layer uses, [`status`], what a node reports to
+//! operators, and [`consistency`], the check of its state against its peers'.
 
 pub(crate) mod append_stream;
 pub mod backup;
 pub mod cluster;
 pub(crate) mod codec;
+pub mod consistency;
 pub(crate) mod forward;
 pub mod log_store;
 pub mod network;

@@ -230,8 +230,12 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
         read_rounds: Default::default(),
     };
     let spool_dir = object_engine.spool_dir();
-    let cluster = Cluster { replicator: Arc::new(replicator), reader: Arc::new(EngineReader(object_engine)) };
-    let peer_service = Some(PeerService::new(raft.clone(), spool_dir));
+    let cluster = Cluster {
+        replicator: Arc::new(replicator),
+        reader: Arc::new(EngineReader(object_engine)),
+        integrity: Arc::default(),
+    };
+    let peer_service = Some(PeerService::new(raft.clone(), spool_dir, cluster.clone()));
     Ok(StartedRaft { cluster, raft, state_machine, peer_service })
 }
 

@@ -22,6 +22,7 @@ use tokio::time::Instant;
 
 use crate::cluster::{ClusterError, Replicator};
 use crate::codec::{decode, encode};
+use crate::consistency::HashAnswer;
 use crate::forward::{ForwardPipes, NoReply};
 use crate::network::Channels;
 use crate::pb;
@@ -268,5 +269,43 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
 
     fn counters(&self) -> crate::status::RaftCounters {
         self.counters.clone()
+    }
+
+    fn voters(&self) -> std::collections::BTreeSet<u64> {
+        self.raft.metrics().borrow_watched().membership_config.membership().voter_ids().collect()
+    }
+
+    fn ask_state_hashes(&self, rv: u64, deadline: Duration) -> BoxFuture<'_, Vec<(NodeId, HashAnswer)>> {
+        Box::pin(async move {
+            let others: Vec<(NodeId, String)> = {
+                let m = self.raft.metrics();
+                let m = m.borrow_watched();
+                let membership = m.membership_config.membership();
+                membership.nodes().filter(|(id, _)| **id != self.id).map(|(id, n)| (*id, n.addr.clone())).collect()
+            };
+            let asks = others
+                .into_iter()
+                .map(|(id, addr)| async move { (id, self.ask_state_hash(&addr, rv, deadline).await) });
+            futures::future::join_all(asks).await
+        })
+    }
+}
+
+impl<E: ObjectEngine> RaftReplicator<E> {
+    /// One member's hash at `rv`; what went wrong in asking, as its failure.
+    async fn ask_state_hash(&self, addr: &str, rv: u64, deadline: Duration) -> HashAnswer {
+        let mut client = match self.channels.client(addr) {
+            Ok(c) => c,
+            Err(e) => return HashAnswer::Failed(e.to_string()),
+        };
+        let ask = client.state_hash(pb::RaftMessage { data: Bytes::from(encode(&rv)) });
+        match tokio::time::timeout(deadline, ask).await {
+            Err(_) => HashAnswer::Failed("no answer within the deadline".into()),
+            Ok(Err(s)) if s.code() == tonic::Code::Unimplemented => {
+                HashAnswer::Failed("the peer has no consistency check (an older version)".into())
+            }
+            Ok(Err(s)) => HashAnswer::Failed(s.to_string()),
+            Ok(Ok(resp)) => decode(&resp.into_inner().data).unwrap_or_else(|e| HashAnswer::Failed(e.to_string())),
+        }
     }
 }

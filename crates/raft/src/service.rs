@@ -1,6 +1,6 @@
 //! Peer RPC, server side: the tonic `Peer` service. Raft messages go straight to
 //! openraft (`AppendStream` through [`crate::append_stream`]); `Forward`, `ForwardStream` and `ReadIndex` are what followers ask of the
-//! leader.
+//! leader; `StateHash` is what any member asks of the others ([`crate::consistency`]).
 
 use std::path::PathBuf;
 
@@ -22,11 +22,13 @@ pub struct PeerService<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotD
     raft: Raft<SM>,
     /// Where snapshots from the leader are kept until installed (in memory if none).
     spool_dir: Option<PathBuf>,
+    /// This node's state, for the hashes peers ask for.
+    cluster: crate::Cluster,
 }
 
 impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> PeerService<SM> {
-    pub fn new(raft: Raft<SM>, spool_dir: Option<PathBuf>) -> Self {
-        Self { raft, spool_dir }
+    pub fn new(raft: Raft<SM>, spool_dir: Option<PathBuf>, cluster: crate::Cluster) -> Self {
+        Self { raft, spool_dir, cluster }
     }
 
     pub fn into_server(self) -> pb::peer_server::PeerServer<Self> {
@@ -98,5 +100,10 @@ impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_ser
 
     async fn read_index(&self, _req: Request<pb::ReadIndexRequest>) -> Result<Response<pb::RaftMessage>, Status> {
         reply(&read_index_local(&self.raft).await)
+    }
+
+    async fn state_hash(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
+        let rv: u64 = decode(&req.into_inner().data).map_err(bad)?;
+        reply(&crate::consistency::answer(&self.cluster, rv).await)
     }
 }

@@ -90,4 +90,7 @@ impl Peer for TestPeer {
     async fn transfer_leader(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
         unary(&None, req).await
     }
+    async fn state_hash(&self, _: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
+        Err(Status::unimplemented("not in this test"))
+    }
 }

@@ -184,6 +184,15 @@ struct NodeGauges {
     resident_bytes: Gauge,
     /// The storage engine's memory, by part.
     storage_memory: Family<MemoryPart, Gauge>,
+    state_corrupt: Gauge,
+    verified_rv: Gauge,
+    /// Consistency checks so far, by outcome.
+    consistency_checks: Family<CheckOutcome, Gauge>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CheckOutcome {
+    result: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -267,7 +276,7 @@ impl Metrics {
             chaos_injected.clone(),
         );
         let node = NodeGauges::default();
-        let gauges: [(&str, &str, &Gauge); 17] = [
+        let gauges: [(&str, &str, &Gauge); 19] = [
             ("kuorum_raft_term", "This node's current Raft term.", &node.term),
             ("kuorum_raft_is_leader", "1 if this node is the Raft leader.", &node.is_leader),
             ("kuorum_raft_has_leader", "1 if this node knows a Raft leader.", &node.has_leader),
@@ -293,6 +302,16 @@ impl Metrics {
             ),
             ("kuorum_watch_cache_events", "Events in the watch cache's window.", &node.cache_events),
             ("process_resident_memory_bytes", "Resident memory size in bytes.", &node.resident_bytes),
+            (
+                "kuorum_state_corrupt",
+                "1 if this node's state failed its consistency check against its peers' (it serves nothing until rebuilt).",
+                &node.state_corrupt,
+            ),
+            (
+                "kuorum_consistency_check_verified_resource_version",
+                "The newest compaction point at which a majority of voters held the same state as this node.",
+                &node.verified_rv,
+            ),
         ];
         for (name, help, gauge) in gauges {
             registry.register(name, help, gauge.clone());
@@ -301,6 +320,11 @@ impl Metrics {
             "kuorum_storage_memory_bytes",
             "Memory the storage engine holds beside the watch cache, by part (RocksDB: memtables, block_cache, table_readers).",
             node.storage_memory.clone(),
+        );
+        registry.register(
+            "kuorum_consistency_checks",
+            "Consistency checks of this node's state against its peers' since it started, by result (agreed, mismatched, inconclusive).",
+            node.consistency_checks.clone(),
         );
         Metrics {
             registry,
@@ -356,6 +380,16 @@ impl Metrics {
         set(&n.cache_events, size.events as u64);
         if let Some(rss) = resident_bytes() {
             set(&n.resident_bytes, rss);
+        }
+        let integrity = state.cluster.integrity();
+        set(&n.state_corrupt, u64::from(integrity.corrupt().is_some()));
+        set(&n.verified_rv, integrity.verified_rv.load(Ordering::Relaxed));
+        for (result, count) in [
+            ("agreed", &integrity.agreed),
+            ("mismatched", &integrity.mismatched),
+            ("inconclusive", &integrity.inconclusive),
+        ] {
+            set(&n.consistency_checks.get_or_create(&CheckOutcome { result }), count.load(Ordering::Relaxed));
         }
         for (part, bytes) in state.cluster.storage_memory() {
             set(&n.storage_memory.get_or_create(&MemoryPart { part }), bytes);

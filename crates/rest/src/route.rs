@@ -47,6 +47,13 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
         .remove::<RequestInfo>()
         .unwrap_or_else(|| RequestInfo::parse(parts.method.as_str(), parts.uri.path(), parts.uri.query()));
     let Some(path) = &info.resource else { return Err(ApiError::path_not_found()) };
+    // A node whose state differs from its peers' serves none of it (kuorum_raft::consistency).
+    if let Some(why) = st.cluster.integrity().corrupt() {
+        return Err(ApiError::service_unavailable(format!(
+            "this node's state failed its consistency check and it serves nothing until it is rebuilt \
+             (docs/operations.md, \"Rebuilding a node\"); ask another node: {why}"
+        )));
+    }
     // A group-version an extension API server serves (authorized already).
     if !kuorum_api::registry::serves_group_version(&path.group, &path.version) {
         if let Some(apiservice) = crate::aggregator::find(st, &path.group, &path.version) {

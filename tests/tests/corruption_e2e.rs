@@ -1,0 +1,133 @@
+//! Damaged disks on real processes: bytes flipped in a follower's Raft log segment and in
+//! its RocksDB table files. The node notices and refuses to serve (it will not start on a
+//! damaged log or object store), the other two keep serving and taking writes, and the
+//! node is rebuilt from the cluster (`kuorum member remove`, an empty data directory,
+//! `kuorum member add` and `promote`) with every acknowledged write on it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kuorum_e2e::{configmap, Cluster, ClusterOptions, Http};
+use serde_json::json;
+
+const CM_PATH: &str = "/api/v1/namespaces/default/configmaps";
+
+/// Files under `dir` (recursively) whose names end with `suffix`.
+fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_ending(&path, suffix));
+        } else if path.to_string_lossy().ends_with(suffix) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Flips one bit in each of `count` bytes around the middle of the file, as a failing
+/// disk would.
+fn flip_middle(path: &Path, count: usize) {
+    let mut bytes = fs::read(path).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + count] {
+        *b ^= 0x20;
+    }
+    fs::write(path, bytes).unwrap();
+}
+
+/// Creates `names` through `url`, each acknowledged (201).
+fn create_all(http: &Http, url: &str, names: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut acked = Vec::new();
+    for name in names {
+        let r = http.post(&format!("{url}{CM_PATH}"), &configmap("default", &name, json!({"k": name}))).unwrap();
+        assert_eq!(r.status, 201, "{name}: {}", r.text);
+        acked.push(name);
+    }
+    acked
+}
+
+/// Removes node `id` from the cluster, wipes it, adds it back and promotes it, and waits
+/// until it serves.
+fn rebuild(c: &mut Cluster, id: u64, healthy: &[u64]) {
+    let servers: Vec<String> = healthy.iter().map(|h| c.url(*h)).collect();
+    let servers = servers.join(",");
+    c.cli(&["member", "remove", &id.to_string(), "--server", &servers]).unwrap();
+    c.wipe_and_join(id).unwrap();
+    let peer = format!("127.0.0.1:{}", c.node(id).peer_port);
+    c.cli(&["member", "add", &id.to_string(), &peer, "--server", &servers]).unwrap();
+    c.cli(&["member", "promote", &id.to_string(), "--server", &servers]).unwrap();
+    c.wait_node_ready(id, Duration::from_secs(60)).unwrap();
+}
+
+/// Every name in `acked` reads back from node `id` with a consistent LIST.
+fn assert_all_on(c: &Cluster, id: u64, acked: &[String]) {
+    let have = c.http().list_names(&c.url(id), CM_PATH).unwrap();
+    let lost: Vec<&String> = acked.iter().filter(|n| !have.contains(*n)).collect();
+    assert!(lost.is_empty(), "node {id} lacks {} acknowledged writes: {lost:?}", lost.len());
+}
+
+fn log_of(c: &Cluster, id: u64) -> String {
+    fs::read_to_string(&c.node(id).log_path).unwrap_or_default()
+}
+
+#[test]
+fn damaged_log_and_object_files_stop_the_node_and_it_is_rebuilt_without_losing_a_write() {
+    let opts = ClusterOptions {
+        // Snapshots often, so the objects are in RocksDB's table files, not only in memory.
+        extra_args: vec!["--snapshot-count".into(), "50".into()],
+        ..ClusterOptions::default()
+    };
+    let Some(mut c) = Cluster::start_opts_or_skip(opts) else { return };
+    let leader = c.leader().unwrap();
+    let followers = c.followers().unwrap();
+    let http = Http::with_timeout(Duration::from_secs(10));
+    let mut acked = create_all(&http, &c.url(leader), (0..200).map(|i| format!("before-{i}")));
+
+    // 1. A flipped byte in the middle of a follower's log segment, while it is stopped.
+    let f = followers[0];
+    c.stop(f, Duration::from_secs(10));
+    let segments = files_ending(&c.node(f).data_dir.join("log"), ".log");
+    let segment = segments.iter().max_by_key(|p| fs::metadata(p).unwrap().len()).expect("a log segment");
+    flip_middle(segment, 1);
+    let status = c.start_expecting_exit(f, Duration::from_secs(30)).unwrap();
+    assert!(!status.success(), "a node with a damaged log must not start");
+    let log = log_of(&c, f);
+    assert!(log.contains("the log is corrupt"), "node {f} says why: {}", &log[log.len().saturating_sub(2000)..]);
+    let healthy: Vec<u64> = c.ids().into_iter().filter(|id| *id != f).collect();
+    // The other two are a quorum: writes go on.
+    acked.extend(create_all(&http, &c.url(healthy[0]), (0..50).map(|i| format!("log-damaged-{i}"))));
+    rebuild(&mut c, f, &healthy);
+    acked.extend(create_all(&http, &c.url(f), (0..20).map(|i| format!("after-log-{i}"))));
+    for id in c.ids() {
+        assert_all_on(&c, id, &acked);
+    }
+
+    // 2. Flipped bytes in the middle of the other follower's largest RocksDB table file.
+    let g = followers[1];
+    c.stop(g, Duration::from_secs(10));
+    let tables = files_ending(&c.node(g).data_dir.join("objects"), ".sst");
+    let table = tables.iter().max_by_key(|p| fs::metadata(p).unwrap().len()).expect("a RocksDB table file");
+    flip_middle(table, 8);
+    let status = c.start_expecting_exit(g, Duration::from_secs(30)).unwrap();
+    assert!(!status.success(), "a node with a damaged object store must not start");
+    let log = log_of(&c, g);
+    assert!(
+        log.to_lowercase().contains("corruption") || log.contains("checksum"),
+        "node {g} says why: {}",
+        &log[log.len().saturating_sub(2000)..]
+    );
+    let healthy: Vec<u64> = c.ids().into_iter().filter(|id| *id != g).collect();
+    acked.extend(create_all(&http, &c.url(healthy[0]), (0..50).map(|i| format!("table-damaged-{i}"))));
+    rebuild(&mut c, g, &healthy);
+    acked.extend(create_all(&http, &c.url(g), (0..20).map(|i| format!("after-table-{i}"))));
+    for id in c.ids() {
+        assert_all_on(&c, id, &acked);
+    }
+    let list = c.cli(&["member", "list", "--server", &c.url(leader), "-o", "json"]).unwrap();
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let voters = list["members"].as_array().unwrap().iter().filter(|m| m["role"] == "voter").count();
+    assert_eq!(voters, 3, "{list}");
+}
