@@ -73,6 +73,11 @@ fn log_of(c: &Cluster, id: u64) -> String {
     fs::read_to_string(&c.node(id).log_path).unwrap_or_default()
 }
 
+/// The last line of node `id`'s log that holds `needle` (printed as the test's evidence).
+fn line_with(c: &Cluster, id: u64, needle: &str) -> Option<String> {
+    log_of(c, id).lines().rev().find(|l| l.to_lowercase().contains(needle)).map(str::to_string)
+}
+
 #[test]
 fn damaged_log_and_object_files_stop_the_node_and_it_is_rebuilt_without_losing_a_write() {
     let opts = ClusterOptions {
@@ -96,6 +101,7 @@ fn damaged_log_and_object_files_stop_the_node_and_it_is_rebuilt_without_losing_a
     assert!(!status.success(), "a node with a damaged log must not start");
     let log = log_of(&c, f);
     assert!(log.contains("the log is corrupt"), "node {f} says why: {}", &log[log.len().saturating_sub(2000)..]);
+    eprintln!("node {f} refused to start ({status}): {}", line_with(&c, f, "corrupt").unwrap_or_default());
     let healthy: Vec<u64> = c.ids().into_iter().filter(|id| *id != f).collect();
     // The other two are a quorum: writes go on.
     acked.extend(create_all(&http, &c.url(healthy[0]), (0..50).map(|i| format!("log-damaged-{i}"))));
@@ -119,6 +125,7 @@ fn damaged_log_and_object_files_stop_the_node_and_it_is_rebuilt_without_losing_a
         "node {g} says why: {}",
         &log[log.len().saturating_sub(2000)..]
     );
+    eprintln!("node {g} refused to start ({status}): {}", line_with(&c, g, "corruption").unwrap_or_default());
     let healthy: Vec<u64> = c.ids().into_iter().filter(|id| *id != g).collect();
     acked.extend(create_all(&http, &c.url(healthy[0]), (0..50).map(|i| format!("table-damaged-{i}"))));
     rebuild(&mut c, g, &healthy);
@@ -130,4 +137,5 @@ fn damaged_log_and_object_files_stop_the_node_and_it_is_rebuilt_without_losing_a
     let list: serde_json::Value = serde_json::from_str(&list).unwrap();
     let voters = list["members"].as_array().unwrap().iter().filter(|m| m["role"] == "voter").count();
     assert_eq!(voters, 3, "{list}");
+    eprintln!("{} acknowledged writes, all on every node after both rebuilds", acked.len());
 }

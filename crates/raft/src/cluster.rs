@@ -69,6 +69,8 @@ pub(crate) trait Replicator: Send + Sync + 'static {
     fn counters(&self) -> crate::status::RaftCounters;
     /// The ids of the voters this node currently knows.
     fn voters(&self) -> std::collections::BTreeSet<u64>;
+    /// Whether this node is in the membership it knows (a voter or a learner).
+    fn is_member(&self) -> bool;
     /// Asks every other member for its state's hash at `rv` ([`crate::consistency`]).
     fn ask_state_hashes(
         &self,
@@ -109,6 +111,12 @@ impl Cluster {
     /// Whether this node's state passed its consistency checks ([`crate::consistency`]).
     pub fn integrity(&self) -> &crate::consistency::Integrity {
         &self.integrity
+    }
+
+    /// Whether this node is a member (voter or learner) of the membership it last applied:
+    /// false once it applied its own removal, and before a joining node is added.
+    pub fn is_member(&self) -> bool {
+        self.replicator.is_member()
     }
 
     /// The current leader as this node knows it.

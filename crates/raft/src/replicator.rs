@@ -275,6 +275,14 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
         self.raft.metrics().borrow_watched().membership_config.membership().voter_ids().collect()
     }
 
+    fn is_member(&self) -> bool {
+        // The server metrics change with the leader, the state and the membership only,
+        // not with every append and apply: a cheap read on every request.
+        let m = self.raft.server_metrics();
+        let m = m.borrow_watched();
+        m.membership_config.membership().get_node(&self.id).is_some()
+    }
+
     fn ask_state_hashes(&self, rv: u64, deadline: Duration) -> BoxFuture<'_, Vec<(NodeId, HashAnswer)>> {
         Box::pin(async move {
             let others: Vec<(NodeId, String)> = {

@@ -58,7 +58,8 @@ pub(crate) async fn healthy() -> Response {
 /// How long `/readyz` waits for this node to apply what the leader has committed.
 const READY_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// `GET /readyz`: ready unless this node found its state corrupt, once a leader is known, this node has caught up with it (a
+/// `GET /readyz`: ready unless this node found its state corrupt or is not a member of
+/// the cluster, once a leader is known, this node has caught up with it (a
 /// linearizable read barrier completes within a second: the leader's commit index is
 /// applied here), and it has applied the namespaces every cluster starts with (so a
 /// create in `default` cannot meet "not found").
@@ -68,6 +69,13 @@ pub(crate) async fn ready(
     let text = |code, body: String| (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response();
     if let Some(why) = st.cluster.integrity().corrupt() {
         return text(StatusCode::INTERNAL_SERVER_ERROR, format!("[-]consistency: {why}\nreadyz check failed\n"));
+    }
+    if !st.cluster.is_member() {
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "[-]member: this node is not a member of the cluster (removed, or not added yet)\nreadyz check failed\n"
+                .into(),
+        );
     }
     if st.cluster.leader().is_none() {
         return text(StatusCode::INTERNAL_SERVER_ERROR, "[-]leader: no leader known\nreadyz check failed\n".into());

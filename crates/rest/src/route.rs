@@ -47,6 +47,13 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
         .remove::<RequestInfo>()
         .unwrap_or_else(|| RequestInfo::parse(parts.method.as_str(), parts.uri.path(), parts.uri.query()));
     let Some(path) = &info.resource else { return Err(ApiError::path_not_found()) };
+    // A node removed from the cluster (or not yet added) holds a state that no longer
+    // follows the log: it serves none of it, stale or not.
+    if !st.cluster.is_member() {
+        return Err(ApiError::service_unavailable(
+            "this node is not a member of the cluster (it was removed, or has not been added yet): ask another node",
+        ));
+    }
     // A node whose state differs from its peers' serves none of it (kuorum_raft::consistency).
     if let Some(why) = st.cluster.integrity().corrupt() {
         return Err(ApiError::service_unavailable(format!(
