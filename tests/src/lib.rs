@@ -531,15 +531,22 @@ impl Cluster {
         });
         self.peers_arg = format!("{},{id}=127.0.0.1:{}", self.peers_arg, ports[1]);
         self.spawn(id)?;
+        self.wait_healthz(id)?;
+        Ok(id)
+    }
+
+    /// Waits until node `id` answers `/healthz` (it serves HTTP; a joining node is not
+    /// ready until it is added).
+    fn wait_healthz(&mut self, id: u64) -> Result<()> {
         let deadline = Instant::now() + self.opts.wait;
         let url = format!("{}/healthz", self.url(id));
         loop {
             self.check_alive()?;
             if matches!(self.http.get(&url), Ok(r) if r.status == 200) {
-                return Ok(id);
+                return Ok(());
             }
             if Instant::now() > deadline {
-                bail!("joining node {id} never answered /healthz");
+                bail!("node {id} never answered /healthz");
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -555,18 +562,7 @@ impl Cluster {
         fs::create_dir_all(&dir)?;
         self.node_mut(id).join = true;
         self.spawn(id)?;
-        let deadline = Instant::now() + self.opts.wait;
-        let url = format!("{}/healthz", self.url(id));
-        loop {
-            self.check_alive()?;
-            if matches!(self.http.get(&url), Ok(r) if r.status == 200) {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                bail!("node {id} never answered /healthz after it was wiped");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        self.wait_healthz(id)
     }
 
     /// Starts a stopped node and waits for it to exit by itself (a node that refuses to

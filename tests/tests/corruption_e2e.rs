@@ -78,6 +78,32 @@ fn line_with(c: &Cluster, id: u64, needle: &str) -> Option<String> {
     log_of(c, id).lines().rev().find(|l| l.to_lowercase().contains(needle)).map(str::to_string)
 }
 
+/// Stops follower `id`, flips `bytes` bytes in the middle of its largest file under
+/// `dir` (relative to its data directory) ending with `suffix`, and checks that it then
+/// refuses to start with a log line holding `says`. Meanwhile the others take 50 writes
+/// (`prefix`-0..); then `id` is rebuilt and takes 20 (`prefix`-after-0..). Answers the
+/// names acknowledged.
+fn damage_refuse_rebuild(c: &mut Cluster, id: u64, dir: &str, suffix: &str, bytes: usize, says: &str) -> Vec<String> {
+    let http = Http::with_timeout(Duration::from_secs(10));
+    c.stop(id, Duration::from_secs(10));
+    let files = files_ending(&c.node(id).data_dir.join(dir), suffix);
+    let file = files.iter().max_by_key(|p| fs::metadata(p).unwrap().len()).expect("a file to damage");
+    flip_middle(file, bytes);
+    let status = c.start_expecting_exit(id, Duration::from_secs(30)).unwrap();
+    assert!(!status.success(), "node {id} must not start on a damaged {dir}");
+    let Some(said) = line_with(c, id, says) else {
+        let log = log_of(c, id);
+        panic!("node {id} does not say why: {}", &log[log.len().saturating_sub(2000)..]);
+    };
+    eprintln!("node {id} refused to start ({status}): {said}");
+    let healthy: Vec<u64> = c.ids().into_iter().filter(|n| *n != id).collect();
+    // The other two are a quorum: writes go on.
+    let mut acked = create_all(&http, &c.url(healthy[0]), (0..50).map(|i| format!("{dir}-damaged-{i}")));
+    rebuild(c, id, &healthy);
+    acked.extend(create_all(&http, &c.url(id), (0..20).map(|i| format!("{dir}-after-{i}"))));
+    acked
+}
+
 #[test]
 fn damaged_log_and_object_files_stop_the_node_and_it_is_rebuilt_without_losing_a_write() {
     let opts = ClusterOptions {
@@ -91,45 +117,13 @@ fn damaged_log_and_object_files_stop_the_node_and_it_is_rebuilt_without_losing_a
     let http = Http::with_timeout(Duration::from_secs(10));
     let mut acked = create_all(&http, &c.url(leader), (0..200).map(|i| format!("before-{i}")));
 
-    // 1. A flipped byte in the middle of a follower's log segment, while it is stopped.
-    let f = followers[0];
-    c.stop(f, Duration::from_secs(10));
-    let segments = files_ending(&c.node(f).data_dir.join("log"), ".log");
-    let segment = segments.iter().max_by_key(|p| fs::metadata(p).unwrap().len()).expect("a log segment");
-    flip_middle(segment, 1);
-    let status = c.start_expecting_exit(f, Duration::from_secs(30)).unwrap();
-    assert!(!status.success(), "a node with a damaged log must not start");
-    let log = log_of(&c, f);
-    assert!(log.contains("the log is corrupt"), "node {f} says why: {}", &log[log.len().saturating_sub(2000)..]);
-    eprintln!("node {f} refused to start ({status}): {}", line_with(&c, f, "corrupt").unwrap_or_default());
-    let healthy: Vec<u64> = c.ids().into_iter().filter(|id| *id != f).collect();
-    // The other two are a quorum: writes go on.
-    acked.extend(create_all(&http, &c.url(healthy[0]), (0..50).map(|i| format!("log-damaged-{i}"))));
-    rebuild(&mut c, f, &healthy);
-    acked.extend(create_all(&http, &c.url(f), (0..20).map(|i| format!("after-log-{i}"))));
+    // 1. One flipped byte in the middle of a follower's log segment, while it is stopped.
+    acked.extend(damage_refuse_rebuild(&mut c, followers[0], "log", ".log", 1, "the log is corrupt"));
     for id in c.ids() {
         assert_all_on(&c, id, &acked);
     }
-
     // 2. Flipped bytes in the middle of the other follower's largest RocksDB table file.
-    let g = followers[1];
-    c.stop(g, Duration::from_secs(10));
-    let tables = files_ending(&c.node(g).data_dir.join("objects"), ".sst");
-    let table = tables.iter().max_by_key(|p| fs::metadata(p).unwrap().len()).expect("a RocksDB table file");
-    flip_middle(table, 8);
-    let status = c.start_expecting_exit(g, Duration::from_secs(30)).unwrap();
-    assert!(!status.success(), "a node with a damaged object store must not start");
-    let log = log_of(&c, g);
-    assert!(
-        log.to_lowercase().contains("corruption") || log.contains("checksum"),
-        "node {g} says why: {}",
-        &log[log.len().saturating_sub(2000)..]
-    );
-    eprintln!("node {g} refused to start ({status}): {}", line_with(&c, g, "corruption").unwrap_or_default());
-    let healthy: Vec<u64> = c.ids().into_iter().filter(|id| *id != g).collect();
-    acked.extend(create_all(&http, &c.url(healthy[0]), (0..50).map(|i| format!("table-damaged-{i}"))));
-    rebuild(&mut c, g, &healthy);
-    acked.extend(create_all(&http, &c.url(g), (0..20).map(|i| format!("after-table-{i}"))));
+    acked.extend(damage_refuse_rebuild(&mut c, followers[1], "objects", ".sst", 8, "corruption"));
     for id in c.ids() {
         assert_all_on(&c, id, &acked);
     }
