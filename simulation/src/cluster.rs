@@ -4,7 +4,7 @@
 //! had synced, and the checkers keep what every life of every node applied.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -83,6 +83,9 @@ pub struct SimNodeDisks {
     pub log: SlowLog,
     pub objects: MemoryObjectEngine,
     pub tap: NodeTap,
+    /// The node starts in join mode (`kuorum serve --join`): set once its disks were
+    /// wiped, so it waits to be added instead of bootstrapping a cluster of its own.
+    pub joins: Arc<AtomicBool>,
 }
 
 impl SimNodeDisks {
@@ -90,6 +93,15 @@ impl SimNodeDisks {
     pub fn crash(&self) {
         self.log.inner.crash();
         self.objects.crash();
+    }
+
+    /// New, empty disks (a replacement node's data directory); the node joins from now on.
+    /// The tap keeps what earlier lives applied (the ground truth) but counts applies afresh.
+    pub fn wipe(&self) {
+        self.log.inner.wipe();
+        self.objects.wipe();
+        self.tap.wiped();
+        self.joins.store(true, Ordering::Relaxed);
     }
 }
 
@@ -194,6 +206,7 @@ impl SimCluster {
                         cache: spec.cache.clone(),
                         chaos: spec.chaos,
                         consistency_check_every: spec.consistency_check_every,
+                        join: d.joins.load(Ordering::Relaxed),
                         ..NodeConfig::new(id, members)
                     };
                     let seams = NodeSeams {
@@ -235,5 +248,13 @@ impl SimCluster {
     /// Restarts a crashed node from its disk.
     pub fn restart(&self, sim: &mut turmoil::Sim<'_>, id: u64) {
         sim.bounce(host_name(id));
+    }
+
+    /// Replaces node `id`'s data directory: stops it, wipes its disks and starts it in
+    /// join mode, waiting to be added. Only for a node whose removal has committed.
+    pub fn wipe_and_rejoin(&self, sim: &mut turmoil::Sim<'_>, id: u64) {
+        self.crash(sim, id);
+        self.disks[&id].wipe();
+        self.restart(sim, id);
     }
 }

@@ -34,6 +34,7 @@ pub struct Coverage {
     pub watch_events: u64,
     /// Consistency checks in which a majority of voters held the checking node's state.
     pub consistency_agreed: u64,
+    pub members: crate::membership::MemberCounts,
 }
 
 impl Coverage {
@@ -57,6 +58,10 @@ impl Coverage {
             ("writes with unknown outcome", self.unknown_writes),
             ("watch events delivered", self.watch_events),
             ("consistency checks agreed", self.consistency_agreed),
+            ("members removed (committed)", self.members.removed),
+            ("nodes wiped and joined", self.members.wiped),
+            ("learners added (caught up)", self.members.added),
+            ("learners promoted", self.members.promoted),
         ]
     }
 }
@@ -233,6 +238,13 @@ impl Faults {
             Undo::Latency(a, b) => sim.set_link_latency(a, b, self.opts.min_latency),
             Undo::Disk(id) => cluster.disks[&id].log.sync_delay_ms.store(0, Ordering::Relaxed),
         }
+    }
+
+    /// Replaces node `id`'s data directory (asked by the membership operator once its
+    /// removal committed): a restart pending from a crash is dropped, the node starts now.
+    pub fn wipe(&mut self, sim: &mut turmoil::Sim<'_>, cluster: &SimCluster, id: u64) {
+        self.down.remove(&id);
+        cluster.wipe_and_rejoin(sim, id);
     }
 
     /// Ends the safety phase: undoes every fault now.

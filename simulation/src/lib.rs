@@ -9,6 +9,7 @@
 //! - [`history`], [`traffic`]: controller-like clients and what they saw.
 //! - [`replay`]: what the nodes applied, merged: the ground truth.
 //! - [`faults`]: the fault schedule and the coverage counters.
+//! - [`membership`]: an operator removing, replacing and adding members meanwhile.
 //! - [`check`]: one file per property (K1-K4, W1-W12, R1-R2).
 //! - [`run`]: one seed from start to verdict; the `kuorum-sim` binary runs many.
 
@@ -18,6 +19,7 @@ pub mod cluster;
 pub mod entropy;
 pub mod faults;
 pub mod history;
+pub mod membership;
 pub mod net;
 pub mod options;
 pub mod replay;

@@ -33,7 +33,7 @@ struct Args {
     #[arg(long, hide = true)]
     child: bool,
     /// Select a deliberate bug (stale-read, drop-event, skip-precondition,
-    /// ack-before-fsync, early-bookmark); stops at the first seed that catches it.
+    /// ack-before-fsync, early-bookmark, removed-node-serves); stops at the first seed that catches it.
     #[arg(long)]
     mutation: Option<String>,
     /// Print every seed's options, not only failing ones.

@@ -48,6 +48,8 @@ pub struct FaultKinds {
     pub loss: bool,
     pub delay: bool,
     pub slow_disk: bool,
+    /// Members removed, wiped and added back ([`crate::membership`]).
+    pub membership: bool,
 }
 
 impl FaultKinds {
@@ -60,6 +62,7 @@ impl FaultKinds {
             (self.loss, "loss"),
             (self.delay, "delay"),
             (self.slow_disk, "slow-disk"),
+            (self.membership, "membership"),
         ];
         all.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect()
     }
@@ -85,12 +88,13 @@ impl SimOptions {
             loss: pick(4) == 0,
             delay: pick(2) == 0,
             slow_disk: pick(3) == 0,
+            membership: false,
         };
         if faults.names().is_empty() {
             faults.crashes = true;
         }
         let snapshot_every = [40, 100, 400][pick(3) as usize];
-        SimOptions {
+        let mut opts = SimOptions {
             seed,
             nodes,
             min_latency,
@@ -105,7 +109,11 @@ impl SimOptions {
             compaction_window: Duration::from_secs(3 + pick(8)),
             snapshot_every,
             logs_to_keep: snapshot_every / 4,
-        }
+        };
+        // Drawn last, so every other option of a seed is what it was before membership
+        // changes were added.
+        opts.faults.membership = pick(2) == 0;
+        opts
     }
 
     /// The command that replays this run exactly.

@@ -65,6 +65,12 @@ impl NodeTap {
         self.lock().resets
     }
 
+    /// The node's disks were wiped: what it applied starts again from nothing (what it
+    /// applied before stays in the record).
+    pub fn wiped(&self) {
+        self.lock().applied = 0;
+    }
+
     /// Also keep every change whole (see [`NodeTap::objects`]).
     pub fn keep_objects(&self) {
         let mut g = self.lock();

@@ -114,6 +114,22 @@ fn run_opts(opts: &SimOptions, mutation_sel: Option<Mutation>) -> RunReport {
         Ok(())
     });
 
+    let member_ops = crate::membership::MemberOps::default();
+    if opts.faults.membership {
+        let plan = crate::membership::OperatorPlan {
+            nodes: opts.nodes,
+            seed: opts.seed,
+            fault_phase: opts.fault_phase,
+            give_up_at: opts.fault_phase + opts.heal_phase / 2,
+        };
+        let ops = member_ops.clone();
+        sim.client("operator", async move {
+            wait_ready(plan.nodes).await;
+            ops.operate(plan, Arc::new(TurmoilDial)).await;
+            Ok(())
+        });
+    }
+
     let mut faults = Faults::new(opts);
     let mut leaders: BTreeMap<String, u64> = BTreeMap::new();
     let mut violations = Vec::new();
@@ -133,6 +149,10 @@ fn run_opts(opts: &SimOptions, mutation_sel: Option<Mutation>) -> RunReport {
             healed = true;
         }
         faults.tick(&mut sim, &cluster, leader, now);
+        for id in member_ops.take_wipes() {
+            faults.wipe(&mut sim, &cluster, id);
+            member_ops.wiped(id);
+        }
         match sim.step() {
             Ok(true) => break None,
             Ok(false) => {}
@@ -147,8 +167,12 @@ fn run_opts(opts: &SimOptions, mutation_sel: Option<Mutation>) -> RunReport {
 
     let mut coverage = faults.coverage.clone();
     coverage.compactions = replay.compactions.len() as u64;
-    coverage.snapshot_installs =
-        taps.values().map(|t| t.resets()).sum::<u64>().saturating_sub(opts.nodes + coverage.restarts);
+    coverage.members = member_ops.counts();
+    coverage.snapshot_installs = taps
+        .values()
+        .map(|t| t.resets())
+        .sum::<u64>()
+        .saturating_sub(opts.nodes + coverage.restarts + coverage.members.wiped);
     coverage.ops = ops.len() as u64;
     coverage.unknown_writes = ops.iter().filter(|o| o.kind.is_write() && o.outcome == Outcome::Unknown).count() as u64;
     coverage.gone_410 = ops.iter().filter(|o| o.outcome == Outcome::Gone).count() as u64

@@ -21,15 +21,19 @@ pub enum Mutation {
     AckBeforeFsync,
     /// A bookmark carries an RV ahead of the events delivered before it.
     EarlyBookmark,
+    /// A node the leader says is not a member (it was removed) reads its own state as
+    /// current instead of refusing.
+    RemovedNodeServes,
 }
 
 impl Mutation {
-    pub const ALL: [Mutation; 5] = [
+    pub const ALL: [Mutation; 6] = [
         Mutation::StaleRead,
         Mutation::DropEvent,
         Mutation::SkipPrecondition,
         Mutation::AckBeforeFsync,
         Mutation::EarlyBookmark,
+        Mutation::RemovedNodeServes,
     ];
 
     pub fn name(self) -> &'static str {
@@ -39,6 +43,7 @@ impl Mutation {
             Mutation::SkipPrecondition => "skip-precondition",
             Mutation::AckBeforeFsync => "ack-before-fsync",
             Mutation::EarlyBookmark => "early-bookmark",
+            Mutation::RemovedNodeServes => "removed-node-serves",
         }
     }
 

@@ -25,6 +25,7 @@ mod debug;
 mod flowschema_status;
 pub mod http_server;
 mod members;
+mod membership_probe;
 mod namespace_controller;
 mod policy_status;
 mod quota_controller;
@@ -330,6 +331,7 @@ where
     tasks.push(tokio::spawn(namespace_controller::run(cluster.clone(), seams.clock.clone())));
     tasks.push(tokio::spawn(crd_controller::run(cluster.clone(), seams.clock)));
     tasks.push(tokio::spawn(compaction::run(cluster.clone(), cfg.compaction_window)));
+    tasks.push(tokio::spawn(membership_probe::run(cluster.clone())));
     if let Some(every) = cfg.consistency_check_every {
         tasks.push(tokio::spawn(consistency_check::run(cluster.clone(), every)));
     }

@@ -135,11 +135,30 @@ async fn add<O: ObjectEngine>(State(raft): State<Raft<StateMachine<O>>>, body: a
             )));
         }
     }
-    // Blocking: answers once the learner's log has caught up with the leader's.
-    match raft.add_learner(req.id, BasicNode { addr: req.peer_address }, true).await {
-        Ok(_) => (StatusCode::CREATED, Json(members(&raft))).into_response(),
+    // openraft's blocking add answers once the learner is within its replication lag
+    // threshold (5,000 entries by default), which a wiped node is at once: wait instead
+    // until the learner holds the entry that added it.
+    match raft.add_learner(req.id, BasicNode { addr: req.peer_address }, false).await {
+        Ok(resp) => {
+            let added_at = resp.log_id.index;
+            let _ = raft
+                .wait(None)
+                .metrics(|m| learner_caught_up(m, req.id, added_at), "the learner caught up with its addition")
+                .await;
+            (StatusCode::CREATED, Json(members(&raft))).into_response()
+        }
         Err(e) => change_failed(e),
     }
+}
+
+/// Whether learner `id` has the log up to `index`, or the wait is moot: this node no
+/// longer leads (the new leader carries on), or the learner was removed meanwhile.
+fn learner_caught_up(m: &openraft::RaftMetrics<kuorum_raft::types::TypeConfig>, id: u64, index: u64) -> bool {
+    let Some(replication) = &m.replication else { return true };
+    if m.membership_config.membership().get_node(&id).is_none() {
+        return true;
+    }
+    replication.get(&id).and_then(|l| l.as_ref()).is_some_and(|l| l.index >= index)
 }
 
 async fn promote<O: ObjectEngine>(State(raft): State<Raft<StateMachine<O>>>, Path(id): Path<u64>) -> Response {

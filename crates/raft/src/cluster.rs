@@ -28,6 +28,10 @@ pub enum ClusterError {
     Shutdown,
     #[error("{0}")]
     Fatal(String),
+    /// This node is not a member of the cluster (it was removed, or has not been added
+    /// yet): its state no longer follows the log.
+    #[error("this node is not a member of the cluster (it was removed, or has not been added yet): ask another node")]
+    NotMember,
 }
 
 /// Reads of the local applied state (object-safe, so the handle is not generic).

@@ -10,6 +10,7 @@
 //! unknown). (Updates without a precondition are idempotent at apply: re-applying
 //! identical content changes nothing.)
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,6 +48,16 @@ pub(crate) struct RaftReplicator<E: ObjectEngine> {
     pub(crate) counters: crate::status::RaftCounters,
     /// Read indexes are asked once per round for every read waiting.
     pub(crate) read_rounds: Arc<ReadRounds>,
+    /// The membership in which the leader said this node is not a member
+    /// ([`membership_epoch`]; 0: never). A follower removed while it was cut off never
+    /// applies its removal: the leader's word keeps it from serving until its membership
+    /// changes (it is added again).
+    pub(crate) told_not_member: Arc<AtomicU64>,
+}
+
+/// A number for the membership `m` names, distinct from 0 and from every other one.
+fn membership_epoch(m: &crate::types::StoredMembership) -> u64 {
+    m.log_id().map_or(1, |l| l.index + 2)
 }
 
 enum Attempt<T> {
@@ -168,34 +179,72 @@ impl<E: ObjectEngine> RaftReplicator<E> {
     /// A read index from the leader: on the leader at once, on a follower in the next
     /// round (see [`ReadRounds`]).
     async fn read_index_once(&self, remaining: Duration) -> Option<u64> {
-        if self.current_leader()? == self.id {
-            return match tokio::time::timeout(remaining, read_index_local(&self.raft)).await.ok()? {
-                ReadIndexReply::Index(i) => Some(i),
-                ReadIndexReply::NotLeader { .. } | ReadIndexReply::Failed(_) => None,
-            };
+        if self.current_leader() == Some(self.id) {
+            let reply = tokio::time::timeout(remaining, read_index_local(&self.raft, self.id)).await.ok()?;
+            return answered_index(reply, &self.raft, &self.told_not_member);
         }
-        let (id, raft, channels) = (self.id, self.raft.clone(), self.channels.clone());
-        self.read_rounds.read_index(remaining, move || ask_read_index(id, raft.clone(), channels.clone())).await
+        let (id, raft, channels, told) =
+            (self.id, self.raft.clone(), self.channels.clone(), self.told_not_member.clone());
+        self.read_rounds
+            .read_index(remaining, move || ask_read_index(id, raft.clone(), channels.clone(), told.clone()))
+            .await
     }
 }
 
 /// One round: asks the leader (itself, or over the peer RPC) for a read index.
-async fn ask_read_index<E: ObjectEngine>(id: NodeId, raft: Raft<StateMachine<E>>, channels: Channels) -> Option<u64> {
-    let (leader, addr) = {
+async fn ask_read_index<E: ObjectEngine>(
+    id: NodeId,
+    raft: Raft<StateMachine<E>>,
+    channels: Channels,
+    told_not_member: Arc<AtomicU64>,
+) -> Option<u64> {
+    let (leader, peer) = {
         let m = raft.metrics();
         let m = m.borrow_watched();
-        let leader = m.current_leader?;
-        (leader, m.membership_config.membership().get_node(&leader).map(|n| n.addr.clone()))
+        // A node that knows no leader asks another member, whose "not the leader" names
+        // the one it knows: how a follower removed while it was not looking (it stopped
+        // hearing from the leader and campaigns, alone) learns that it was removed.
+        // Which one turns with the term: a candidate's term grows with every election.
+        let others: Vec<NodeId> = m.membership_config.membership().voter_ids().filter(|v| *v != id).collect();
+        let peer = (!others.is_empty()).then(|| others[m.current_term as usize % others.len()]);
+        (m.current_leader, peer)
     };
-    let reply = if leader == id {
-        read_index_local(&raft).await
-    } else {
-        let mut client = channels.client(&addr?).ok()?;
-        let resp = client.read_index(pb::ReadIndexRequest {}).await.ok()?;
-        decode::<ReadIndexReply>(&resp.into_inner().data).ok()?
-    };
+    let mut target = leader.or(peer)?;
+    for _ in 0..2 {
+        let reply = if target == id {
+            read_index_local(&raft, id).await
+        } else {
+            let addr = raft.metrics().borrow_watched().membership_config.membership().get_node(&target)?.addr.clone();
+            let mut client = channels.client(&addr).ok()?;
+            let resp = client.read_index(pb::ReadIndexRequest { requester: id }).await.ok()?;
+            decode::<ReadIndexReply>(&resp.into_inner().data).ok()?
+        };
+        match reply {
+            ReadIndexReply::NotLeader { leader: Some(hint) } if leader.is_none() && hint != target => target = hint,
+            reply => return answered_index(reply, &raft, &told_not_member),
+        }
+    }
+    None
+}
+
+/// The read index in a leader's reply; a "not a member" is remembered against this
+/// node's current membership (see [`RaftReplicator::told_not_member`]).
+fn answered_index<E: ObjectEngine>(
+    reply: ReadIndexReply,
+    raft: &Raft<StateMachine<E>>,
+    told_not_member: &AtomicU64,
+) -> Option<u64> {
     match reply {
         ReadIndexReply::Index(i) => Some(i),
+        // Planted bug: the removed node reads its own stale state as if it were current.
+        ReadIndexReply::NotMember if kuorum_mutation::active(kuorum_mutation::Mutation::RemovedNodeServes) => {
+            Some(raft.metrics().borrow_watched().last_applied.map_or(0, |l| l.index))
+        }
+        ReadIndexReply::NotMember => {
+            let epoch = membership_epoch(&raft.server_metrics().borrow_watched().membership_config);
+            told_not_member.store(epoch, Ordering::Relaxed);
+            None
+        }
         ReadIndexReply::NotLeader { .. } | ReadIndexReply::Failed(_) => None,
     }
 }
@@ -212,6 +261,9 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
             let since = self.applied_index();
             let mut uncertain = false;
             loop {
+                if !uncertain && !self.is_member() {
+                    return Err(ClusterError::NotMember);
+                }
                 let now = Instant::now();
                 if now >= deadline {
                     return Err(if uncertain || self.current_leader().is_some() {
@@ -238,6 +290,9 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
         Box::pin(async move {
             let deadline = Instant::now() + deadline;
             loop {
+                if !self.is_member() {
+                    return Err(ClusterError::NotMember);
+                }
                 let now = Instant::now();
                 if now >= deadline {
                     return Err(if self.current_leader().is_some() {
@@ -281,6 +336,7 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
         let m = self.raft.server_metrics();
         let m = m.borrow_watched();
         m.membership_config.membership().get_node(&self.id).is_some()
+            && self.told_not_member.load(Ordering::Relaxed) != membership_epoch(&m.membership_config)
     }
 
     fn ask_state_hashes(&self, rv: u64, deadline: Duration) -> BoxFuture<'_, Vec<(NodeId, HashAnswer)>> {

@@ -39,6 +39,9 @@ pub enum ReadIndexReply {
         leader: Option<NodeId>,
     },
     Failed(String),
+    /// The asking node is not in the leader's membership: it was removed (and may not
+    /// have applied its removal), so it must serve nothing.
+    NotMember,
 }
 
 /// The leader's side of a stream: its replies.
@@ -64,9 +67,15 @@ pub(crate) fn refused_reply(e: &ClientWriteError<TypeConfig>) -> ForwardReply {
     }
 }
 
-/// The leader's read index for a linearizable read.
-pub(crate) async fn read_index_local<SM: RaftStateMachine<TypeConfig>>(raft: &Raft<SM>) -> ReadIndexReply {
+/// The leader's read index for a linearizable read, asked by node `requester` (0: not told).
+pub(crate) async fn read_index_local<SM: RaftStateMachine<TypeConfig>>(
+    raft: &Raft<SM>,
+    requester: NodeId,
+) -> ReadIndexReply {
     match raft.get_read_linearizer(ReadPolicy::ReadIndex).await {
+        // Asked after leadership is confirmed: the leader's membership then holds every
+        // committed change, so a node it does not list has been removed (or was never added).
+        Ok(_) if requester != 0 && !is_member_of(raft, requester) => ReadIndexReply::NotMember,
         Ok(lin) => ReadIndexReply::Index(lin.read_log_id().index()),
         Err(e) => match e.api_error() {
             Some(openraft::errors::LinearizableReadError::ForwardToLeader(f)) => {
@@ -75,4 +84,10 @@ pub(crate) async fn read_index_local<SM: RaftStateMachine<TypeConfig>>(raft: &Ra
             _ => ReadIndexReply::Failed(e.to_string()),
         },
     }
+}
+
+/// Whether `id` is a voter or learner of the latest membership `raft` knows.
+fn is_member_of<SM: RaftStateMachine<TypeConfig>>(raft: &Raft<SM>, id: NodeId) -> bool {
+    use openraft::async_runtime::WatchReceiver;
+    raft.server_metrics().borrow_watched().membership_config.membership().get_node(&id).is_some()
 }

@@ -98,8 +98,8 @@ impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_ser
         reply(&self.raft.handle_transfer_leader(rpc).await.map_err(|e| e.to_string()))
     }
 
-    async fn read_index(&self, _req: Request<pb::ReadIndexRequest>) -> Result<Response<pb::RaftMessage>, Status> {
-        reply(&read_index_local(&self.raft).await)
+    async fn read_index(&self, req: Request<pb::ReadIndexRequest>) -> Result<Response<pb::RaftMessage>, Status> {
+        reply(&read_index_local(&self.raft, req.into_inner().requester).await)
     }
 
     async fn state_hash(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {

@@ -39,7 +39,9 @@ pub fn cluster_error(e: ClusterError) -> ApiError {
         ClusterError::Timeout => {
             ApiError::timeout("request did not complete within requested timeout - context deadline exceeded", 0)
         }
-        ClusterError::NoLeader | ClusterError::Shutdown => ApiError::service_unavailable(e.to_string()),
+        ClusterError::NoLeader | ClusterError::Shutdown | ClusterError::NotMember => {
+            ApiError::service_unavailable(e.to_string())
+        }
         ClusterError::Fatal(msg) => ApiError::internal(msg),
     }
 }

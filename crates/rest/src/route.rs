@@ -50,9 +50,7 @@ async fn handle(st: &RestState, req: Request) -> Result<Response, ApiError> {
     // A node removed from the cluster (or not yet added) holds a state that no longer
     // follows the log: it serves none of it, stale or not.
     if !st.cluster.is_member() {
-        return Err(ApiError::service_unavailable(
-            "this node is not a member of the cluster (it was removed, or has not been added yet): ask another node",
-        ));
+        return Err(crate::error::cluster_error(kuorum_raft::ClusterError::NotMember));
     }
     // A node whose state differs from its peers' serves none of it (kuorum_raft::consistency).
     if let Some(why) = st.cluster.integrity().corrupt() {

@@ -79,6 +79,13 @@ impl MemoryLogEngine {
         g.visible = g.durable.clone();
     }
 
+    /// A new, empty disk in place of this one (an operator replacing a node's data
+    /// directory); only the sync counter stays.
+    pub fn wipe(&self) {
+        let mut g = lock(&self.inner);
+        *g = LogInner { syncs: g.syncs, ..LogInner::default() };
+    }
+
     /// How many syncs were made (for tests and coverage counters).
     pub fn sync_count(&self) -> u64 {
         lock(&self.inner).syncs
@@ -219,6 +226,11 @@ impl MemoryObjectEngine {
         let mut g = lock(&self.inner);
         g.pending.clear();
         g.visible = g.durable.clone();
+    }
+
+    /// A new, empty disk in place of this one (an operator replacing a node's data directory).
+    pub fn wipe(&self) {
+        *lock(&self.inner) = ObjectInner::default();
     }
 
     fn op(&self, op: ObjectOp) {
