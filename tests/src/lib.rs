@@ -1612,3 +1612,28 @@ impl Drop for Canary {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
+
+/// Files under `dir` (recursively) whose names end with `suffix`.
+pub fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_ending(&path, suffix));
+        } else if path.to_string_lossy().ends_with(suffix) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Flips one bit in each of `count` bytes around the middle of the file, as a failing
+/// disk would.
+pub fn flip_middle(path: &Path, count: usize) {
+    let mut bytes = fs::read(path).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + count] {
+        *b ^= 0x20;
+    }
+    fs::write(path, bytes).unwrap();
+}

@@ -5,8 +5,12 @@
 //! resourceVersion preconditions, readers of every consistency mode, list-then-watch
 //! loops resuming across nodes) run in a fifth namespace over real TCP. Meanwhile the
 //! test injects, in turn: SIGKILL and a restart, SIGSTOP then SIGCONT, a network
-//! partition (a host's link cut at the bridge), and a full disk (each node keeps its data
-//! on a small tmpfs, which the test fills up and then frees). Then it heals everything,
+//! partition (a host's link cut at the bridge), a full disk (each node keeps its data
+//! on a small tmpfs, which the test fills up and then frees), a member replaced (removed,
+//! its data directory wiped, started with `--join`, added back and promoted, while the
+//! clients keep writing and watching), and a damaged log (a stopped node's largest log
+//! segment gets a flipped byte: the node must refuse to start, and is then replaced the
+//! same way). Then it heals everything,
 //! lets the clients catch up, and checks the recorded history with the simulator's
 //! checkers: K1/K2 (linearizability), K4 (nothing acknowledged lost, unknown outcomes
 //! settled), W1-W12 (every watch continuous and caught up) and R1/R2 (the nodes agree).
@@ -32,10 +36,11 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use kuorum_api::seams::{Entropy, SplitMix64};
-use kuorum_e2e::{die_with_parent, kuorum_bin};
+use kuorum_e2e::{die_with_parent, files_ending, flip_middle, kuorum_bin};
 use kuorum_sim::check;
 use kuorum_sim::client::{request_within, ClientIo, Dial, WatchLines};
 use kuorum_sim::history::{EventType, OpKind, Outcome, Recorder, Seen};
+use kuorum_sim::membership::{add_member, remove_member};
 use kuorum_sim::replay::{seen_of, Applied, Fnv, Replay};
 use kuorum_sim::traffic::{Traffic, RESOURCES};
 use serde_json::Value;
@@ -64,6 +69,8 @@ struct Lab {
     namespaces: Vec<String>,
     mounts: Vec<PathBuf>,
     nodes: BTreeMap<u64, Option<Child>>,
+    /// Nodes whose data directory was replaced: they start with `--join` from then on.
+    joining: std::collections::BTreeSet<u64>,
     bin: PathBuf,
     dir: tempfile::TempDir,
 }
@@ -77,7 +84,15 @@ impl Lab {
     fn build(bin: PathBuf) -> Lab {
         let prefix = format!("kq{}", std::process::id() % 100_000);
         let dir = tempfile::Builder::new().prefix("kuorum-chaos-").tempdir().unwrap();
-        let mut lab = Lab { prefix, namespaces: vec![], mounts: vec![], nodes: BTreeMap::new(), bin, dir };
+        let mut lab = Lab {
+            prefix,
+            namespaces: vec![],
+            mounts: vec![],
+            nodes: BTreeMap::new(),
+            joining: Default::default(),
+            bin,
+            dir,
+        };
         let br = lab.ns("br");
         ip(&["netns", "add", &br]);
         lab.namespaces.push(br.clone());
@@ -128,6 +143,7 @@ impl Lab {
             .args(["serve", "--id", &id.to_string(), "--insecure"])
             .args(["--listen", &format!("{SUBNET}.{id}:6443"), "--peer-listen", &format!("{SUBNET}.{id}:6543")])
             .args(["--peers", &peers.join(",")])
+            .args(self.joining.contains(&id).then_some("--join"))
             .arg("--data-dir")
             .arg(self.data_dir(id).join("data"))
             // Longer than the run: the checkers read the whole history back.
@@ -171,6 +187,37 @@ impl Lab {
     fn link(&self, id: u64, up: bool) {
         let outer = format!("{}n{id}o", self.prefix);
         ip(&["-n", &self.ns("br"), "link", "set", &outer, if up { "up" } else { "down" }]);
+    }
+
+    /// Replaces the stopped node's data directory with an empty one; it joins from now on.
+    fn wipe(&mut self, id: u64) {
+        assert!(self.nodes[&id].is_none(), "node {id} must be stopped to be wiped");
+        let _ = std::fs::remove_dir_all(self.data_dir(id).join("data"));
+        self.joining.insert(id);
+    }
+
+    /// Flips a byte in the middle of the stopped node's largest log segment; answers
+    /// whether there was one.
+    fn damage_log(&self, id: u64) -> bool {
+        let files = files_ending(&self.data_dir(id).join("data").join("log"), ".log");
+        let Some(file) = files.iter().max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)) else {
+            return false;
+        };
+        flip_middle(file, 1);
+        true
+    }
+
+    /// Waits up to `within` for the node's process to exit; answers whether it did.
+    fn exits_within(&mut self, id: u64, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if self.exited(id) {
+                self.nodes.insert(id, None);
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
     }
 
     fn filler(&self, id: u64) -> PathBuf {
@@ -274,6 +321,12 @@ struct Figures {
     disk_full: u32,
     /// Nodes that exited on a full disk (restarted once space was back).
     exited_on_full_disk: u32,
+    /// Members removed, wiped, started with `--join`, added back and promoted.
+    replaced: u32,
+    /// Log segments damaged on a stopped node, and how many times the node then refused
+    /// to start (each such node is then replaced).
+    log_damaged: u32,
+    damage_refused: u32,
     requests: usize,
     acknowledged_writes: usize,
     unknown_outcomes: usize,
@@ -327,11 +380,14 @@ fn chaos_on_real_processes_in_network_namespaces() {
     let mut fig = Figures { seconds: budget.as_secs(), ..Figures::default() };
     let started = Instant::now();
     let mut round = 0u32;
-    while started.elapsed() < budget {
+    // At least four rounds, so every run has both membership kinds.
+    while started.elapsed() < budget || round < 4 {
         std::thread::sleep(Duration::from_millis(1000 + rng() % 1500));
         fig.exited_on_full_disk += lab.supervise();
         let id = 1 + rng() % NODES;
-        match round % 4 {
+        // The order of the kinds: the membership changes come early, so a short run
+        // (CI's 30 s) has each of them at least once.
+        match [0, 4, 1, 5, 2, 3][round as usize % 6] {
             0 => {
                 fig.sigkill += 1;
                 lab.kill(id);
@@ -350,12 +406,31 @@ fn chaos_on_real_processes_in_network_namespaces() {
                 std::thread::sleep(Duration::from_millis(1000 + rng() % 4000));
                 lab.link(id, true);
             }
-            _ => {
+            3 => {
                 fig.disk_full += 1;
                 lab.fill_disk(id);
                 std::thread::sleep(Duration::from_millis(1000 + rng() % 2000));
                 lab.free_disk(id);
                 fig.exited_on_full_disk += lab.supervise();
+            }
+            4 => {
+                replace(&rt, &dial, &mut lab, id);
+                fig.replaced += 1;
+            }
+            _ => {
+                lab.kill(id);
+                if lab.damage_log(id) {
+                    fig.log_damaged += 1;
+                    lab.start(id);
+                    if lab.exits_within(id, Duration::from_secs(30)) {
+                        let log = lab.log_tail(id);
+                        assert!(log.contains("corrupt"), "node {id} exited, not for its damaged log:\n{log}");
+                        fig.damage_refused += 1;
+                    }
+                }
+                lab.kill(id);
+                replace(&rt, &dial, &mut lab, id);
+                fig.replaced += 1;
             }
         }
         round += 1;
@@ -409,8 +484,29 @@ fn chaos_on_real_processes_in_network_namespaces() {
         violations.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("\n")
     );
     assert_eq!(fig.acknowledged_writes_lost, 0);
+    assert_eq!(fig.damage_refused, fig.log_damaged, "a node started on a damaged log: {fig:?}");
     assert!(fig.acknowledged_writes > 50, "too little got through to say anything: {fig:?}");
-    assert!(fig.sigkill + fig.sigstop + fig.partition + fig.disk_full >= 4, "{fig:?}");
+    assert!(fig.sigkill + fig.sigstop + fig.partition + fig.disk_full + fig.replaced >= 4, "{fig:?}");
+    assert!(fig.replaced >= 2 && fig.log_damaged >= 1, "every run replaces members: {fig:?}");
+}
+
+/// Replaces member `id` as an operator replaces a failed node: removes it through the
+/// leader, stops it, wipes its data directory, starts it with `--join`, adds it back (the
+/// add answers once it has caught up) and promotes it. No other fault runs meanwhile, so
+/// a leader that no longer lists it after a lost answer has committed its removal.
+fn replace(rt: &tokio::runtime::Runtime, dial: &Arc<dyn Dial>, lab: &mut Lab, id: u64) {
+    let d = dial.clone();
+    let removed =
+        rt.block_on(rt.spawn(async move { remove_member(d.as_ref(), NODES, id, Duration::from_secs(60)).await }));
+    assert!(removed.unwrap(), "node {id} could not be removed:\n{}", lab.log_tail(id));
+    lab.kill(id);
+    lab.wipe(id);
+    lab.start(id);
+    let d = dial.clone();
+    let peer = format!("{SUBNET}.{id}:6543");
+    let added =
+        rt.block_on(rt.spawn(async move { add_member(d.as_ref(), NODES, id, &peer, Duration::from_secs(120)).await }));
+    assert!(added.unwrap(), "node {id} could not be added back:\n{}", lab.log_tail(id));
 }
 
 /// Waits until every node answers `/readyz`, restarting nodes that exit on a full disk;

@@ -5,38 +5,12 @@
 //! `kuorum member add` and `promote`) with every acknowledged write on it.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kuorum_e2e::{configmap, Cluster, ClusterOptions, Http};
+use kuorum_e2e::{configmap, files_ending, flip_middle, Cluster, ClusterOptions, Http};
 use serde_json::json;
 
 const CM_PATH: &str = "/api/v1/namespaces/default/configmaps";
-
-/// Files under `dir` (recursively) whose names end with `suffix`.
-fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(files_ending(&path, suffix));
-        } else if path.to_string_lossy().ends_with(suffix) {
-            out.push(path);
-        }
-    }
-    out
-}
-
-/// Flips one bit in each of `count` bytes around the middle of the file, as a failing
-/// disk would.
-fn flip_middle(path: &Path, count: usize) {
-    let mut bytes = fs::read(path).unwrap();
-    let mid = bytes.len() / 2;
-    for b in &mut bytes[mid..mid + count] {
-        *b ^= 0x20;
-    }
-    fs::write(path, bytes).unwrap();
-}
 
 /// Creates `names` through `url`, each acknowledged (201).
 fn create_all(http: &Http, url: &str, names: impl IntoIterator<Item = String>) -> Vec<String> {
