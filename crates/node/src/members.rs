@@ -34,6 +34,9 @@ use serde_json::{json, Value};
 
 /// How long a leadership transfer may take before it is reported as failed.
 const TRANSFER_WAIT: Duration = Duration::from_secs(10);
+/// How long an add waits for the learner to catch up before answering 504 (the learner
+/// stays added and keeps catching up).
+const CATCH_UP_WAIT: Duration = Duration::from_secs(120);
 
 pub fn router<O: ObjectEngine>(raft: Raft<StateMachine<O>>) -> Router {
     Router::new()
@@ -141,11 +144,22 @@ async fn add<O: ObjectEngine>(State(raft): State<Raft<StateMachine<O>>>, body: a
     match raft.add_learner(req.id, BasicNode { addr: req.peer_address }, false).await {
         Ok(resp) => {
             let added_at = resp.log_id.index;
-            let _ = raft
-                .wait(None)
+            let caught_up = raft
+                .wait(Some(CATCH_UP_WAIT))
                 .metrics(|m| learner_caught_up(m, req.id, added_at), "the learner caught up with its addition")
                 .await;
-            (StatusCode::CREATED, Json(members(&raft))).into_response()
+            match caught_up {
+                Ok(_) => (StatusCode::CREATED, Json(members(&raft))).into_response(),
+                Err(_) => fail(ApiError::timeout(
+                    &format!(
+                        "node {} was added as a learner but has not caught up within {} s (is it running, at that \
+                         peer address?); it keeps catching up: promote it once `kuorum member list` shows it matched",
+                        req.id,
+                        CATCH_UP_WAIT.as_secs()
+                    ),
+                    5,
+                )),
+            }
         }
         Err(e) => change_failed(e),
     }

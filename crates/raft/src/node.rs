@@ -228,7 +228,7 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
         engine: object_engine.clone(),
         counters,
         read_rounds: Default::default(),
-        told_not_member: Arc::default(),
+        told_not_member: Default::default(),
     };
     let spool_dir = object_engine.spool_dir();
     let cluster = Cluster {

@@ -10,8 +10,7 @@
 //! unknown). (Updates without a precondition are idempotent at apply: re-applying
 //! identical content changes nothing.)
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -48,16 +47,19 @@ pub(crate) struct RaftReplicator<E: ObjectEngine> {
     pub(crate) counters: crate::status::RaftCounters,
     /// Read indexes are asked once per round for every read waiting.
     pub(crate) read_rounds: Arc<ReadRounds>,
-    /// The membership in which the leader said this node is not a member
-    /// ([`membership_epoch`]; 0: never). A follower removed while it was cut off never
-    /// applies its removal: the leader's word keeps it from serving until its membership
-    /// changes (it is added again).
-    pub(crate) told_not_member: Arc<AtomicU64>,
+    /// The membership (its log id) in which the leader said this node is not a member;
+    /// `None`: never. A follower removed while it was cut off never applies its removal:
+    /// the leader's word keeps it from serving until its membership changes (it is
+    /// added again).
+    pub(crate) told_not_member: Arc<NotMemberSince>,
 }
 
-/// A number for the membership `m` names, distinct from 0 and from every other one.
-fn membership_epoch(m: &crate::types::StoredMembership) -> u64 {
-    m.log_id().map_or(1, |l| l.index + 2)
+/// Where the leader's "not a member" was heard (see [`RaftReplicator::told_not_member`]).
+pub(crate) type NotMemberSince = Mutex<Option<Option<crate::types::LogId>>>;
+
+/// The log id naming the membership `raft` holds now.
+fn membership_id<E: ObjectEngine>(raft: &Raft<StateMachine<E>>) -> Option<crate::types::LogId> {
+    *raft.server_metrics().borrow_watched().membership_config.log_id()
 }
 
 enum Attempt<T> {
@@ -180,8 +182,9 @@ impl<E: ObjectEngine> RaftReplicator<E> {
     /// round (see [`ReadRounds`]).
     async fn read_index_once(&self, remaining: Duration) -> Option<u64> {
         if self.current_leader() == Some(self.id) {
+            let asked_in = membership_id(&self.raft);
             let reply = tokio::time::timeout(remaining, read_index_local(&self.raft, self.id)).await.ok()?;
-            return answered_index(reply, &self.raft, &self.told_not_member);
+            return answered_index(reply, &self.raft, asked_in, &self.told_not_member);
         }
         let (id, raft, channels, told) =
             (self.id, self.raft.clone(), self.channels.clone(), self.told_not_member.clone());
@@ -196,15 +199,18 @@ async fn ask_read_index<E: ObjectEngine>(
     id: NodeId,
     raft: Raft<StateMachine<E>>,
     channels: Channels,
-    told_not_member: Arc<AtomicU64>,
+    told_not_member: Arc<NotMemberSince>,
 ) -> Option<u64> {
+    let asked_in = membership_id(&raft);
     let (leader, peer) = {
         let m = raft.metrics();
         let m = m.borrow_watched();
         // A node that knows no leader asks another member, whose "not the leader" names
-        // the one it knows: how a follower removed while it was not looking (it stopped
-        // hearing from the leader and campaigns, alone) learns that it was removed.
-        // Which one turns with the term: a candidate's term grows with every election.
+        // the one it knows (and so does a former leader asked as the leader). That is
+        // how a follower removed while it was cut off learns that it was removed, even
+        // after the leader changed: it hears from no leader any more, and its failing
+        // pre-votes leave it naming the old one. Which member it asks turns with the
+        // term, which grows with every election it starts.
         let others: Vec<NodeId> = m.membership_config.membership().voter_ids().filter(|v| *v != id).collect();
         let peer = (!others.is_empty()).then(|| others[m.current_term as usize % others.len()]);
         (m.current_leader, peer)
@@ -220,19 +226,23 @@ async fn ask_read_index<E: ObjectEngine>(
             decode::<ReadIndexReply>(&resp.into_inner().data).ok()?
         };
         match reply {
-            ReadIndexReply::NotLeader { leader: Some(hint) } if leader.is_none() && hint != target => target = hint,
-            reply => return answered_index(reply, &raft, &told_not_member),
+            // Only a leader that confirmed its leadership with a quorum answers an index
+            // or "not a member", so following a hint is safe.
+            ReadIndexReply::NotLeader { leader: Some(hint) } if hint != target => target = hint,
+            reply => return answered_index(reply, &raft, asked_in, &told_not_member),
         }
     }
     None
 }
 
-/// The read index in a leader's reply; a "not a member" is remembered against this
-/// node's current membership (see [`RaftReplicator::told_not_member`]).
+/// The read index in a leader's reply; a "not a member" is remembered against the
+/// membership this node held when it asked, unless that has changed since (it may have
+/// been added again meanwhile; see [`RaftReplicator::told_not_member`]).
 fn answered_index<E: ObjectEngine>(
     reply: ReadIndexReply,
     raft: &Raft<StateMachine<E>>,
-    told_not_member: &AtomicU64,
+    asked_in: Option<crate::types::LogId>,
+    told_not_member: &NotMemberSince,
 ) -> Option<u64> {
     match reply {
         ReadIndexReply::Index(i) => Some(i),
@@ -241,8 +251,10 @@ fn answered_index<E: ObjectEngine>(
             Some(raft.metrics().borrow_watched().last_applied.map_or(0, |l| l.index))
         }
         ReadIndexReply::NotMember => {
-            let epoch = membership_epoch(&raft.server_metrics().borrow_watched().membership_config);
-            told_not_member.store(epoch, Ordering::Relaxed);
+            let mut told = told_not_member.lock().unwrap_or_else(|e| e.into_inner());
+            if membership_id(raft) == asked_in {
+                *told = Some(asked_in);
+            }
             None
         }
         ReadIndexReply::NotLeader { .. } | ReadIndexReply::Failed(_) => None,
@@ -335,8 +347,8 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
         // not with every append and apply: a cheap read on every request.
         let m = self.raft.server_metrics();
         let m = m.borrow_watched();
-        m.membership_config.membership().get_node(&self.id).is_some()
-            && self.told_not_member.load(Ordering::Relaxed) != membership_epoch(&m.membership_config)
+        let told = *self.told_not_member.lock().unwrap_or_else(|e| e.into_inner());
+        m.membership_config.membership().get_node(&self.id).is_some() && told != Some(*m.membership_config.log_id())
     }
 
     fn ask_state_hashes(&self, rv: u64, deadline: Duration) -> BoxFuture<'_, Vec<(NodeId, HashAnswer)>> {

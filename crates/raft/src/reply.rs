@@ -74,7 +74,10 @@ pub(crate) async fn read_index_local<SM: RaftStateMachine<TypeConfig>>(
 ) -> ReadIndexReply {
     match raft.get_read_linearizer(ReadPolicy::ReadIndex).await {
         // Asked after leadership is confirmed: the leader's membership then holds every
-        // committed change, so a node it does not list has been removed (or was never added).
+        // committed change, so a node it does not list has been removed (or was never
+        // added). It may also hold the asker's removal before that commits; if this
+        // leader is then deposed and the removal lost, the asker refuses to serve until
+        // the next membership change (the operator finishing the removal).
         Ok(_) if requester != 0 && !is_member_of(raft, requester) => ReadIndexReply::NotMember,
         Ok(lin) => ReadIndexReply::Index(lin.read_log_id().index()),
         Err(e) => match e.api_error() {
