@@ -260,6 +260,9 @@ pub struct Node {
     pub starts: u32,
     /// Started with `--join` (added to a running cluster rather than bootstrapping it).
     pub join: bool,
+    /// Runs this binary with these extra arguments instead of the cluster's (upgrade
+    /// tests: a node of an older release).
+    pub release: Option<(PathBuf, Vec<String>)>,
 }
 
 impl Node {
@@ -290,6 +293,12 @@ pub struct ClusterOptions {
     /// Make each node's data directory with `kuorum snapshot restore` from this backup
     /// before its first start: a new cluster whose first state is the backup's.
     pub restore_from: Option<PathBuf>,
+    /// Every node starts with this binary and these extra arguments instead (upgrade
+    /// tests: a cluster of an older release; see [`Cluster::set_release`]).
+    pub first_release: Option<(PathBuf, Vec<String>)>,
+    /// A directory holding `node{id}` directories: each is copied into that node's data
+    /// directory before its first start (a data directory another release wrote).
+    pub data_from: Option<PathBuf>,
 }
 
 impl Default for ClusterOptions {
@@ -301,6 +310,8 @@ impl Default for ClusterOptions {
             rust_log: None,
             wait: WAIT,
             restore_from: None,
+            first_release: None,
+            data_from: None,
         }
     }
 }
@@ -379,6 +390,7 @@ impl Cluster {
                 child: None,
                 starts: 0,
                 join: false,
+                release: opts.first_release.clone(),
             });
         }
         let peers_arg =
@@ -393,6 +405,11 @@ impl Cluster {
             http: Http::with_timeout(Duration::from_secs(5)),
         };
         let started = (|| {
+            if let Some(from) = c.opts.data_from.clone() {
+                for id in c.ids() {
+                    copy_tree(&from.join(format!("node{id}")), &c.node(id).data_dir)?;
+                }
+            }
             if let Some(backup) = c.opts.restore_from.clone() {
                 for id in c.ids() {
                     let dir = c.node(id).data_dir.display().to_string();
@@ -508,7 +525,16 @@ impl Cluster {
             args.push("--join".into());
         }
         args.extend(self.opts.extra_args.iter().map(|a| a.replace("{id}", &id.to_string())));
+        if let Some((_, extra)) = &n.release {
+            args.extend(extra.iter().cloned());
+        }
         args
+    }
+
+    /// Runs node `id` from now on with `bin` and `extra` arguments (`None`: the cluster's
+    /// binary): takes effect at its next start.
+    pub fn set_release(&mut self, id: u64, release: Option<(PathBuf, Vec<String>)>) {
+        self.node_mut(id).release = release;
     }
 
     /// Starts one more node with `--join` on fresh ports and an empty data dir, and waits
@@ -528,6 +554,7 @@ impl Cluster {
             child: None,
             starts: 0,
             join: true,
+            release: None,
         });
         self.peers_arg = format!("{},{id}=127.0.0.1:{}", self.peers_arg, ports[1]);
         self.spawn(id)?;
@@ -598,19 +625,20 @@ impl Cluster {
         assert!(!self.node(id).is_running(), "node {id} is already running");
         let args = self.serve_args(id);
         let log_path = self.node(id).log_path.clone();
+        let bin = self.node(id).release.as_ref().map_or(self.bin.clone(), |(b, _)| b.clone());
         let mut log = OpenOptions::new().create(true).append(true).open(&log_path)?;
         use std::io::Write;
-        writeln!(log, "===== harness: start {} {}", self.bin.display(), args.join(" "))?;
+        writeln!(log, "===== harness: start {} {}", bin.display(), args.join(" "))?;
         let rust_log = self
             .opts
             .rust_log
             .clone()
             .or_else(|| std::env::var("KUORUM_E2E_LOG").ok())
             .unwrap_or_else(|| "info,openraft=warn".into());
-        let mut cmd = Command::new(&self.bin);
+        let mut cmd = Command::new(&bin);
         cmd.args(&args).env("RUST_LOG", rust_log).stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
         die_with_parent(&mut cmd);
-        let child = cmd.spawn().with_context(|| format!("spawn {}", self.bin.display()))?;
+        let child = cmd.spawn().with_context(|| format!("spawn {}", bin.display()))?;
         let n = self.node_mut(id);
         n.child = Some(child);
         n.starts += 1;
@@ -1611,6 +1639,21 @@ impl Drop for Canary {
     fn drop(&mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
+}
+
+/// Copies the files and directories under `from` into `to` (created if missing).
+pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to)?;
+    for e in fs::read_dir(from).with_context(|| from.display().to_string())? {
+        let e = e?;
+        let target = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_tree(&e.path(), &target)?;
+        } else {
+            fs::copy(e.path(), &target)?;
+        }
+    }
+    Ok(())
 }
 
 /// Files under `dir` (recursively) whose names end with `suffix`.

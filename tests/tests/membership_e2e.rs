@@ -125,3 +125,36 @@ fn a_node_joins_takes_the_lead_and_the_old_leader_leaves_under_load() {
         .and_then(|v| v.parse::<u64>().ok());
     assert!(memtables.is_some_and(|b| b > 0), "{metrics}");
 }
+
+/// A voter whose data directory was emptied and that is started again as it was (without
+/// `--join`) would have forgotten its votes: its peers say it served as a member, and it
+/// exits before it starts Raft. Rebuilt as a new member (remove, `--join`, add, promote),
+/// it serves again. A new cluster's nodes, which have not served yet, start as before
+/// (the cluster above started).
+#[test]
+fn a_voter_that_lost_its_data_is_refused_until_rebuilt() {
+    let Some(mut c) = Cluster::start_or_skip(3) else { return };
+    let victim = c.followers().unwrap()[0];
+    // Each node records that it served at its first probe (5 s after it started) at
+    // which it knows a leader: two probe periods and more.
+    thread::sleep(Duration::from_secs(12));
+    c.kill(victim);
+    let dir = c.node(victim).data_dir.clone();
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    let status = c.start_expecting_exit(victim, Duration::from_secs(30)).unwrap();
+    assert!(!status.success(), "a voter that lost its data must not start");
+    let log = std::fs::read_to_string(&c.node(victim).log_path).unwrap();
+    assert!(log.contains("its data was lost"), "{}", kuorum_e2e::tail(&c.node(victim).log_path, 20));
+
+    let servers = c.urls().join(",");
+    c.cli(&["member", "remove", &victim.to_string(), "--server", &servers]).unwrap();
+    c.wipe_and_join(victim).unwrap();
+    let peer = format!("127.0.0.1:{}", c.node(victim).peer_port);
+    c.cli(&["member", "add", &victim.to_string(), &peer, "--server", &servers]).unwrap();
+    c.cli(&["member", "promote", &victim.to_string(), "--server", &servers]).unwrap();
+    c.wait_node_ready(victim, Duration::from_secs(30)).unwrap();
+    let created =
+        c.http().post(&format!("{}{CM_PATH}", c.url(victim)), &configmap("default", "after", json!({}))).unwrap();
+    assert_eq!(created.status, 201, "{}", created.text);
+}

@@ -5,6 +5,7 @@
 
 mod chaos;
 mod csr_signer;
+mod data_dir;
 mod member;
 mod pki;
 mod serve;

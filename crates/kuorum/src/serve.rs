@@ -96,6 +96,11 @@ pub struct ServeArgs {
     /// empty --data-dir, then add this node with `kuorum member add`.
     #[arg(long)]
     pub join: bool,
+    /// Act as a release that reads at most this data format (1: a release before formats
+    /// were numbered): for upgrade tests only.
+    #[arg(long, hide = true, default_value_t = kuorum_raft::format::DATA_FORMAT,
+          value_parser = clap::value_parser!(u32).range(1..=kuorum_raft::format::DATA_FORMAT as i64))]
+    pub max_data_format: u32,
     /// The REST port's certificate (PEM; the chain, leaf first).
     #[arg(long)]
     pub tls_cert_file: Option<PathBuf>,
@@ -535,6 +540,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             args.data_dir.display()
         );
     }
+    crate::data_dir::claim(&args.data_dir, args.max_data_format)?;
     let objects = RocksStore::open(&args.data_dir.join("objects")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let log = FileLogEngine::open(&args.data_dir.join("log")).map_err(|e| anyhow::anyhow!("{e}"))?;
 
@@ -593,6 +599,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
         priority_and_fairness: args.enable_priority_and_fairness,
         join: args.join,
+        max_data_format: args.max_data_format,
         auth: Arc::new(auth),
         authorization: authorization(&args),
         chaos: args.enable_chaos,

@@ -21,6 +21,7 @@ mod claim_repair;
 mod compaction;
 mod consistency_check;
 mod crd_controller;
+mod data_format;
 mod debug;
 mod flowschema_status;
 pub mod http_server;
@@ -75,6 +76,10 @@ pub struct NodeConfig {
     /// Join an existing cluster (to be added by `kuorum member add`) instead of
     /// bootstrapping `members`.
     pub join: bool,
+    /// The newest data format this node reads and writes (`kuorum_raft::format`): the
+    /// newest this code knows, or 1 to act as a release before formats were numbered
+    /// (upgrade tests).
+    pub max_data_format: u32,
     /// Who may use the REST API (default: everyone, anonymously).
     pub auth: Arc<kuorum_rest::auth::Authenticator>,
     /// What authenticated users may do (default: everything).
@@ -123,6 +128,7 @@ impl NodeConfig {
             // clients are few and its runs compare with earlier ones.
             priority_and_fairness: false,
             join: false,
+            max_data_format: kuorum_raft::format::DATA_FORMAT,
             auth: Arc::new(kuorum_rest::auth::Authenticator::allow_all()),
             authorization: kuorum_rest::authz::Authorization::AlwaysAllow,
             chaos: false,
@@ -252,8 +258,11 @@ where
     R: axum::serve::Listener<Addr = std::net::SocketAddr>,
     R::Io: kuorum_rest::auth::ClientIdentity,
 {
-    let raft_cfg =
-        RaftNodeConfig { id: cfg.id, members: cfg.members.clone(), timing: cfg.timing.clone(), join: cfg.join };
+    let raft_cfg = RaftNodeConfig {
+        join: cfg.join,
+        max_data_format: cfg.max_data_format,
+        ..RaftNodeConfig::new(cfg.id, cfg.members.clone(), cfg.timing.clone(), seams.entropy.next_u64())
+    };
     let cache = WatchCache::new(cfg.cache.clone());
     let observer: Arc<dyn ApplyObserver> = match seams.apply_tap {
         None => cache.clone(),
@@ -304,8 +313,8 @@ where
     tasks.push(tokio::spawn(apiservice_availability::run(rest.clone())));
     tasks.push(tokio::spawn(flowschema_status::run(rest.clone())));
     tasks.push(tokio::spawn(policy_status::run(rest.clone())));
-    let mut own = debug::router(started.raft.clone())
-        .merge(members::router(started.raft.clone()))
+    let mut own = debug::router(started.raft.clone(), cluster.clone())
+        .merge(members::router(started.raft.clone(), cluster.clone()))
         .merge(backup::router(started.state_machine.clone(), cluster.clone()));
     if let Some(c) = &chaos {
         own = own.merge(kuorum_rest::chaos::router(c.clone(), cache.clone(), cluster.clone()));
@@ -332,6 +341,7 @@ where
     tasks.push(tokio::spawn(crd_controller::run(cluster.clone(), seams.clock)));
     tasks.push(tokio::spawn(compaction::run(cluster.clone(), cfg.compaction_window)));
     tasks.push(tokio::spawn(membership_probe::run(cluster.clone())));
+    tasks.push(tokio::spawn(data_format::run(cluster.clone())));
     if let Some(every) = cfg.consistency_check_every {
         tasks.push(tokio::spawn(consistency_check::run(cluster.clone(), every)));
     }

@@ -25,6 +25,7 @@ use axum::{Json, Router};
 use kuorum_api::ApiError;
 use kuorum_raft::state_machine::StateMachine;
 use kuorum_raft::types::Raft;
+use kuorum_raft::Cluster;
 use kuorum_rest::RestError;
 use kuorum_store::ObjectEngine;
 use openraft::async_runtime::WatchReceiver;
@@ -38,12 +39,13 @@ const TRANSFER_WAIT: Duration = Duration::from_secs(10);
 /// stays added and keeps catching up).
 const CATCH_UP_WAIT: Duration = Duration::from_secs(120);
 
-pub fn router<O: ObjectEngine>(raft: Raft<StateMachine<O>>) -> Router {
+pub fn router<O: ObjectEngine>(raft: Raft<StateMachine<O>>, cluster: Cluster) -> Router {
     Router::new()
         .route("/kuorum/v1/members", get(list::<O>).post(add::<O>))
         .route("/kuorum/v1/members/{id}", axum::routing::delete(remove::<O>))
         .route("/kuorum/v1/members/{id}/promote", post(promote::<O>))
         .route("/kuorum/v1/leader", post(transfer::<O>))
+        .layer(axum::Extension(cluster))
         .with_state(raft)
 }
 
@@ -116,7 +118,11 @@ struct AddMember {
     peer_address: String,
 }
 
-async fn add<O: ObjectEngine>(State(raft): State<Raft<StateMachine<O>>>, body: axum::body::Bytes) -> Response {
+async fn add<O: ObjectEngine>(
+    State(raft): State<Raft<StateMachine<O>>>,
+    axum::Extension(cluster): axum::Extension<Cluster>,
+    body: axum::body::Bytes,
+) -> Response {
     let req: AddMember = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
@@ -138,10 +144,18 @@ async fn add<O: ObjectEngine>(State(raft): State<Raft<StateMachine<O>>>, body: a
             )));
         }
     }
+    // Until the node is added, the leader does not raise the data format (it would not
+    // ask a node that is not a member yet).
+    let format_held = cluster.hold_data_format().await;
+    if let Some(refused) = reads_older_format(&cluster, req.id, &req.peer_address).await {
+        return refused;
+    }
     // openraft's blocking add answers once the learner is within its replication lag
     // threshold (5,000 entries by default), which a wiped node is at once: wait instead
     // until the learner holds the entry that added it.
-    match raft.add_learner(req.id, BasicNode { addr: req.peer_address }, false).await {
+    let added = raft.add_learner(req.id, BasicNode { addr: req.peer_address }, false).await;
+    drop(format_held);
+    match added {
         Ok(resp) => {
             let added_at = resp.log_id.index;
             let caught_up = raft
@@ -162,6 +176,33 @@ async fn add<O: ObjectEngine>(State(raft): State<Raft<StateMachine<O>>>, body: a
             }
         }
         Err(e) => change_failed(e),
+    }
+}
+
+/// The refusal of a node that reads an older data format than the cluster's (it could
+/// not decode the log; kuorum_raft::format), or that does not say which it reads. At
+/// format 1 every node reads the log, so none is asked.
+async fn reads_older_format(cluster: &Cluster, id: u64, addr: &str) -> Option<Response> {
+    // Caught up with the commit first: a raise committed by an earlier leader is applied.
+    if let Err(e) = cluster.read_barrier(Duration::from_secs(5)).await {
+        return Some(fail(ApiError::service_unavailable(format!("cannot add a member now: {e}"))));
+    }
+    let (format, _) = cluster.data_format();
+    if format < 2 {
+        return None;
+    }
+    match cluster.peer_data_format(addr, Duration::from_secs(5)).await {
+        Ok(reads) if reads < format => Some(fail(ApiError::new(
+            kuorum_api::status::Reason::Conflict,
+            format!(
+                "node {id} at {addr} runs a kuorum that reads data format {reads}; the cluster writes format \
+                 {format}: upgrade it first"
+            ),
+        ))),
+        Ok(_) => None,
+        Err(e) => Some(fail(ApiError::service_unavailable(format!(
+            "cannot ask node {id} at {addr} which data format it reads ({e}): start it (with --join) before adding it"
+        )))),
     }
 }
 

@@ -28,7 +28,7 @@ use crate::cluster::{Cluster, ClusterError};
 use crate::codec::{decode, encode};
 use crate::log_store::LogStore;
 use crate::snapshot::SnapshotBody;
-use crate::state_machine::{StateMachine, META_APPLIED, META_MEMBERSHIP};
+use crate::state_machine::{StateMachine, META_APPLIED, META_DATA_FORMAT, META_MEMBERSHIP};
 use crate::types::{LogId, StoredMembership};
 
 const MAGIC: &[u8; 16] = b"kuorum-snapshot\n";
@@ -56,6 +56,10 @@ pub async fn save<E: ObjectEngine>(
         .await
         .map_err(|e| ClusterError::Fatal(e.to_string()))?
         .map_err(|e| ClusterError::Fatal(e.to_string()))?;
+    let mut dump = dump;
+    // What the new cluster will decide for itself (see `restore`): also kept out of the
+    // file, since a release that does not know the key would carry it over.
+    dump.meta.retain(|(k, _)| k != META_DATA_FORMAT);
     let objects = dump.objects.len();
     let body = SnapshotBody::from(dump);
     let index = applied_of(&body).map_err(|e| ClusterError::Fatal(e.to_string()))?.map(|l| l.index()).unwrap_or(0);
@@ -118,9 +122,15 @@ pub async fn restore<L: LogEngine, E: ObjectEngine>(
     let membership = StoredMembership::new(Some(start), config);
 
     let SnapshotBody { objects: items, history, meta } = body;
+    // Which nodes served is the old cluster's (kuorum_raft's lost_data), not the new one's.
+    let old_cluster = |k: &str| k.starts_with(kuorum_store::keys::MEMBERS_PREFIX);
+    let items: Vec<(String, Bytes)> = items.into_iter().filter(|(k, _)| !old_cluster(k)).collect();
+    let history: Vec<(String, u64, Option<Bytes>)> = history.into_iter().filter(|(k, _, _)| !old_cluster(k)).collect();
     let count = items.len();
+    // The new cluster's data format is its own: 1 until its leader finds that every
+    // member reads a newer one (its members may be of an older release than the backup's).
     let mut meta: Vec<(String, Bytes)> =
-        meta.into_iter().filter(|(k, _)| k != META_APPLIED && k != META_MEMBERSHIP).collect();
+        meta.into_iter().filter(|(k, _)| k != META_APPLIED && k != META_MEMBERSHIP && k != META_DATA_FORMAT).collect();
     meta.push((META_APPLIED.to_string(), Bytes::from(encode(&start))));
     meta.push((META_MEMBERSHIP.to_string(), Bytes::from(encode(&membership))));
     let history = history.into_iter().map(|(key, rv, value)| ObjectWrite { key, rv, value }).collect();
@@ -142,7 +152,7 @@ mod tests {
 
     async fn node(log: Arc<MemoryLogEngine>, objects: Arc<MemoryObjectEngine>) -> StartedRaft<MemoryObjectEngine> {
         let members = BTreeMap::from([(1, "127.0.0.1:1".to_string())]);
-        let cfg = RaftNodeConfig { id: 1, members, timing: RaftTiming::default(), join: false };
+        let cfg = RaftNodeConfig::new(1, members, RaftTiming::default(), 0);
         let started = start_raft(cfg, log, objects, Arc::new(TcpDialer), None).await.unwrap();
         started.raft.wait(Some(Duration::from_secs(10))).current_leader(1, "leads").await.unwrap();
         started

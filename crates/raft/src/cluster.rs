@@ -75,6 +75,19 @@ pub(crate) trait Replicator: Send + Sync + 'static {
     fn voters(&self) -> std::collections::BTreeSet<u64>;
     /// Whether this node is in the membership it knows (a voter or a learner).
     fn is_member(&self) -> bool;
+    /// The cluster's data format as applied here ([`crate::format`]).
+    fn data_format(&self) -> u32;
+    /// The newest data format this node reads.
+    fn max_data_format(&self) -> u32;
+    /// On the leader, raises the cluster's data format once every member reads it.
+    fn raise_data_format(
+        &self,
+        deadline: Duration,
+    ) -> futures::future::BoxFuture<'_, Result<crate::format::Raise, ClusterError>>;
+    /// Held across the format raise, and across a member add (see the replicator's field).
+    fn format_lock(&self) -> Arc<tokio::sync::Mutex<()>>;
+    /// The newest data format the node at peer address `addr` reads.
+    fn ask_data_format(&self, addr: String, deadline: Duration) -> futures::future::BoxFuture<'_, Result<u32, String>>;
     /// Asks every other member for its state's hash at `rv` ([`crate::consistency`]).
     fn ask_state_hashes(
         &self,
@@ -121,6 +134,30 @@ impl Cluster {
     /// false once it applied its own removal, and before a joining node is added.
     pub fn is_member(&self) -> bool {
         self.replicator.is_member()
+    }
+
+    /// The cluster's data format as applied here, and the newest this node reads
+    /// ([`crate::format`]).
+    pub fn data_format(&self) -> (u32, u32) {
+        (self.replicator.data_format(), self.replicator.max_data_format())
+    }
+
+    /// On the leader, raises the cluster's data format to the newest this node reads once
+    /// every member reads it ([`crate::format`]).
+    pub async fn raise_data_format(&self, deadline: Duration) -> Result<crate::format::Raise, ClusterError> {
+        self.replicator.raise_data_format(deadline).await
+    }
+
+    /// Keeps the leader from raising the data format until dropped: a member add holds
+    /// it from its check of the new node's format until the node is added.
+    pub async fn hold_data_format(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        self.replicator.format_lock().lock_owned().await
+    }
+
+    /// The newest data format the node at peer address `addr` reads (1 for a release
+    /// before formats were numbered).
+    pub async fn peer_data_format(&self, addr: &str, deadline: Duration) -> Result<u32, String> {
+        self.replicator.ask_data_format(addr.to_string(), deadline).await
     }
 
     /// The current leader as this node knows it.

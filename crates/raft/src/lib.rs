@@ -4,20 +4,24 @@
 //! ([`append_stream`]), write forwarding ([`forward`]), read index; what a leader answers
 //! to both in [`reply`]),
 //! [`Cluster`], the handle the REST layer uses, [`status`], what a node reports to
-//! operators, and [`consistency`], the check of its state against its peers'.
+//! operators, [`consistency`], the check of its state against its peers', and [`format`],
+//! the cluster's data format and its raise.
 
 pub(crate) mod append_stream;
 pub mod backup;
 pub mod cluster;
 pub(crate) mod codec;
 pub mod consistency;
+pub mod format;
 pub(crate) mod forward;
 pub mod log_store;
+pub(crate) mod lost_data;
 pub mod network;
 pub mod node;
 pub(crate) mod read_rounds;
 pub(crate) mod replicator;
 pub mod reply;
+pub(crate) mod requests;
 pub mod service;
 pub(crate) mod settle;
 pub mod snapshot;

@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 use crate::codec::{decode, encode};
 use crate::types::{Entry, LogId, TypeConfig, Vote};
 
-const META_VOTE: &str = "vote";
+pub(crate) const META_VOTE: &str = "vote";
 const META_PURGED: &str = "last_purged";
 
 /// How many recently appended entries are kept decoded, and how many bytes of objects
@@ -44,9 +44,10 @@ const RECENT_BYTES: usize = 16 << 20;
 /// The bytes an entry holds on to (its object; the rest is small).
 fn weight(entry: &Entry) -> usize {
     match &entry.payload {
-        EntryPayload::Normal(Command::Create { object, key, .. } | Command::Update { object, key, .. }) => {
-            object.len() + key.len()
-        }
+        EntryPayload::Normal(cmd) => match cmd.unwrapped() {
+            Command::Create { object, key, .. } | Command::Update { object, key, .. } => object.len() + key.len(),
+            _ => 64,
+        },
         _ => 64,
     }
 }

@@ -108,6 +108,18 @@ pub struct RaftNodeConfig {
     /// Join an existing cluster instead of bootstrapping one: never propose `members`;
     /// wait to be added (as a learner) by the cluster's leader.
     pub join: bool,
+    /// The newest data format this node reads and may write ([`crate::format`]): the
+    /// newest this code knows, or 1 to act as a release before formats were numbered.
+    pub max_data_format: u32,
+    /// Where this run's request ids start: drawn at random at every start.
+    pub first_request_seq: u64,
+}
+
+impl RaftNodeConfig {
+    /// A node of the newest data format; request ids from `first_request_seq`.
+    pub fn new(id: NodeId, members: BTreeMap<NodeId, String>, timing: RaftTiming, first_request_seq: u64) -> Self {
+        Self { id, members, timing, join: false, max_data_format: crate::format::DATA_FORMAT, first_request_seq }
+    }
 }
 
 /// A running node's replication.
@@ -172,6 +184,12 @@ pub enum StartError {
     Raft(String),
     #[error("storage: {0}")]
     Storage(#[from] std::io::Error),
+    #[error(
+        "this node's data directory is empty, but node {peer} says node {id} has served as a member of this \
+         cluster: its data was lost, and it must not vote as if it had never voted. Rebuild it as a new member: \
+         kuorum member remove {id}, start it with --join on an empty --data-dir, kuorum member add, kuorum member promote"
+    )]
+    LostData { id: NodeId, peer: NodeId },
 }
 
 /// Starts replication on the current tokio runtime. On an empty store, the static
@@ -201,9 +219,19 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
 
     let channels = Channels::new(dialer, cfg.timing.peer_keepalive);
     let counters = crate::status::RaftCounters::default();
-    let log_store = LogStore::with_fsync_histogram(log_engine, counters.log_fsync_seconds.clone());
+    let log_store = LogStore::with_fsync_histogram(log_engine.clone(), counters.log_fsync_seconds.clone());
     log_store.demote_saved_vote().await?;
+    let io = std::io::Error::from;
+    let empty = log_engine.last_entry().map_err(io)?.is_none()
+        && log_engine.get_meta(crate::log_store::META_VOTE).map_err(io)?.is_none()
+        && object_engine.get_meta(crate::state_machine::META_APPLIED).map_err(io)?.is_none();
+    if empty {
+        if let Some(peer) = crate::lost_data::lost_by(&channels, cfg.id, cfg.join, &cfg.members).await {
+            return Err(StartError::LostData { id: cfg.id, peer });
+        }
+    }
     let state_machine = StateMachine::with_observer(object_engine.clone(), observer)?;
+    state_machine.reads_up_to(cfg.max_data_format);
     let raft =
         openraft::Raft::new(cfg.id, config, PeerNetwork::new(channels.clone()), log_store, state_machine.clone())
             .await
@@ -229,6 +257,11 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
         counters,
         read_rounds: Default::default(),
         told_not_member: Default::default(),
+        data_format: state_machine.data_format_rx(),
+        max_data_format: cfg.max_data_format,
+        requests: state_machine.awaited_requests(),
+        next_request: cfg.first_request_seq.into(),
+        format_lock: Arc::default(),
     };
     let spool_dir = object_engine.spool_dir();
     let cluster = Cluster {
@@ -236,7 +269,7 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
         reader: Arc::new(EngineReader(object_engine)),
         integrity: Arc::default(),
     };
-    let peer_service = Some(PeerService::new(raft.clone(), spool_dir, cluster.clone()));
+    let peer_service = Some(PeerService::new(raft.clone(), spool_dir, cluster.clone(), cfg.max_data_format));
     Ok(StartedRaft { cluster, raft, state_machine, peer_service })
 }
 

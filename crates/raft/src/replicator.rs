@@ -3,19 +3,24 @@
 //!
 //! A retry after an attempt whose outcome is unknown (the leader's entry was discarded,
 //! or the RPC to the leader broke after it was sent) can meet its own earlier success:
-//! a create refused as "already exists", an update refused as a conflict. Such a refusal
-//! is settled from the key's history once this node has caught up ([`crate::settle`]):
-//! the write's own success, the refusal when the history proves the attempt never
-//! applied, otherwise a timeout (504, as kube-apiserver answers when etcd's outcome is
-//! unknown). (Updates without a precondition are idempotent at apply: re-applying
-//! identical content changes nothing.)
+//! a create refused as "already exists", an update refused as a conflict, a delete as
+//! "not found". Once the cluster's data format is 2 ([`crate::format`]), every attempt
+//! of a write carries one request id, and once this node has caught up with the leader,
+//! what the first entry carrying the id answered is the write's outcome
+//! ([`crate::requests`]). Before that, or when a snapshot skipped the entries, the
+//! refusal is settled from the key's history ([`crate::settle`]): the write's own
+//! success, the refusal when the history proves the attempt never applied, otherwise a
+//! timeout (504, as kube-apiserver answers when etcd's outcome is unknown). (Updates
+//! without a precondition are idempotent at apply: re-applying identical content
+//! changes nothing.)
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use kuorum_store::{Command, ObjectEngine, WriteError, WriteResult};
+use kuorum_store::{Command, ObjectEngine, RequestId, WriteError, WriteResult};
 use openraft::async_runtime::WatchReceiver;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -23,11 +28,13 @@ use tokio::time::Instant;
 use crate::cluster::{ClusterError, Replicator};
 use crate::codec::{decode, encode};
 use crate::consistency::HashAnswer;
+use crate::format::Raise;
 use crate::forward::{ForwardPipes, NoReply};
 use crate::network::Channels;
 use crate::pb;
 use crate::read_rounds::ReadRounds;
 use crate::reply::{propose_local, read_index_local, ForwardReply, ReadIndexReply};
+use crate::requests::{AwaitedRequests, Awaiting, Outcome};
 use crate::settle::{settle, Settled};
 use crate::state_machine::StateMachine;
 use crate::types::{NodeId, Raft};
@@ -52,6 +59,19 @@ pub(crate) struct RaftReplicator<E: ObjectEngine> {
     /// the leader's word keeps it from serving until its membership changes (it is
     /// added again).
     pub(crate) told_not_member: Arc<NotMemberSince>,
+    /// The cluster's data format as applied here (see [`crate::format`]).
+    pub(crate) data_format: watch::Receiver<u32>,
+    /// The newest data format this node reads.
+    pub(crate) max_data_format: u32,
+    /// This node's writes in flight, told by apply what their entries answered.
+    pub(crate) requests: Arc<AwaitedRequests>,
+    /// The number of this node's next request id (random at start: ids of an earlier
+    /// run of the node may still be in the log).
+    pub(crate) next_request: AtomicU64,
+    /// Held by the format raise from asking the members to the raise applied, and by a
+    /// member add from its check of the node to the node added: so the raise asks every
+    /// member added meanwhile, and the add checks against a raise made meanwhile.
+    pub(crate) format_lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Where the leader's "not a member" was heard (see [`RaftReplicator::told_not_member`]).
@@ -158,10 +178,17 @@ impl<E: ObjectEngine> RaftReplicator<E> {
         refusal: WriteError,
         since: u64,
         deadline: Instant,
+        awaiting: Option<&Awaiting>,
     ) -> Result<WriteResult, ClusterError> {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let upto = self.read_barrier(remaining).await.map_err(|_| ClusterError::Timeout)?;
-        match settle(self.engine.as_ref(), cmd, &refusal, since, upto) {
+        // Applied up to the leader's commit, which covers the refused retry's entry: the
+        // first entry carrying the id is at or below it, and an attempt not applied by
+        // now never commits (a later leader's log holds the retry's entry, not it).
+        if let Some(Outcome::Applied(answer)) = awaiting.map(Awaiting::outcome) {
+            return Ok(answer);
+        }
+        match settle(self.engine.as_ref(), cmd.unwrapped(), &refusal, since, upto) {
             Settled::Ours(object) => Ok(Ok(object)),
             Settled::NotOurs => Ok(Err(refusal)),
             Settled::Unknown => Err(ClusterError::Timeout),
@@ -269,6 +296,15 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
     fn write(&self, cmd: Command, deadline: Duration) -> BoxFuture<'_, Result<WriteResult, ClusterError>> {
         Box::pin(async move {
             let deadline = Instant::now() + deadline;
+            // Identified while the cluster's format allows it (every member reads it).
+            let awaiting = (*self.data_format.borrow() >= 2 && self.max_data_format >= 2).then(|| {
+                let id = RequestId { node: self.id, seq: self.next_request.fetch_add(1, Ordering::Relaxed) };
+                self.requests.register(id)
+            });
+            let cmd = match &awaiting {
+                Some(a) => Command::Identified { request: a.id, command: Box::new(cmd) },
+                None => cmd,
+            };
             // Every attempt is appended above what this node has applied now.
             let since = self.applied_index();
             let mut uncertain = false;
@@ -287,11 +323,23 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
                 let seen = self.current_leader();
                 match self.write_once(&cmd, deadline - now).await {
                     Attempt::Done(Ok(Err(refusal))) if uncertain => {
-                        return self.settle(&cmd, refusal, since, deadline).await
+                        return self.settle(&cmd, refusal, since, deadline, awaiting.as_ref()).await
                     }
                     Attempt::Done(r) => return r,
                     Attempt::Retry => {}
-                    Attempt::Uncertain => uncertain = true,
+                    Attempt::Uncertain => {
+                        uncertain = true;
+                        // The attempt may have committed already: learn that before a retry
+                        // applies the write a second time.
+                        if let Some(a) = &awaiting {
+                            let remaining = deadline.saturating_duration_since(Instant::now());
+                            if self.read_barrier(remaining).await.is_ok() {
+                                if let Outcome::Applied(answer) = a.outcome() {
+                                    return Ok(answer);
+                                }
+                            }
+                        }
+                    }
                 }
                 self.pause_for_leader(seen, RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now()))).await;
             }
@@ -351,6 +399,26 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
         m.membership_config.membership().get_node(&self.id).is_some() && told != Some(*m.membership_config.log_id())
     }
 
+    fn data_format(&self) -> u32 {
+        *self.data_format.borrow()
+    }
+
+    fn max_data_format(&self) -> u32 {
+        self.max_data_format
+    }
+
+    fn raise_data_format(&self, deadline: Duration) -> BoxFuture<'_, Result<Raise, ClusterError>> {
+        Box::pin(self.raise_format(deadline))
+    }
+
+    fn format_lock(&self) -> Arc<tokio::sync::Mutex<()>> {
+        self.format_lock.clone()
+    }
+
+    fn ask_data_format(&self, addr: String, deadline: Duration) -> BoxFuture<'_, Result<u32, String>> {
+        Box::pin(async move { crate::format::ask(&self.channels, &addr, deadline).await })
+    }
+
     fn ask_state_hashes(&self, rv: u64, deadline: Duration) -> BoxFuture<'_, Vec<(NodeId, HashAnswer)>> {
         Box::pin(async move {
             let others: Vec<(NodeId, String)> = {
@@ -368,6 +436,39 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
 }
 
 impl<E: ObjectEngine> RaftReplicator<E> {
+    /// The leader's raise of the cluster's data format (see [`crate::format`]).
+    async fn raise_format(&self, deadline: Duration) -> Result<Raise, ClusterError> {
+        let _changing = self.format_lock.lock().await;
+        let target = self.max_data_format;
+        let current = *self.data_format.borrow();
+        if current >= target {
+            return Ok(Raise::Done(current));
+        }
+        if self.current_leader() != Some(self.id) {
+            return Ok(Raise::NotLeader);
+        }
+        let others: Vec<(NodeId, String)> = {
+            let m = self.raft.metrics();
+            let m = m.borrow_watched();
+            let membership = m.membership_config.membership();
+            membership.nodes().filter(|(id, _)| **id != self.id).map(|(id, n)| (*id, n.addr.clone())).collect()
+        };
+        let asks = others
+            .iter()
+            .map(|(id, addr)| async move { (*id, crate::format::ask(&self.channels, addr, deadline).await) });
+        for (node, answer) in futures::future::join_all(asks).await {
+            match answer {
+                Ok(f) if f >= target => {}
+                Ok(f) => return Ok(Raise::Waiting { node, why: format!("it reads data format {f}") }),
+                Err(why) => return Ok(Raise::Waiting { node, why }),
+            }
+        }
+        match self.write(Command::RaiseFormat { format: target }, deadline).await? {
+            Ok(_) => Ok(Raise::Raised(target)),
+            Err(e) => Err(ClusterError::Fatal(e.to_string())),
+        }
+    }
+
     /// One member's hash at `rv`; what went wrong in asking, as its failure.
     async fn ask_state_hash(&self, addr: &str, rv: u64, deadline: Duration) -> HashAnswer {
         let mut client = match self.channels.client(addr) {

@@ -24,11 +24,14 @@ pub struct PeerService<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotD
     spool_dir: Option<PathBuf>,
     /// This node's state, for the hashes peers ask for.
     cluster: crate::Cluster,
+    /// The newest data format this node reads; 1 answers as a release before formats
+    /// were numbered did (upgrade tests run such nodes).
+    max_data_format: u32,
 }
 
 impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> PeerService<SM> {
-    pub fn new(raft: Raft<SM>, spool_dir: Option<PathBuf>, cluster: crate::Cluster) -> Self {
-        Self { raft, spool_dir, cluster }
+    pub fn new(raft: Raft<SM>, spool_dir: Option<PathBuf>, cluster: crate::Cluster, max_data_format: u32) -> Self {
+        Self { raft, spool_dir, cluster, max_data_format }
     }
 
     pub fn into_server(self) -> pb::peer_server::PeerServer<Self> {
@@ -105,5 +108,26 @@ impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_ser
     async fn state_hash(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
         let rv: u64 = decode(&req.into_inner().data).map_err(bad)?;
         reply(&crate::consistency::answer(&self.cluster, rv).await)
+    }
+
+    async fn member_started(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
+        if self.max_data_format < 2 {
+            return Err(Status::unimplemented("MemberStarted"));
+        }
+        let id: u64 = decode(&req.into_inner().data).map_err(bad)?;
+        let key = kuorum_store::keys::member_started_key(id);
+        let started = self.cluster.get(&key).map_err(|e| Status::unavailable(e.to_string()))?.is_some();
+        let member = {
+            use openraft::async_runtime::WatchReceiver;
+            self.raft.metrics().borrow_watched().membership_config.membership().get_node(&id).is_some()
+        };
+        reply(&crate::lost_data::Served { started, member })
+    }
+
+    async fn data_format(&self, _: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
+        if self.max_data_format < 2 {
+            return Err(Status::unimplemented("DataFormat"));
+        }
+        reply(&self.max_data_format)
     }
 }

@@ -18,13 +18,14 @@ use bytes::Bytes;
 use futures::{Stream, TryStreamExt};
 use kuorum_store::apply::{changes_since, ApplyObserver, BatchApplier};
 use kuorum_store::engine::DumpPart;
-use kuorum_store::{FrozenObjects, ObjectEngine};
+use kuorum_store::{Command, FrozenObjects, ObjectEngine};
 use openraft::entry::RaftEntry;
 use openraft::storage::{EntryResponder, RaftStateMachine};
 use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder};
 use tokio::sync::watch;
 
 use crate::codec::{decode, encode};
+use crate::requests::AwaitedRequests;
 pub use crate::snapshot::SnapshotData;
 use crate::types::{LogId, SnapshotMeta, StoredMembership, TypeConfig};
 
@@ -32,6 +33,14 @@ pub(crate) const META_APPLIED: &str = "last_applied";
 pub(crate) const META_MEMBERSHIP: &str = "membership";
 /// History at or below this rv has been compacted away.
 pub(crate) const META_COMPACTED: &str = "compacted";
+/// The cluster's data format (u32), as the last `RaiseFormat` applied set it; absent: 1.
+/// Part of the state, so snapshots and backups carry it.
+pub(crate) const META_DATA_FORMAT: &str = "data_format";
+
+/// The cluster data format `engine`'s state is at.
+fn stored_data_format<E: ObjectEngine>(engine: &E) -> io::Result<u32> {
+    Ok(engine.get_meta(META_DATA_FORMAT)?.map(|b| decode(&b)).transpose()?.unwrap_or(1))
+}
 
 /// The rv of the last compaction applied to `engine` (0 if none).
 pub fn compacted_rv<E: ObjectEngine>(engine: &E) -> io::Result<u64> {
@@ -50,6 +59,12 @@ struct Shared<E> {
     current_snapshot: Mutex<Option<(SnapshotMeta, SnapshotData)>>,
     /// Closed, apply waits before each batch (fault injection; see [`ApplyGate`]).
     gate: ApplyGate,
+    /// The cluster's data format as applied here (see [`META_DATA_FORMAT`]).
+    data_format: watch::Sender<u32>,
+    /// This node's own requests, told what the entries carrying their ids answered.
+    requests: Arc<AwaitedRequests>,
+    /// The newest data format this node reads (see [`StateMachine::reads_up_to`]).
+    max_data_format: std::sync::atomic::AtomicU32,
 }
 
 /// Holds the state machine's apply back while closed: committed entries wait, so this
@@ -108,6 +123,7 @@ impl<E: ObjectEngine> StateMachine<E> {
     pub fn with_observer(engine: Arc<E>, observer: Option<Arc<dyn ApplyObserver>>) -> io::Result<Self> {
         let applied: Option<LogId> = engine.get_meta(META_APPLIED)?.map(|b| decode(&b)).transpose()?;
         let (applied_tx, _) = watch::channel(applied.map(|l| l.index()).unwrap_or(0));
+        let (data_format, _) = watch::channel(stored_data_format(engine.as_ref())?);
         let sm = Self {
             shared: Arc::new(Shared {
                 engine,
@@ -115,6 +131,9 @@ impl<E: ObjectEngine> StateMachine<E> {
                 applied_tx,
                 current_snapshot: Mutex::new(None),
                 gate: ApplyGate::default(),
+                data_format,
+                requests: Arc::new(AwaitedRequests::default()),
+                max_data_format: kuorum_store::DATA_FORMAT.into(),
             }),
         };
         sm.reset_observer()?;
@@ -141,6 +160,21 @@ impl<E: ObjectEngine> StateMachine<E> {
     /// The gate in front of apply (open unless a fault closes it).
     pub fn apply_gate(&self) -> ApplyGate {
         self.shared.gate.clone()
+    }
+
+    /// Follows the cluster's data format as applied here.
+    pub fn data_format_rx(&self) -> watch::Receiver<u32> {
+        self.shared.data_format.subscribe()
+    }
+
+    /// Makes this node refuse to apply entries of a newer data format than `format`, as a
+    /// release that reads only `format` would fail on them.
+    pub fn reads_up_to(&self, format: u32) {
+        self.shared.max_data_format.store(format, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(crate) fn awaited_requests(&self) -> Arc<AwaitedRequests> {
+        self.shared.requests.clone()
     }
 
     /// Follows the applied index.
@@ -214,14 +248,26 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
         let mut changes = Vec::new();
         let mut last: Option<LogId> = None;
         let mut membership: Option<StoredMembership> = None;
+        let mut answers = Vec::new();
+        let awaiting = self.shared.requests.any();
+        let reads = self.shared.max_data_format.load(std::sync::atomic::Ordering::Relaxed);
 
         while let Some((entry, responder)) = entries.try_next().await? {
             let log_id = entry.log_id();
             let index = log_id.index();
             let result = match &entry.payload {
                 EntryPayload::Normal(cmd) => {
+                    if reads < 2 && matches!(cmd, Command::Identified { .. } | Command::RaiseFormat { .. }) {
+                        // What a release before formats were numbered does (it cannot
+                        // decode the entry), for the upgrade tests' stand-in of it.
+                        let why = format!("entry {index} is of data format 2; this node reads format {reads} only");
+                        return Err(io::Error::new(io::ErrorKind::InvalidData, why));
+                    }
                     let outcome = applier.apply(index, cmd)?;
                     changes.extend(outcome.change);
+                    if let (true, Some(id)) = (awaiting, cmd.request()) {
+                        answers.push((id, outcome.result.clone()));
+                    }
                     outcome.result
                 }
                 EntryPayload::Membership(m) => {
@@ -255,6 +301,11 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
         if let Some(rv) = compaction {
             meta.push((META_COMPACTED.to_string(), Bytes::from(encode(&rv))));
         }
+        // The format only rises, as compaction only moves forward.
+        let raised = applier.raised_format().filter(|f| *f > *self.shared.data_format.borrow());
+        if let Some(f) = raised {
+            meta.push((META_DATA_FORMAT.to_string(), Bytes::from(encode(&f))));
+        }
         engine.write(applier.into_batch(meta)).await?;
         if let Some(rv) = compaction {
             engine.compact(rv).await?;
@@ -262,6 +313,11 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
         if let Some(obs) = &self.shared.observer {
             obs.applied(last.index(), changes, compaction);
         }
+        if let Some(f) = raised {
+            tracing::info!(format = f, "the cluster's data format is raised");
+            self.shared.data_format.send_replace(f);
+        }
+        self.shared.requests.applied(answers);
         for (r, result) in replies {
             r.send(result);
         }
@@ -299,6 +355,8 @@ impl<E: ObjectEngine> RaftStateMachine<TypeConfig> for StateMachine<E> {
         let data = SnapshotData::frozen(frozen);
         *self.shared.current_snapshot.lock().unwrap_or_else(|e| e.into_inner()) = Some((meta.clone(), data));
         self.reset_observer()?;
+        self.shared.requests.snapshot_installed();
+        self.shared.data_format.send_replace(stored_data_format(self.shared.engine.as_ref())?);
         if let Some(l) = &meta.last_log_id {
             self.publish_applied(l.index());
         }

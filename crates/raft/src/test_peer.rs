@@ -93,4 +93,10 @@ impl Peer for TestPeer {
     async fn state_hash(&self, _: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
         Err(Status::unimplemented("not in this test"))
     }
+    async fn data_format(&self, _: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
+        Err(Status::unimplemented("not in this test"))
+    }
+    async fn member_started(&self, _: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
+        Err(Status::unimplemented("not in this test"))
+    }
 }

@@ -19,13 +19,8 @@ pub async fn single_node() -> Cluster {
 
 /// As [`single_node`], reporting what it applies to `observer` (a watch cache).
 pub async fn single_node_observed(observer: Option<Arc<dyn ApplyObserver>>) -> Cluster {
-    let cfg = RaftNodeConfig {
-        id: 1,
-        // A single voter never dials a peer, so the address is never used.
-        members: BTreeMap::from([(1, "127.0.0.1:1".to_string())]),
-        timing: RaftTiming::default(),
-        join: false,
-    };
+    // A single voter never dials a peer, so the address is never used.
+    let cfg = RaftNodeConfig::new(1, BTreeMap::from([(1, "127.0.0.1:1".to_string())]), RaftTiming::default(), 0);
     let started = start_raft(
         cfg,
         Arc::new(MemoryLogEngine::new()),

@@ -70,3 +70,37 @@ async fn compaction_never_moves_back() {
     cluster.write(Command::Compact { rv: applied + 1 }, t).await.unwrap().unwrap();
     assert_eq!(cluster.compacted().unwrap(), applied + 1, "a higher one still applies");
 }
+
+/// A new cluster starts at data format 1; its leader raises it once every member (here:
+/// itself alone) reads format 2, and it stays raised. Writes work on both sides of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_raises_the_data_format_once() {
+    use kuorum_raft::format::{Raise, DATA_FORMAT};
+    let cluster = kuorum_raft::testing::single_node().await;
+    let t = Duration::from_secs(5);
+    assert_eq!(cluster.data_format(), (1, DATA_FORMAT), "format 1 until raised");
+    let object = |name: &str| {
+        Bytes::from(format!(
+            r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{name}","uid":"{name}"}}}}"#
+        ))
+    };
+    let before = Command::Create { key: namespace_key("before"), namespace: None, object: object("before") };
+    cluster.write(before, t).await.unwrap().unwrap();
+    assert_eq!(cluster.raise_data_format(t).await.unwrap(), Raise::Raised(DATA_FORMAT));
+    assert_eq!(cluster.data_format(), (DATA_FORMAT, DATA_FORMAT));
+    assert_eq!(cluster.raise_data_format(t).await.unwrap(), Raise::Done(DATA_FORMAT), "raised once");
+    // A write of format 2 (with a request id) answers as before; a retried delete of it
+    // answers "not found" as a second request.
+    let after = Command::Create { key: namespace_key("after"), namespace: None, object: object("after") };
+    let created = cluster.write(after, t).await.unwrap().unwrap();
+    assert!(std::str::from_utf8(&created).unwrap().contains(r#""name":"after""#));
+    let delete = || Command::Delete {
+        key: namespace_key("after"),
+        precondition: Precondition::default(),
+        deletion_timestamp: None,
+        finalizing: Default::default(),
+    };
+    cluster.write(delete(), t).await.unwrap().unwrap();
+    assert_eq!(cluster.write(delete(), t).await.unwrap(), Err(WriteError::NotFound));
+    assert_eq!(cluster.get(&namespace_key("before")).unwrap().is_some(), true);
+}

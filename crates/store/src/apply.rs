@@ -116,6 +116,8 @@ pub struct BatchApplier<'e, E: ObjectEngine> {
     writes: Vec<ObjectWrite>,
     /// The highest compaction requested in this batch.
     compact: Option<u64>,
+    /// The highest data format this batch raised the cluster to.
+    raised_format: Option<u32>,
     /// The namespaces this batch's creates looked up, by name, as the overlay or the
     /// engine had them. Invariant: cleared by every write to a namespace key, so an entry
     /// is always what a fresh lookup would answer. The creates of one batch mostly share
@@ -133,7 +135,14 @@ enum NamespaceState {
 
 impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
     pub fn new(engine: &'e E) -> Self {
-        Self { engine, overlay: BTreeMap::new(), writes: Vec::new(), compact: None, namespaces: HashMap::new() }
+        Self {
+            engine,
+            overlay: BTreeMap::new(),
+            writes: Vec::new(),
+            compact: None,
+            raised_format: None,
+            namespaces: HashMap::new(),
+        }
     }
 
     fn namespace(&mut self, name: &str) -> StoreResult<NamespaceState> {
@@ -213,6 +222,11 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
     ) -> StoreResult<WriteResult> {
         match cmd {
             Command::Noop => Ok(Ok(Bytes::new())),
+            Command::Identified { command, .. } => self.apply_inner(index, command, change, compacted),
+            Command::RaiseFormat { format } => {
+                self.raised_format = self.raised_format.max(Some(*format));
+                Ok(Ok(Bytes::new()))
+            }
             Command::Compact { rv } => {
                 // Never past what is applied: history at the newest version must stay.
                 let rv = (*rv).min(index);
@@ -311,6 +325,12 @@ impl<'e, E: ObjectEngine> BatchApplier<'e, E> {
     /// after writing the batch).
     pub fn compaction(&self) -> Option<u64> {
         self.compact
+    }
+
+    /// The highest data format a `RaiseFormat` of this batch asked for, if any (the
+    /// caller records it, if above the stored one).
+    pub fn raised_format(&self) -> Option<u32> {
+        self.raised_format
     }
 
     /// The writes of every command applied so far, with `meta`, as one atomic batch.

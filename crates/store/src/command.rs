@@ -67,6 +67,28 @@ pub enum Command {
     Compact { rv: u64 },
     /// Does nothing; used to move the log forward (tests, barriers).
     Noop,
+    // Data format 2. bincode numbers variants by their position, so the variants above
+    // keep the bytes of format 1 and new ones only ever go below. A node that reads
+    // format 1 only cannot decode these: they are proposed once the cluster's data
+    // format is 2 (see `RaiseFormat`).
+    /// `command`, with the id of the client request that proposed it: the proposer finds
+    /// the outcome of an attempt whose answer it lost by the id, in what it applies.
+    Identified { request: RequestId, command: Box<Command> },
+    /// The cluster's data format becomes `format` (never lower): proposed by a leader once
+    /// every member said it reads it. From the entry on, proposers may use it.
+    RaiseFormat { format: u32 },
+}
+
+/// The data format this code reads and writes: 1 is every release before formats were
+/// numbered; 2 adds [`Command::Identified`] and [`Command::RaiseFormat`].
+pub const DATA_FORMAT: u32 = 2;
+
+/// Names one client request across the attempts to replicate it: the proposing node and
+/// a number it does not reuse (it starts from a random point at every start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RequestId {
+    pub node: u64,
+    pub seq: u64,
 }
 
 impl Command {
@@ -76,7 +98,24 @@ impl Command {
             | Command::Update { key, .. }
             | Command::Delete { key, .. }
             | Command::MarkDeleting { key, .. } => Some(key),
-            Command::Noop | Command::Compact { .. } => None,
+            Command::Identified { command, .. } => command.key(),
+            Command::Noop | Command::Compact { .. } | Command::RaiseFormat { .. } => None,
+        }
+    }
+
+    /// The command itself, without the request id a format-2 entry adds.
+    pub fn unwrapped(&self) -> &Command {
+        match self {
+            Command::Identified { command, .. } => command.unwrapped(),
+            other => other,
+        }
+    }
+
+    /// The id of the request that proposed it, if it carries one.
+    pub fn request(&self) -> Option<RequestId> {
+        match self {
+            Command::Identified { request, .. } => Some(*request),
+            _ => None,
         }
     }
 }
@@ -92,6 +131,10 @@ impl std::fmt::Display for Command {
             }
             Command::Compact { rv } => write!(f, "compact {rv}"),
             Command::Noop => write!(f, "noop"),
+            Command::Identified { request, command } => {
+                write!(f, "{command} (request {}/{})", request.node, request.seq)
+            }
+            Command::RaiseFormat { format } => write!(f, "raise data format to {format}"),
         }
     }
 }

@@ -42,6 +42,17 @@ pub fn collection_prefix(group: &str, resource: &str, namespace: Option<&str>) -
     }
 }
 
+/// The key a node writes once it has served as a member (etcd's "published" member): a
+/// node that starts with an empty data directory although its peers hold this key for it
+/// has lost its data, and must not vote (it forgot whom it voted for). Outside
+/// `/registry/`, so no API lists it.
+pub fn member_started_key(id: u64) -> String {
+    format!("{MEMBERS_PREFIX}{id}/started")
+}
+
+/// The prefix of what the cluster keeps about its members.
+pub const MEMBERS_PREFIX: &str = "/kuorum/members/";
+
 /// The key of a namespace object.
 /// The prefix of every namespace's key.
 pub const NAMESPACES_PREFIX: &str = "/registry/core/namespaces/";

@@ -21,5 +21,5 @@ pub mod memory;
 pub mod splice;
 
 pub use apply::{apply_command, changes_since, ApplyObserver, ApplyOutcome, Change, ChangeKind};
-pub use command::{Command, Finalizing, Precondition, WriteError, WriteResult};
+pub use command::{Command, Finalizing, Precondition, RequestId, WriteError, WriteResult, DATA_FORMAT};
 pub use engine::{DumpPart, DumpParts, FrozenObjects, LogEngine, ObjectBatch, ObjectEngine, StoreError, StoreResult};
