@@ -421,12 +421,7 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
 
     fn ask_state_hashes(&self, rv: u64, deadline: Duration) -> BoxFuture<'_, Vec<(NodeId, HashAnswer)>> {
         Box::pin(async move {
-            let others: Vec<(NodeId, String)> = {
-                let m = self.raft.metrics();
-                let m = m.borrow_watched();
-                let membership = m.membership_config.membership();
-                membership.nodes().filter(|(id, _)| **id != self.id).map(|(id, n)| (*id, n.addr.clone())).collect()
-            };
+            let others = self.other_members();
             let asks = others
                 .into_iter()
                 .map(|(id, addr)| async move { (id, self.ask_state_hash(&addr, rv, deadline).await) });
@@ -436,6 +431,15 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
 }
 
 impl<E: ObjectEngine> RaftReplicator<E> {
+    /// Every other member (voters and learners) of the membership this node knows, with
+    /// its peer address.
+    fn other_members(&self) -> Vec<(NodeId, String)> {
+        let m = self.raft.metrics();
+        let m = m.borrow_watched();
+        let membership = m.membership_config.membership();
+        membership.nodes().filter(|(id, _)| **id != self.id).map(|(id, n)| (*id, n.addr.clone())).collect()
+    }
+
     /// The leader's raise of the cluster's data format (see [`crate::format`]).
     async fn raise_format(&self, deadline: Duration) -> Result<Raise, ClusterError> {
         let _changing = self.format_lock.lock().await;
@@ -447,12 +451,7 @@ impl<E: ObjectEngine> RaftReplicator<E> {
         if self.current_leader() != Some(self.id) {
             return Ok(Raise::NotLeader);
         }
-        let others: Vec<(NodeId, String)> = {
-            let m = self.raft.metrics();
-            let m = m.borrow_watched();
-            let membership = m.membership_config.membership();
-            membership.nodes().filter(|(id, _)| **id != self.id).map(|(id, n)| (*id, n.addr.clone())).collect()
-        };
+        let others = self.other_members();
         let asks = others
             .iter()
             .map(|(id, addr)| async move { (*id, crate::format::ask(&self.channels, addr, deadline).await) });
