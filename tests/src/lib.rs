@@ -84,12 +84,28 @@ pub fn kubectl_bin() -> Option<PathBuf> {
     Some(venv.join("bin/kubectl")).filter(|p| p.is_file())
 }
 
-/// Free loopback ports: bind `n` listeners on port 0 at once (so they differ), then
-/// release them. Another process could take one in between; that window is tiny.
+/// Free loopback ports, `n` of them, below the kernel's ephemeral range (32768 and up on
+/// Linux). A port the kernel hands out as the source of an outgoing connection (a
+/// parallel test's client, say) is never one of these, so none is taken between this
+/// check and the node binding it; a cursor shared by the process walks through
+/// 10000..21000 so parallel tests of one binary never pick the same port either.
 pub fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<TcpListener> =
-        (0..n).map(|_| TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0")).collect();
-    listeners.iter().map(|l| l.local_addr().unwrap().port()).collect()
+    const LOW: u32 = 10_000;
+    const SPAN: u32 = 11_000;
+    static CURSOR: std::sync::OnceLock<std::sync::atomic::AtomicU32> = std::sync::OnceLock::new();
+    let cursor = CURSOR.get_or_init(|| std::sync::atomic::AtomicU32::new(std::process::id().wrapping_mul(7919) % SPAN));
+    let mut held = Vec::with_capacity(n);
+    for _ in 0..SPAN {
+        if held.len() == n {
+            break;
+        }
+        let port = (LOW + cursor.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % SPAN) as u16;
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+            held.push(l);
+        }
+    }
+    assert_eq!(held.len(), n, "no {n} free loopback ports in {LOW}..{}", LOW + SPAN);
+    held.iter().map(|l| l.local_addr().unwrap().port()).collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -914,9 +930,15 @@ pub fn run_bounded_env(
 }
 
 /// Last `lines` lines of a file (empty if missing).
+/// Backtrace frames (`  12: fn` and `at file:line` lines) are left out: a node that exits
+/// with an error prints one, and it would push the error itself out of the tail.
 pub fn tail(path: &Path, lines: usize) -> String {
     let text = fs::read(path).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
-    let all: Vec<&str> = text.lines().collect();
+    let frame = |l: &str| {
+        let t = l.trim_start();
+        l.len() > t.len() && (t.starts_with("at ") || t.split_once(": ").is_some_and(|(n, _)| n.parse::<u32>().is_ok()))
+    };
+    let all: Vec<&str> = text.lines().filter(|l| !frame(l)).collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
@@ -1292,7 +1314,8 @@ pub fn free_up_base_port(nodes: u16) -> u16 {
     static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     for attempt in 0..200u32 {
-        let base = 20_000 + ((std::process::id() * 13 + call * 4_999 + attempt * 131) % 20_000) as u16;
+        // 21000..32600: below the ephemeral range (see `free_ports`) and above its ports.
+        let base = 21_000 + ((std::process::id() * 13 + call * 4_999 + attempt * 131) % 11_400) as u16;
         let ports: Vec<u16> = (0..nodes).flat_map(|i| [base + i, base + 100 + i]).collect();
         let held: Vec<_> = ports.iter().filter_map(|p| TcpListener::bind(("127.0.0.1", *p)).ok()).collect();
         if held.len() == ports.len() {
