@@ -48,6 +48,14 @@ fn parse_range(s: &str) -> Option<std::ops::Range<u64>> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // `KUORUM_SIM_LOG=openraft=debug`: the nodes' tracing on stderr, to debug one seed.
+    if let Ok(filter) = std::env::var("KUORUM_SIM_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .without_time()
+            .init();
+    }
     let seeds = match (args.seed, parse_range(&args.seeds)) {
         (Some(s), _) => s..s + 1,
         (None, Some(r)) => r,

@@ -28,8 +28,9 @@ fn regression_seeds_are_clean() {
     // update in the same situation answered 409 (bug 7). 2452: a crash between recording
     // a purge point and purging left a log openraft called corrupted (bug 8). 1118 and
     // 1257: a create recognised as its own success by uid alone answered with a later
-    // update's resourceVersion (bug 9).
-    for seed in ["1532", "1587", "2452", "1118", "1257"] {
+    // update's resourceVersion (bug 9). 239: a membership change on a leader that a
+    // half-done change was removing (bug 11).
+    for seed in ["1532", "1587", "2452", "1118", "1257", "239"] {
         let (ok, text) = run(&["--seed", seed]);
         assert!(ok, "seed {seed} failed:\n{text}");
     }
