@@ -46,6 +46,29 @@ use tokio_rustls::client::TlsStream;
 /// and above one user's 1,000 watches (class 4).
 const NODE_OPEN_FILES: u64 = 2400;
 
+/// What node 1's kernel may hold unsent per unread watch (kuorum limits a client
+/// connection's unsent bytes to 128 KiB; a TLS record more is in flight).
+const UNSENT_PER_WATCH_BOUND: u64 = 256 << 10;
+
+/// The bytes queued to send on established TCP connections whose local port is `port`
+/// (`/proc/net/tcp` and `tcp6`, the `tx_queue` column).
+fn tcp_send_queue_bytes(port: u16) -> u64 {
+    let mut total = 0;
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(state), Some(queues)) = (f.get(1), f.get(3), f.get(4)) else { continue };
+            let local_port = local.rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok());
+            if local_port != Some(port) || *state != "01" {
+                continue;
+            }
+            total += queues.split(':').next().and_then(|q| u64::from_str_radix(q, 16).ok()).unwrap_or(0);
+        }
+    }
+    total
+}
+
 /// Every canary answer must come within this.
 const CANARY_BOUND: Duration = Duration::from_secs(1);
 const CANARY_INTERVAL: Duration = Duration::from_millis(200);
@@ -1443,6 +1466,7 @@ fn class_watches(env: &Env, c: &mut Checks) {
         (opened, other_user)
     });
     let peak = sampler.peak();
+    let unsent = tcp_send_queue_bytes(port);
     let ok = opened.iter().filter(|w| matches!(w, Ok(w) if w.status == 200)).count();
     let too_many: Vec<&OpenWatch> = opened.iter().filter_map(|w| w.as_ref().ok()).filter(|w| w.status == 429).collect();
     let other: Vec<String> = opened
@@ -1477,6 +1501,17 @@ fn class_watches(env: &Env, c: &mut Checks) {
         let reply = Reply { status: 429, body: serde_json::from_str(&text).unwrap_or(Value::Null), text };
         c.check(is_status(&reply), || format!("429 without a Status body of code 429: {}", snippet(&reply.text)));
     }
+    // The kernel holds little per unread watch: the node stops writing once a connection
+    // has TCP_NOTSENT_LOWAT unsent (before, each watch's whole initial list, 2 MiB of it,
+    // waited in an autotuned send buffer: 2 GB for the class).
+    c.note(format!("node 1's kernel holds {} MiB unsent on its API port", unsent / MIB));
+    c.check(unsent <= ok as u64 * UNSENT_PER_WATCH_BOUND + 16 * MIB, || {
+        format!(
+            "node 1's kernel holds {} MiB unsent for {ok} unread watches (bound {} KiB each)",
+            unsent / MIB,
+            UNSENT_PER_WATCH_BOUND >> 10
+        )
+    });
     c.check(peak.saturating_sub(rss0) <= WATCH_RSS_BOUND, || {
         format!(
             "node 1 RSS peaked at {} MiB from {} MiB with the watches open (bound +{} MiB)",

@@ -270,6 +270,7 @@ impl RestListener {
                     continue;
                 };
                 let _ = sock.set_nodelay(true);
+                limit_unsent(&sock);
                 let tx = tx.clone();
                 match &acceptor {
                     None => {
@@ -346,6 +347,34 @@ impl axum::serve::Listener for RestListener {
 /// peer must present it: the CA may also sign users' client certificates, and a user
 /// must not be able to speak Raft.
 pub const NODE_GROUP: &str = "kuorum:nodes";
+
+/// The most a client connection may hold written but not yet sent (`TCP_NOTSENT_LOWAT`).
+/// Past it the socket reads as not writable, so a client that stops reading holds this
+/// much in the node's kernel per connection rather than an autotuned send buffer (up to
+/// `tcp_wmem`'s 4 MiB: 1,000 unread watches of hostile_e2e's class 4 queued 2 GB, and
+/// node 1 spent seconds serializing and encrypting it), and the node stops producing for
+/// it. Bytes in flight are not limited, so a long, fast link keeps its throughput.
+const CLIENT_UNSENT_MAX: libc::c_int = 128 * 1024;
+
+/// Sets [`CLIENT_UNSENT_MAX`] on a client connection (best effort). libc rather than
+/// socket2: socket2 has the setter behind its `all` feature only.
+fn limit_unsent(sock: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let lowat = CLIENT_UNSENT_MAX;
+    // SAFETY: a valid socket descriptor, and a c_int option of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NOTSENT_LOWAT,
+            &lowat as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        tracing::debug!("TCP_NOTSENT_LOWAT: {}", io::Error::last_os_error());
+    }
+}
 
 /// Whether a certificate is a node's (see [`NODE_GROUP`]).
 pub fn is_node_cert(cert: &CertificateDer<'_>) -> bool {
