@@ -44,6 +44,29 @@ fn home() -> PathBuf {
     std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"))
 }
 
+/// The previous release to start from, for upgrade tests: (binary, extra arguments, what
+/// it is). The binary `KUORUM_PREVIOUS_BIN` names (built by `scripts/previous-release.sh`
+/// from the pinned commit f960e37) when it is set; otherwise `this` binary acting as it
+/// ([`previous_release_stand_in`]).
+pub fn previous_release(this: &Path) -> (PathBuf, Vec<String>, String) {
+    match std::env::var_os("KUORUM_PREVIOUS_BIN") {
+        Some(p) => (PathBuf::from(&p), vec![], format!("the previous release's binary {}", Path::new(&p).display())),
+        None => {
+            let (bin, args) = previous_release_stand_in(this);
+            let what = "this binary acting as the previous release (--max-data-format 1; set KUORUM_PREVIOUS_BIN, \
+                        see scripts/previous-release.sh, for the real one)";
+            (bin, args, what.into())
+        }
+    }
+}
+
+/// `this` binary acting as the previous release: with `--max-data-format 1` it answers
+/// the peers as that release does, writes format 1 only, and refuses a directory a newer
+/// release opened (which the real previous release, predating the check, does not).
+pub fn previous_release_stand_in(this: &Path) -> (PathBuf, Vec<String>) {
+    (this.to_path_buf(), vec!["--max-data-format".into(), "1".into()])
+}
+
 /// The `kuorum` binary to test, or `None` if it cannot be found and `$KUORUM_BIN` is unset.
 /// Panics if `$KUORUM_BIN` names a file that does not exist.
 pub fn kuorum_bin() -> Option<PathBuf> {

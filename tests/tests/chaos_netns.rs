@@ -10,7 +10,10 @@
 //! its data directory wiped, started with `--join`, added back and promoted, while the
 //! clients keep writing and watching), and a damaged log (a stopped node's largest log
 //! segment gets a flipped byte: the node must refuse to start, and is then replaced the
-//! same way). Then it heals everything,
+//! same way), and a rolling upgrade: the nodes start as the previous release
+//! (`kuorum_e2e::previous_release`) and are upgraded one at a time among the other faults;
+//! once all run this release, that round instead tries a downgrade, which must be refused
+//! before the node touches its data. Then it heals everything,
 //! lets the clients catch up, and checks the recorded history with the simulator's
 //! checkers: K1/K2 (linearizability), K4 (nothing acknowledged lost, unknown outcomes
 //! settled), W1-W12 (every watch continuous and caught up) and R1/R2 (the nodes agree).
@@ -22,8 +25,8 @@
 //!
 //! Budget: `KUORUM_CHAOS_SECS` seconds of faults (default 30). Needs root and iproute2,
 //! which CI has; elsewhere it is skipped with a note. The last line it prints is a
-//! `chaos-report` JSON object (faults, requests, lost writes, watch gaps) that
-//! docs/reliability.md quotes.
+//! `chaos-report` JSON object (faults, requests, lost writes, watch gaps, the longest
+//! time without an acknowledged write) that docs/reliability.md quotes.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -36,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use kuorum_api::seams::{Entropy, SplitMix64};
-use kuorum_e2e::{die_with_parent, files_ending, flip_middle, kuorum_bin};
+use kuorum_e2e::{die_with_parent, files_ending, flip_middle, kuorum_bin, previous_release, previous_release_stand_in};
 use kuorum_sim::check;
 use kuorum_sim::client::{request_within, ClientIo, Dial, WatchLines};
 use kuorum_sim::history::{EventType, OpKind, Outcome, Recorder, Seen};
@@ -71,7 +74,10 @@ struct Lab {
     nodes: BTreeMap<u64, Option<Child>>,
     /// Nodes whose data directory was replaced: they start with `--join` from then on.
     joining: std::collections::BTreeSet<u64>,
+    /// This release.
     bin: PathBuf,
+    /// Nodes that run another release: its binary and extra arguments.
+    release: BTreeMap<u64, (PathBuf, Vec<String>)>,
     dir: tempfile::TempDir,
 }
 
@@ -91,6 +97,7 @@ impl Lab {
             nodes: BTreeMap::new(),
             joining: Default::default(),
             bin,
+            release: BTreeMap::new(),
             dir,
         };
         let br = lab.ns("br");
@@ -136,11 +143,13 @@ impl Lab {
         let peers: Vec<String> = (1..=NODES).map(|i| format!("{i}={SUBNET}.{i}:6543")).collect();
         let log_path = self.dir.path().join(format!("node{id}.log"));
         let mut log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).unwrap();
-        writeln!(log, "===== chaos: start node {id}").unwrap();
+        let (bin, extra) = self.release.get(&id).cloned().unwrap_or_else(|| (self.bin.clone(), vec![]));
+        writeln!(log, "===== chaos: start node {id} ({} {})", bin.display(), extra.join(" ")).unwrap();
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.ns(&format!("n{id}"))])
-            .arg(&self.bin)
+            .arg(&bin)
             .args(["serve", "--id", &id.to_string(), "--insecure"])
+            .args(&extra)
             .args(["--listen", &format!("{SUBNET}.{id}:6443"), "--peer-listen", &format!("{SUBNET}.{id}:6543")])
             .args(["--peers", &peers.join(",")])
             .args(self.joining.contains(&id).then_some("--join"))
@@ -243,8 +252,7 @@ impl Lab {
         let mut restarted = 0;
         for id in 1..=NODES {
             if self.nodes[&id].is_some() && self.exited(id) {
-                let log = std::fs::read_to_string(self.dir.path().join(format!("node{id}.log"))).unwrap_or_default();
-                let life = log.rsplit("===== chaos: start node").next().unwrap_or_default();
+                let life = self.last_life(id);
                 let why = life.lines().filter(|l| l.contains("replication stopped")).last().unwrap_or("");
                 assert!(
                     why.contains("No space left on device"),
@@ -257,6 +265,12 @@ impl Lab {
             }
         }
         restarted
+    }
+
+    /// The node's log since its last start.
+    fn last_life(&self, id: u64) -> String {
+        let log = std::fs::read_to_string(self.dir.path().join(format!("node{id}.log"))).unwrap_or_default();
+        log.rsplit("===== chaos: start node").next().unwrap_or_default().to_string()
     }
 
     fn log_tail(&self, id: u64) -> String {
@@ -327,6 +341,18 @@ struct Figures {
     /// to start (each such node is then replaced).
     log_damaged: u32,
     damage_refused: u32,
+    /// What the nodes ran first; nodes upgraded from it to this release, one at a time.
+    previous_release: String,
+    upgraded: u32,
+    /// Downgrades tried (a node of this release restarted as the previous one) and
+    /// refused at start.
+    downgrades_tried: u32,
+    downgrades_refused: u32,
+    /// The cluster's data format at the end (2 once every node runs this release).
+    data_format: u64,
+    /// The longest time without an acknowledged write of a probe that writes every
+    /// 200 ms through each node in turn: the slowest recovery from a fault.
+    slowest_recovery_ms: u64,
     requests: usize,
     acknowledged_writes: usize,
     unknown_outcomes: usize,
@@ -357,8 +383,12 @@ fn chaos_on_real_processes_in_network_namespaces() {
     let entropy = SplitMix64::new(seed);
     let rng = || entropy.next_u64();
 
+    let (previous, previous_args, what) = previous_release(&bin);
+    println!("chaos: the nodes start as {what} and are upgraded one at a time");
+    let stand_in = previous_release_stand_in(&bin);
     let mut lab = Lab::build(bin);
     for id in 1..=NODES {
+        lab.release.insert(id, (previous.clone(), previous_args.clone()));
         lab.start(id);
     }
     let client_ns = lab.ns("c");
@@ -375,9 +405,11 @@ fn chaos_on_real_processes_in_network_namespaces() {
     let traffic = Traffic { rec: rec.clone(), nodes: NODES, keys: 8, seed, dial: dial.clone() };
     let writers: Vec<_> = (0..4).map(|c| rt.spawn(traffic.clone().writer(c))).collect();
     let watchers: Vec<_> = (0..2).map(|w| rt.spawn(traffic.clone().watcher(w))).collect();
+    let probe = Arc::new(std::sync::Mutex::new(WriteProbe::default()));
+    let prober = rt.spawn(write_probe(dial.clone(), probe.clone()));
 
     // Safety phase: faults in turn, on random nodes.
-    let mut fig = Figures { seconds: budget.as_secs(), ..Figures::default() };
+    let mut fig = Figures { seconds: budget.as_secs(), previous_release: what, ..Figures::default() };
     let started = Instant::now();
     let mut round = 0u32;
     // At least four rounds, so every run has both membership kinds.
@@ -386,8 +418,8 @@ fn chaos_on_real_processes_in_network_namespaces() {
         fig.exited_on_full_disk += lab.supervise();
         let id = 1 + rng() % NODES;
         // The order of the kinds: the membership changes come early, so a short run
-        // (CI's 30 s) has each of them at least once.
-        match [0, 4, 1, 5, 2, 3][round as usize % 6] {
+        // (CI's 30 s) has each of them at least once, and two of the three upgrades.
+        match [4, 6, 5, 6, 0, 6, 1, 2, 3][round as usize % 9] {
             0 => {
                 fig.sigkill += 1;
                 lab.kill(id);
@@ -417,6 +449,34 @@ fn chaos_on_real_processes_in_network_namespaces() {
                 replace(&rt, &dial, &mut lab, id);
                 fig.replaced += 1;
             }
+            6 => match lab.release.keys().copied().collect::<Vec<_>>() {
+                old if !old.is_empty() => {
+                    let id = old[(rng() % old.len() as u64) as usize];
+                    lab.kill(id);
+                    lab.release.remove(&id);
+                    lab.start(id);
+                    fig.upgraded += 1;
+                }
+                _ => {
+                    // Every node runs this release, so every data directory records format
+                    // 2: the previous release must refuse it before touching it.
+                    fig.downgrades_tried += 1;
+                    lab.kill(id);
+                    lab.release.insert(id, stand_in.clone());
+                    lab.start(id);
+                    let exited = lab.exits_within(id, Duration::from_secs(30));
+                    lab.release.remove(&id);
+                    let life = lab.last_life(id);
+                    assert!(
+                        exited && life.contains("Downgrading a node is refused"),
+                        "node {id} started as the previous release on a directory this one opened:\n{}",
+                        lab.log_tail(id)
+                    );
+                    fig.downgrades_refused += 1;
+                    lab.kill(id);
+                    lab.start(id);
+                }
+            },
             _ => {
                 lab.kill(id);
                 if lab.damage_log(id) {
@@ -447,6 +507,14 @@ fn chaos_on_real_processes_in_network_namespaces() {
     std::thread::sleep(Duration::from_secs(3));
     for w in writers {
         w.abort();
+    }
+    prober.abort();
+    fig.slowest_recovery_ms = probe.lock().unwrap().longest.as_millis() as u64;
+    if lab.release.is_empty() {
+        // The leader raises the format within a few seconds once every member reads it.
+        let d = dial.clone();
+        fig.data_format = rt.block_on(rt.spawn(data_format_within(d, Duration::from_secs(30)))).unwrap();
+        assert_eq!(fig.data_format, 2, "every node runs this release, the cluster's data format must be raised");
     }
     std::thread::sleep(Duration::from_secs(6));
     for w in watchers {
@@ -488,6 +556,80 @@ fn chaos_on_real_processes_in_network_namespaces() {
     assert!(fig.acknowledged_writes > 50, "too little got through to say anything: {fig:?}");
     assert!(fig.sigkill + fig.sigstop + fig.partition + fig.disk_full + fig.replaced >= 4, "{fig:?}");
     assert!(fig.replaced >= 2 && fig.log_damaged >= 1, "every run replaces members: {fig:?}");
+    assert!(fig.upgraded >= 2, "every run upgrades nodes: {fig:?}");
+}
+
+/// What the write probe saw: when a write was last acknowledged, and the longest time
+/// between two acknowledged writes so far.
+#[derive(Default)]
+struct WriteProbe {
+    last: Option<Instant>,
+    longest: Duration,
+}
+
+/// Writes one ConfigMap (outside the namespace the checkers read) every 200 ms, through
+/// each node in turn, and records the longest time between two acknowledged writes.
+async fn write_probe(dial: Arc<dyn Dial>, probe: Arc<std::sync::Mutex<WriteProbe>>) {
+    const PATH: &str = "/api/v1/namespaces/kube-system/configmaps";
+    let mut n = 0u64;
+    loop {
+        n += 1;
+        let node = 1 + n % NODES;
+        let body = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "chaos-probe"}, "data": {"n": n.to_string()},
+        });
+        let put = request_within(
+            Duration::from_secs(5),
+            dial.as_ref(),
+            node,
+            "PUT",
+            &format!("{PATH}/chaos-probe"),
+            Some(&body),
+        )
+        .await;
+        let ok = match put {
+            Some(r) if r.status == 404 => {
+                request_within(Duration::from_secs(5), dial.as_ref(), node, "POST", PATH, Some(&body))
+                    .await
+                    .is_some_and(|r| r.status == 201)
+            }
+            Some(r) => r.status == 200,
+            None => false,
+        };
+        let now = Instant::now();
+        {
+            let mut p = probe.lock().unwrap();
+            if ok {
+                if let Some(last) = p.last {
+                    p.longest = p.longest.max(now - last);
+                }
+                p.last = Some(now);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The cluster's data format as the nodes report it (`/debug/kuorum/raft`), once one
+/// reports 2, or the last seen when `within` passes.
+async fn data_format_within(dial: Arc<dyn Dial>, within: Duration) -> u64 {
+    let deadline = Instant::now() + within;
+    let mut seen = 0;
+    while Instant::now() < deadline {
+        for node in 1..=NODES {
+            let r =
+                request_within(Duration::from_secs(2), dial.as_ref(), node, "GET", "/debug/kuorum/raft", None).await;
+            if let Some(f) = r.and_then(|r| r.body["data_format"].as_u64()) {
+                seen = seen.max(f);
+            }
+        }
+        if seen >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    seen
 }
 
 /// Replaces member `id` as an operator replaces a failed node: removes it through the

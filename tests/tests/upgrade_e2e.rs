@@ -27,25 +27,14 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use kuorum_e2e::{configmap, eventually, kuorum_bin, rv_of, Cluster, ClusterOptions, Http};
+use kuorum_e2e::{
+    configmap, eventually, kuorum_bin, previous_release, previous_release_stand_in, rv_of, Cluster, ClusterOptions,
+    Http,
+};
 use serde_json::{json, Value};
 
 const NS: &str = "upgrade";
 const PATH: &str = "/api/v1/namespaces/upgrade/configmaps";
-
-/// The previous release to start from: (binary, extra arguments, what it is).
-fn previous_release(this: &Path) -> (PathBuf, Vec<String>, String) {
-    match std::env::var_os("KUORUM_PREVIOUS_BIN") {
-        Some(p) => (PathBuf::from(&p), vec![], format!("the previous release's binary {}", Path::new(&p).display())),
-        None => (
-            this.to_path_buf(),
-            vec!["--max-data-format".into(), "1".into()],
-            "this binary acting as the previous release (--max-data-format 1; set KUORUM_PREVIOUS_BIN, \
-             see scripts/previous-release.sh, for the real one)"
-                .into(),
-        ),
-    }
-}
 
 /// The cluster's data format as node `id` reports it (1 for a release that does not);
 /// `None` if it does not answer within 5 s.
@@ -254,7 +243,7 @@ fn a_rolling_upgrade_keeps_every_write_and_watch_and_a_downgrade_is_refused() {
     c.stop(id, Duration::from_secs(10));
     let dir = c.node(id).data_dir.clone();
     let before = files(&dir);
-    c.set_release(id, Some((this.clone(), vec!["--max-data-format".into(), "1".into()])));
+    c.set_release(id, Some(previous_release_stand_in(&this)));
     let status = c.start_expecting_exit(id, Duration::from_secs(30)).unwrap();
     assert!(!status.success(), "a downgraded node must not start");
     let log = std::fs::read_to_string(&c.node(id).log_path).unwrap();
