@@ -85,6 +85,10 @@ struct Args {
     /// kuorum binary to start (default: $KUORUM_BIN, else the release build).
     #[arg(long)]
     kuorum_bin: Option<PathBuf>,
+    /// An extra argument for every `kuorum serve` started here (repeat it for more), e.g.
+    /// `--kuorum-arg=--max-data-format --kuorum-arg=1` to A/B the data formats.
+    #[arg(long = "kuorum-arg", allow_hyphen_values = true)]
+    kuorum_args: Vec<String>,
     /// Use this running etcd cluster (comma-separated client URLs) instead of starting one.
     #[arg(long)]
     etcd: Option<String>,
@@ -207,6 +211,10 @@ struct Args {
     failover_before: f64,
     #[arg(long, default_value_t = 8.0)]
     failover_after: f64,
+    /// failover: each client deletes every object it created right after creating it, so
+    /// deletes cut off by the kill are counted too.
+    #[arg(long)]
+    failover_deletes: bool,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]

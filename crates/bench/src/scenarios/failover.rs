@@ -12,6 +12,11 @@
 //! duplicate); creates that failed for the client but committed anyway may show up too
 //! ("unacknowledged but seen").
 //!
+//! With `--failover-deletes` each client deletes every object it created right after
+//! creating it (on the same node); the watcher then also counts DELETED events, and a
+//! delete answered "outcome unknown" is counted like a create (committed if the watcher
+//! saw the object deleted).
+//!
 //! Reported: time from the kill to the first successful create that was sent after it,
 //! creates/s before and after, errors, the watcher's gaps/duplicates/resumes, the servers'
 //! CPU per 1,000 creates and each server's peak RSS (the killed leader's just before).
@@ -54,6 +59,18 @@ pub struct FailoverResult {
     pub unknown_answers: u64,
     #[serde(default)]
     pub unknown_answers_committed: u64,
+    /// With `--failover-deletes`: deletes acknowledged, acknowledged deletes the watcher
+    /// never saw, deletes answered "outcome unknown" and how many of those committed.
+    #[serde(default)]
+    pub deletes: bool,
+    #[serde(default)]
+    pub deletes_acked: u64,
+    #[serde(default)]
+    pub watch_deletes_missing: u64,
+    #[serde(default)]
+    pub delete_unknown_answers: u64,
+    #[serde(default)]
+    pub delete_unknown_answers_committed: u64,
     pub watch_error: Option<String>,
     pub server_cpu_s_per_1k_creates: Option<f64>,
     /// Each server process's peak RSS (leader first; the leader's read just before the kill).
@@ -64,6 +81,8 @@ pub struct FailoverResult {
 #[derive(Default)]
 struct WatchState {
     seen: HashMap<String, u32>,
+    /// Name → DELETED events seen.
+    deleted: HashMap<String, u32>,
     last_rv: i64,
     resumes: u64,
     error: Option<String>,
@@ -106,6 +125,8 @@ async fn watcher(sys: Sys, urls: Vec<String>, prefix: String, rv0: i64, st: Arc<
                         if let Some(name) = md["name"].as_str().filter(|n| n.starts_with(&prefix)) {
                             if v["type"] == "ADDED" {
                                 *s.seen.entry(name.to_string()).or_default() += 1;
+                            } else if v["type"] == "DELETED" {
+                                *s.deleted.entry(name.to_string()).or_default() += 1;
                             }
                         }
                         true
@@ -128,7 +149,9 @@ async fn watcher(sys: Sys, urls: Vec<String>, prefix: String, rv0: i64, st: Arc<
                         for ev in resp.events() {
                             let Some(kv) = ev.kv() else { continue };
                             s.last_rv = s.last_rv.max(kv.mod_revision());
-                            if kv.create_revision() == kv.mod_revision() {
+                            if ev.event_type() == etcd_client::EventType::Delete {
+                                *s.deleted.entry(String::from_utf8_lossy(kv.key()).into_owned()).or_default() += 1;
+                            } else if kv.create_revision() == kv.mod_revision() {
                                 *s.seen.entry(String::from_utf8_lossy(kv.key()).into_owned()).or_default() += 1;
                             }
                         }
@@ -152,10 +175,19 @@ struct ClientLog {
     errors: u64,
     /// Names answered "outcome unknown" by a server that was up.
     unknown: Vec<String>,
+    /// Deletes: the names acknowledged, and those answered "outcome unknown".
+    deleted: Vec<String>,
+    unknown_deletes: Vec<String>,
     first_error: Option<String>,
 }
 
-async fn client(sys: Sys, urls: Vec<String>, k: usize, prefix: String, end: Instant) -> ClientLog {
+async fn kuorum_delete(http: &reqwest::Client, base: &str, name: &str) -> Result<()> {
+    let resp = http.delete(format!("{base}/api/v1/namespaces/default/configmaps/{name}")).send().await?;
+    expect_status(resp, 200, &format!("delete {name}: ")).await?;
+    Ok(())
+}
+
+async fn client(sys: Sys, urls: Vec<String>, k: usize, prefix: String, end: Instant, deletes: bool) -> ClientLog {
     let mut log = ClientLog::default();
     let payload = "x".repeat(1024);
     let http = reqwest::Client::builder()
@@ -167,10 +199,41 @@ async fn client(sys: Sys, urls: Vec<String>, k: usize, prefix: String, end: Inst
         .expect("http client");
     let mut etcd: Vec<Option<etcd_client::Client>> = vec![None; urls.len()];
     let mut node = k % urls.len();
+    // The object this client created last, to delete next (with `deletes`).
+    let mut to_delete: Option<String> = None;
     for i in 0u64.. {
         let t0 = Instant::now();
         if t0 >= end {
             break;
+        }
+        if let Some(name) = to_delete.take() {
+            let r: Result<()> = tokio::time::timeout(Duration::from_secs(5), async {
+                match sys {
+                    Sys::Kuorum => kuorum_delete(&http, &urls[node], &name).await,
+                    Sys::Etcd => {
+                        let c = etcd[node].as_mut().ok_or_else(|| anyhow!("no client"))?;
+                        c.delete(name.as_str(), None).await?;
+                        Ok(())
+                    }
+                }
+            })
+            .await
+            .unwrap_or_else(|_| Err(anyhow!("no reply within 5 s")));
+            match r {
+                Ok(()) => log.deleted.push(name),
+                Err(e) => {
+                    log.errors += 1;
+                    let e_text = format!("{e:#}");
+                    if e_text.contains("HTTP 504") || e_text.contains("request timed out") {
+                        log.unknown_deletes.push(name);
+                    }
+                    log.first_error.get_or_insert(e_text);
+                    etcd[node] = None;
+                    node = (node + 1) % urls.len();
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            continue;
         }
         let name = format!("{prefix}{k}-{i}");
         let r: Result<()> = tokio::time::timeout(Duration::from_secs(5), async {
@@ -192,7 +255,10 @@ async fn client(sys: Sys, urls: Vec<String>, k: usize, prefix: String, end: Inst
         .await
         .unwrap_or_else(|_| Err(anyhow!("no reply within 5 s")));
         match r {
-            Ok(()) => log.acks.push((t0, Instant::now(), name)),
+            Ok(()) => {
+                log.acks.push((t0, Instant::now(), name.clone()));
+                to_delete = deletes.then_some(name);
+            }
             Err(e) => {
                 log.errors += 1;
                 let e_text = format!("{e:#}");
@@ -233,7 +299,7 @@ pub(super) async fn failover_scenario(t: &Target, args: &Args) -> Result<Vec<Fai
     let kill_at = start + Duration::from_secs_f64(args.failover_before);
     let end = kill_at + Duration::from_secs_f64(args.failover_after);
     let tasks: Vec<_> = (0..args.failover_clients)
-        .map(|k| tokio::spawn(client(t.sys, t.urls.clone(), k, prefix.clone(), end)))
+        .map(|k| tokio::spawn(client(t.sys, t.urls.clone(), k, prefix.clone(), end, args.failover_deletes)))
         .collect();
     tokio::time::sleep_until(kill_at.into()).await;
     let leader_hwm = hwm_mb(&pids[..1]);
@@ -289,6 +355,8 @@ pub(super) async fn failover_scenario(t: &Target, args: &Args) -> Result<Vec<Fai
     let s = st.lock().unwrap();
     let acked_names: std::collections::HashSet<&str> = acks.iter().map(|a| a.2.as_str()).collect();
     let unknown: Vec<&String> = logs.iter().flat_map(|l| &l.unknown).collect();
+    let deleted: Vec<&String> = logs.iter().flat_map(|l| &l.deleted).collect();
+    let unknown_deletes: Vec<&String> = logs.iter().flat_map(|l| &l.unknown_deletes).collect();
     let r = FailoverResult {
         system: sys.into(),
         clients: args.failover_clients,
@@ -307,6 +375,12 @@ pub(super) async fn failover_scenario(t: &Target, args: &Args) -> Result<Vec<Fai
         watch_resumes: s.resumes,
         unknown_answers: unknown.len() as u64,
         unknown_answers_committed: unknown.iter().filter(|n| s.seen.contains_key(n.as_str())).count() as u64,
+        deletes: args.failover_deletes,
+        deletes_acked: deleted.len() as u64,
+        watch_deletes_missing: deleted.iter().filter(|n| !s.deleted.contains_key(n.as_str())).count() as u64,
+        delete_unknown_answers: unknown_deletes.len() as u64,
+        delete_unknown_answers_committed: unknown_deletes.iter().filter(|n| s.deleted.contains_key(n.as_str())).count()
+            as u64,
         watch_error: s.error.clone(),
         server_cpu_s_per_1k_creates: per_1k(Some(cpu1 - cpu0), acks.len() as u64),
         peak_rss_mb,
@@ -326,6 +400,12 @@ pub(super) async fn failover_scenario(t: &Target, args: &Args) -> Result<Vec<Fai
         r.unknown_answers,
         r.unknown_answers_committed
     );
+    if r.deletes {
+        eprintln!(
+            "  => deletes: {} acknowledged, {} of them not seen by the watcher; {} answered unknown ({} of them committed)",
+            r.deletes_acked, r.watch_deletes_missing, r.delete_unknown_answers, r.delete_unknown_answers_committed
+        );
+    }
     Ok(vec![r])
 }
 
@@ -356,6 +436,20 @@ pub(crate) fn markdown(report: &Report) {
             f2(r.server_cpu_s_per_1k_creates),
             mb_list(&r.peak_rss_mb)
         );
+    }
+    if report.failover.iter().any(|r| r.deletes) {
+        println!("\n| system | deletes acked | watch: deletes missing | deletes answered unknown (committed) |");
+        println!("|---|---:|---:|---:|");
+        for r in report.failover.iter().filter(|r| r.deletes) {
+            println!(
+                "| {} | {} | {} | {} ({}) |",
+                r.system,
+                r.deletes_acked,
+                r.watch_deletes_missing,
+                r.delete_unknown_answers,
+                r.delete_unknown_answers_committed
+            );
+        }
     }
     for r in &report.failover {
         if let Some(e) = &r.first_error {

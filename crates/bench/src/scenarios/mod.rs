@@ -170,10 +170,11 @@ fn start_kuorum(args: &Args) -> Result<Cluster> {
         })?,
     };
     eprintln!("starting a 3-node kuorum cluster ({})", bin.display());
-    let extra_args = match crate::server_threads(args) {
+    let mut extra_args = match crate::server_threads(args) {
         Some(n) => vec!["--worker-threads".to_string(), n.to_string()],
         None => vec![],
     };
+    extra_args.extend(args.kuorum_args.iter().cloned());
     let options = ClusterOptions {
         nodes: 3,
         parent_dir: args.dir.clone(),
