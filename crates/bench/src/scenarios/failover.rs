@@ -181,6 +181,18 @@ struct ClientLog {
     first_error: Option<String>,
 }
 
+impl ClientLog {
+    /// Counts a failed request; answers whether a live server said its outcome is
+    /// unknown (kuorum's 504, etcd's "request timed out").
+    fn failed(&mut self, e: &anyhow::Error) -> bool {
+        self.errors += 1;
+        let text = format!("{e:#}");
+        let unknown = text.contains("HTTP 504") || text.contains("request timed out");
+        self.first_error.get_or_insert(text);
+        unknown
+    }
+}
+
 async fn kuorum_delete(http: &reqwest::Client, base: &str, name: &str) -> Result<()> {
     let resp = http.delete(format!("{base}/api/v1/namespaces/default/configmaps/{name}")).send().await?;
     expect_status(resp, 200, &format!("delete {name}: ")).await?;
@@ -222,12 +234,9 @@ async fn client(sys: Sys, urls: Vec<String>, k: usize, prefix: String, end: Inst
             match r {
                 Ok(()) => log.deleted.push(name),
                 Err(e) => {
-                    log.errors += 1;
-                    let e_text = format!("{e:#}");
-                    if e_text.contains("HTTP 504") || e_text.contains("request timed out") {
+                    if log.failed(&e) {
                         log.unknown_deletes.push(name);
                     }
-                    log.first_error.get_or_insert(e_text);
                     etcd[node] = None;
                     node = (node + 1) % urls.len();
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -260,12 +269,9 @@ async fn client(sys: Sys, urls: Vec<String>, k: usize, prefix: String, end: Inst
                 to_delete = deletes.then_some(name);
             }
             Err(e) => {
-                log.errors += 1;
-                let e_text = format!("{e:#}");
-                if e_text.contains("HTTP 504") || e_text.contains("request timed out") {
+                if log.failed(&e) {
                     log.unknown.push(name.clone());
                 }
-                log.first_error.get_or_insert_with(|| format!("{e:#}"));
                 etcd[node] = None;
                 node = (node + 1) % urls.len();
                 tokio::time::sleep(Duration::from_millis(20)).await;
