@@ -2,7 +2,8 @@
 //! with each host's environment file, and the StatefulSet's start script with each pod's
 //! hostname, each start three real nodes (on loopback, in temp directories, with
 //! certificates from `kuorum certs`) that form a ready cluster over TLS. The Kubernetes
-//! manifests validate strictly against Kubernetes 1.37's schemas.
+//! manifests validate strictly against Kubernetes 1.37's schemas. The release binary they
+//! run is under 60 MB.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -76,6 +77,28 @@ fn start_and_wait_ready(scripts: &[String], env: &[Vec<(String, String)>], pki: 
 fn certs(bin: &Path, pki: &Path) {
     let out = Command::new(bin).args(["certs", "--dir"]).arg(pki).args(["--nodes", "3"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// What ships stays small (issue 38): the release profile strips the binary's debug info
+/// (`[profile.release.package.kuorum]` in Cargo.toml); with it, the binary was 175 MB.
+const RELEASE_BINARY_MAX_BYTES: u64 = 60_000_000;
+
+#[test]
+fn the_release_binary_is_under_60_mb() {
+    let Some(bin) = kuorum_bin() else {
+        eprintln!("SKIP: no kuorum binary (set KUORUM_BIN or run scripts/test.sh)");
+        return;
+    };
+    if bin.parent().and_then(Path::file_name).is_none_or(|d| d != "release") {
+        eprintln!("SKIP: {} is not a release build", bin.display());
+        return;
+    }
+    let size = std::fs::metadata(&bin).unwrap().len();
+    assert!(
+        size < RELEASE_BINARY_MAX_BYTES,
+        "{} is {size} bytes, over {RELEASE_BINARY_MAX_BYTES}: is its debug info stripped?",
+        bin.display()
+    );
 }
 
 #[test]
