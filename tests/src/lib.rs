@@ -709,6 +709,12 @@ impl Cluster {
         child.wait().ok()
     }
 
+    /// Starts a stopped node again with the same arguments and data dir, without waiting
+    /// for it (for callers that time its start themselves).
+    pub fn start_node(&mut self, id: u64) -> Result<()> {
+        self.spawn(id)
+    }
+
     /// Starts a stopped node again with the same arguments and data dir, and waits for its
     /// `/readyz`.
     pub fn restart(&mut self, id: u64) -> Result<()> {

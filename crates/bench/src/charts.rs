@@ -4,6 +4,9 @@
 //!   one line per system and value size, a point per client level.
 //! - `bench-watch.png`: watch delivery p99 (log scale) against watcher count (log scale),
 //!   one line per system and write rate.
+//! - `bench-scale-*.png`: the scale scenario's figures (memory per object, restart to a
+//!   consistent read, LIST, creates/s) against the number of stored objects, one line per
+//!   system.
 //!
 //! Text is drawn with ab_glyph (pure Rust) from DejaVu Sans, loaded at run time from
 //! Debian's fonts-dejavu-core (scripts/setup.sh installs it; `$KUORUM_BENCH_FONT`
@@ -51,7 +54,74 @@ pub(crate) fn draw_all(report: &Report, dir: &Path) -> Result<()> {
         watch_chart(report, &p).with_context(|| p.display().to_string())?;
         eprintln!("chart: {}", p.display());
     }
+    if !report.scale.is_empty() {
+        for (file, caption, y_desc, figure) in SCALE_CHARTS {
+            let p = dir.join(file);
+            scale_chart(report, &p, caption, y_desc, *figure).with_context(|| p.display().to_string())?;
+            eprintln!("chart: {}", p.display());
+        }
+    }
     Ok(())
+}
+
+type ScaleFigure = fn(&crate::scenarios::ScaleResult) -> Option<f64>;
+
+/// The scale scenario's charts: file, caption, y axis, the figure.
+const SCALE_CHARTS: &[(&str, &str, &str, ScaleFigure)] = &[
+    (
+        "bench-scale-memory.png",
+        "Scale: resident memory per stored object (median server)",
+        "RSS growth per object, bytes (log)",
+        |r| median(&r.rss_growth_per_object),
+    ),
+    (
+        "bench-scale-restart.png",
+        "Scale: a killed follower, from its start to its first consistent read",
+        "seconds (log)",
+        |r| r.restart_to_read_s,
+    ),
+    (
+        "bench-scale-list.png",
+        "Scale: consistent LIST of every object on a follower (thick: whole, thin: paged)",
+        "seconds (log)",
+        |r| r.list_ms.map(|m| m / 1000.0),
+    ),
+    ("bench-scale-creates.png", "Scale: creates/s at 64 clients", "creates/s (log)", |r| Some(r.creates_per_sec)),
+];
+
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+fn scale_chart(report: &Report, path: &Path, caption: &str, y_desc: &str, figure: ScaleFigure) -> Result<()> {
+    let mut systems: Vec<&str> = report.scale.iter().map(|r| r.system.as_str()).collect();
+    systems.dedup();
+    let mut series = Vec::new();
+    for (i, sys) in systems.iter().enumerate() {
+        let rows: Vec<_> = report.scale.iter().filter(|r| r.system == *sys).collect();
+        series.push(Series {
+            label: sys.to_string(),
+            color: color(2 * i),
+            dashed: false,
+            points: rows.iter().filter_map(|r| Some((r.objects as f64, figure(r)?, String::new()))).collect(),
+        });
+        if path.ends_with("bench-scale-list.png") {
+            series.push(Series {
+                label: format!("{sys} paged"),
+                color: color(2 * i),
+                dashed: true,
+                points: rows
+                    .iter()
+                    .filter_map(|r| Some((r.objects as f64, r.list_paged_ms? / 1000.0, String::new())))
+                    .collect(),
+            });
+        }
+    }
+    let x_max = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(1.0f64, f64::max) * 1.5;
+    let x_min = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(f64::MAX, f64::min).min(x_max) / 1.5;
+    plot(path, caption, (x_min..x_max).log_scale(), "objects stored (log)", y_desc, &series)
 }
 
 fn color(i: usize) -> RGBColor {

@@ -1,7 +1,8 @@
 //! kuorum-bench: kuorum beside etcd 3.4 on one machine, scenario by scenario.
 //!
-//! Each scenario (`--scenarios`, all by default: creates, updates, reads, list, watch,
-//! reconnect, failover, fairness; see `scenarios/` for what each measures and how) runs against a
+//! Each scenario (`--scenarios`; by default creates, updates, reads, list, watch,
+//! reconnect, failover; also fairness and scale; see `scenarios/` for what each measures
+//! and how) runs against a
 //! fresh local 3-node kuorum and then a fresh local 3-member etcd 3.4 (or `--kuorum URLS` /
 //! `--etcd ENDPOINTS`), one system at a time so they never share the CPU, both with fsync
 //! on and the same concurrency and payload sizes. Progress goes to stderr as it runs; the
@@ -60,7 +61,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "kuorum-bench",
-    about = "kuorum beside etcd 3.4: creates, updates, reads, LIST, watch, reconnect, failover"
+    about = "kuorum beside etcd 3.4: creates, updates, reads, LIST, watch, reconnect, failover, scale"
 )]
 struct Args {
     /// Recorded seconds per run.
@@ -128,7 +129,8 @@ struct Args {
     #[arg(long)]
     charts: Option<PathBuf>,
     /// Scenarios to run, in order (comma separated): creates, updates, reads, list, watch,
-    /// reconnect, failover. Each scenario gets fresh clusters (one system at a time).
+    /// reconnect, failover, fairness, scale (the last two not by default). Each scenario gets
+    /// fresh clusters (one system at a time).
     #[arg(long, value_delimiter = ',', default_value = "creates,updates,reads,list,watch,reconnect,failover")]
     scenarios: Vec<String>,
     /// watch: watcher counts, one level each (0 = the writes alone, the CPU/RSS baseline).
@@ -215,6 +217,14 @@ struct Args {
     /// deletes cut off by the kill are counted too.
     #[arg(long)]
     failover_deletes: bool,
+    /// scale: stored-object levels (the cluster is filled up to each in turn), bytes of
+    /// payload per object, and seconds of creates at 64 clients at each level.
+    #[arg(long, value_delimiter = ',', default_value = "100000,300000,1000000")]
+    scale_objects: Vec<usize>,
+    #[arg(long, default_value_t = 1024)]
+    scale_value_size: usize,
+    #[arg(long, default_value_t = 5.0)]
+    scale_create_secs: f64,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -296,6 +306,8 @@ struct Report {
     failover: Vec<scenarios::FailoverResult>,
     #[serde(default)]
     fairness: Vec<scenarios::FairnessResult>,
+    #[serde(default)]
+    scale: Vec<scenarios::ScaleResult>,
     /// Wall-clock seconds of the whole run.
     #[serde(default)]
     total_s: Option<f64>,
@@ -378,6 +390,7 @@ fn main() -> Result<()> {
         reconnect: vec![],
         failover: vec![],
         fairness: vec![],
+        scale: vec![],
         total_s: None,
         failures: vec![],
     };
@@ -468,6 +481,11 @@ struct EtcdCluster {
     children: Vec<Child>,
     endpoints: Vec<String>,
     dir: tempfile::TempDir,
+    bin: String,
+    /// The members' `GOMAXPROCS` (None: Go's default, every CPU).
+    threads: Option<u16>,
+    /// Each member's command-line arguments, kept to restart it.
+    member_args: Vec<Vec<String>>,
 }
 
 impl EtcdCluster {
@@ -484,51 +502,84 @@ impl EtcdCluster {
         let peer = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i + 1]);
         let client = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i]);
         let initial = (0..3).map(|i| format!("m{}={}", i + 1, peer(i))).collect::<Vec<_>>().join(",");
-        let mut cluster = EtcdCluster { children: vec![], endpoints: (0..3).map(client).collect(), dir };
+        let member_args = (0..3)
+            .map(|i| {
+                let name = format!("m{}", i + 1);
+                let data = dir.path().join(&name).to_string_lossy().into_owned();
+                [
+                    "--name",
+                    &name,
+                    "--data-dir",
+                    &data,
+                    "--listen-client-urls",
+                    &client(i),
+                    "--advertise-client-urls",
+                    &client(i),
+                    "--listen-peer-urls",
+                    &peer(i),
+                    "--initial-advertise-peer-urls",
+                    &peer(i),
+                    "--initial-cluster",
+                    &initial,
+                    "--initial-cluster-state",
+                    "new",
+                    "--initial-cluster-token",
+                    "kuorum-bench",
+                    "--logger",
+                    "zap",
+                    "--log-outputs",
+                    "stderr",
+                    "--log-level",
+                    "warn",
+                ]
+                .map(String::from)
+                .to_vec()
+            })
+            .collect();
+        let mut cluster = EtcdCluster {
+            children: vec![],
+            endpoints: (0..3).map(client).collect(),
+            dir,
+            bin: bin.to_string(),
+            threads,
+            member_args,
+        };
         for i in 0..3 {
-            let name = format!("m{}", i + 1);
-            let data = cluster.dir.path().join(&name);
-            let log = fs::File::create(cluster.dir.path().join(format!("{name}.log")))?;
-            let mut cmd = Command::new(bin);
-            cmd.args([
-                "--name",
-                &name,
-                "--data-dir",
-                data.to_str().unwrap(),
-                "--listen-client-urls",
-                &client(i),
-                "--advertise-client-urls",
-                &client(i),
-                "--listen-peer-urls",
-                &peer(i),
-                "--initial-advertise-peer-urls",
-                &peer(i),
-                "--initial-cluster",
-                &initial,
-                "--initial-cluster-state",
-                "new",
-                "--initial-cluster-token",
-                "kuorum-bench",
-                "--logger",
-                "zap",
-                "--log-outputs",
-                "stderr",
-                "--log-level",
-                "warn",
-            ])
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log);
-            if let Some(n) = threads {
-                cmd.env("GOMAXPROCS", n.to_string());
-            }
-            die_with_parent(&mut cmd);
-            let child =
-                cmd.spawn().with_context(|| format!("spawn {bin} (install Debian etcd-server: scripts/setup.sh)"))?;
+            let child = cluster.spawn_member(i)?;
             cluster.children.push(child);
         }
         cluster.wait_healthy(Duration::from_secs(30))?;
         Ok(cluster)
+    }
+
+    /// Starts member `i` (0-based) with its arguments, its output appended to `m{i+1}.log`.
+    fn spawn_member(&self, i: usize) -> Result<Child> {
+        let log =
+            fs::OpenOptions::new().create(true).append(true).open(self.dir.path().join(format!("m{}.log", i + 1)))?;
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(&self.member_args[i]).stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
+        if let Some(n) = self.threads {
+            cmd.env("GOMAXPROCS", n.to_string());
+        }
+        die_with_parent(&mut cmd);
+        cmd.spawn().with_context(|| format!("spawn {} (install Debian etcd-server: scripts/setup.sh)", self.bin))
+    }
+
+    /// SIGKILLs member `i` and reaps it.
+    fn kill(&mut self, i: usize) {
+        let _ = self.children[i].kill();
+        let _ = self.children[i].wait();
+    }
+
+    /// Starts member `i` again on its data directory (after [`EtcdCluster::kill`]).
+    fn restart(&mut self, i: usize) -> Result<()> {
+        self.children[i] = self.spawn_member(i)?;
+        Ok(())
+    }
+
+    /// Member `i`'s data directory.
+    fn data_dir(&self, i: usize) -> PathBuf {
+        self.dir.path().join(format!("m{}", i + 1))
     }
 
     fn wait_healthy(&mut self, timeout: Duration) -> Result<()> {

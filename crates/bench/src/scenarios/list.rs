@@ -65,7 +65,7 @@ pub struct ListResult {
 }
 
 /// One list, whole (`page` None) or paged: (bytes, requests, items counted).
-async fn list_once(
+pub(super) async fn list_once(
     http: &reqwest::Client,
     list_url: &str,
     etcd: Option<&mut etcd_client::KvClient>,

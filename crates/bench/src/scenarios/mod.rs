@@ -13,6 +13,8 @@
 //! - [`reconnect`]: 1,000 watchers resuming at once from a resourceVersion N writes old.
 //! - [`failover`]: the leader killed (SIGKILL) under 64 creating clients.
 //! - [`fairness`]: one user's reads while another floods (kuorum only).
+//! - [`scale`]: memory, disk, LIST, creates and restart at 100k..1M stored objects (not in
+//!   the default run: it takes about half an hour).
 //!
 //! This module holds what they share: starting a [`Target`] cluster, filling it, the
 //! HTTP and etcd clients (load clients, watch streams), percentiles, CPU and peak-memory
@@ -24,6 +26,7 @@ pub(crate) mod fairness;
 pub(crate) mod list;
 pub(crate) mod reads;
 pub(crate) mod reconnect;
+pub(crate) mod scale;
 pub(crate) mod updates;
 pub(crate) mod watch;
 
@@ -40,6 +43,7 @@ pub(crate) use failover::FailoverResult;
 pub(crate) use fairness::FairnessResult;
 pub(crate) use list::ListResult;
 pub(crate) use reconnect::ReconnectResult;
+pub(crate) use scale::ScaleResult;
 pub(crate) use watch::WatchResult;
 
 // ---------------------------------------------------------------------------------------
@@ -291,8 +295,9 @@ pub(crate) fn run(
         eprintln!("(fairness is kuorum's only: etcd has no priority levels)");
         return Ok(());
     }
-    let target = Target::start(sys, args, rt)?;
+    let mut target = Target::start(sys, args, rt)?;
     match scenario {
+        "scale" => report.scale.extend(rt.block_on(scale::scale_scenario(&mut target, args))?),
         "watch" => watch::run(&target, args, rt, report)?,
         "list" => report.lists.extend(rt.block_on(list::list_scenario(&target, args))?),
         "reads" => report.reads.extend(rt.block_on(reads::reads_scenario(&target, args))?),
@@ -313,7 +318,8 @@ pub(crate) fn run_creates_interleaved(args: &Args, rt: &tokio::runtime::Runtime,
 }
 
 /// The scenario names `--scenarios` accepts, in the default order.
-pub(crate) const ALL: &[&str] = &["creates", "updates", "reads", "list", "watch", "reconnect", "failover", "fairness"];
+pub(crate) const ALL: &[&str] =
+    &["creates", "updates", "reads", "list", "watch", "reconnect", "failover", "fairness", "scale"];
 
 // ---------------------------------------------------------------------------------------
 // Filling
@@ -498,6 +504,7 @@ pub(crate) fn print_markdown(report: &Report) {
     reconnect::markdown(report);
     failover::markdown(report);
     fairness::markdown(report);
+    scale::markdown(report);
 }
 
 /// `Some(x)` with `decimals` decimals, else "-".
