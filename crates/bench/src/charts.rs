@@ -5,7 +5,7 @@
 //! - `bench-watch.png`: watch delivery p99 (log scale) against watcher count (log scale),
 //!   one line per system and write rate.
 //! - `bench-scale-*.png`: the scale scenario's figures (memory per object, restart to a
-//!   consistent read, LIST, creates/s) against the number of stored objects, one line per
+//!   consistent read, a new member's catch-up, LIST, creates/s) against the number of stored objects, one line per
 //!   system.
 //!
 //! Text is drawn with ab_glyph (pure Rust) from DejaVu Sans, loaded at run time from
@@ -85,6 +85,12 @@ const SCALE_CHARTS: &[(&str, &str, &str, ScaleFigure)] = &[
         "Scale: consistent LIST of every object on a follower (thick: whole, thin: paged)",
         "seconds (log)",
         |r| r.list_ms.map(|m| m / 1000.0),
+    ),
+    (
+        "bench-scale-catchup.png",
+        "Scale: a new member (empty data directory), from its addition to its first answer",
+        "seconds (log)",
+        |r| r.catch_up_s,
     ),
     ("bench-scale-creates.png", "Scale: creates/s at 64 clients", "creates/s (log)", |r| Some(r.creates_per_sec)),
 ];

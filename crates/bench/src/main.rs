@@ -505,35 +505,7 @@ impl EtcdCluster {
         let member_args = (0..3)
             .map(|i| {
                 let name = format!("m{}", i + 1);
-                let data = dir.path().join(&name).to_string_lossy().into_owned();
-                [
-                    "--name",
-                    &name,
-                    "--data-dir",
-                    &data,
-                    "--listen-client-urls",
-                    &client(i),
-                    "--advertise-client-urls",
-                    &client(i),
-                    "--listen-peer-urls",
-                    &peer(i),
-                    "--initial-advertise-peer-urls",
-                    &peer(i),
-                    "--initial-cluster",
-                    &initial,
-                    "--initial-cluster-state",
-                    "new",
-                    "--initial-cluster-token",
-                    "kuorum-bench",
-                    "--logger",
-                    "zap",
-                    "--log-outputs",
-                    "stderr",
-                    "--log-level",
-                    "warn",
-                ]
-                .map(String::from)
-                .to_vec()
+                etcd_member_args(&name, &dir.path().join(&name), &client(i), &peer(i), &initial, "new")
             })
             .collect();
         let mut cluster = EtcdCluster {
@@ -563,6 +535,22 @@ impl EtcdCluster {
         }
         die_with_parent(&mut cmd);
         cmd.spawn().with_context(|| format!("spawn {} (install Debian etcd-server: scripts/setup.sh)", self.bin))
+    }
+
+    /// Starts a new member (`m{index + 1}`) joining the existing cluster, whose other
+    /// members are `existing` (name=peer URL, comma separated), after the cluster's
+    /// `MemberAdd` of `http://127.0.0.1:{peer_port}`; answers its index.
+    fn start_joining(&mut self, existing: &str, client_port: u16, peer_port: u16) -> Result<usize> {
+        let i = self.children.len();
+        let name = format!("m{}", i + 1);
+        let client = format!("http://127.0.0.1:{client_port}");
+        let peer = format!("http://127.0.0.1:{peer_port}");
+        let initial = format!("{existing},{name}={peer}");
+        self.member_args.push(etcd_member_args(&name, &self.data_dir(i), &client, &peer, &initial, "existing"));
+        self.endpoints.push(client);
+        let child = self.spawn_member(i)?;
+        self.children.push(child);
+        Ok(i)
     }
 
     /// SIGKILLs member `i` and reaps it.
@@ -612,6 +600,39 @@ impl EtcdCluster {
     fn pids(&self) -> Vec<u32> {
         self.children.iter().map(Child::id).collect()
     }
+}
+
+/// One etcd member's command line.
+fn etcd_member_args(name: &str, data: &Path, client: &str, peer: &str, initial: &str, state: &str) -> Vec<String> {
+    let data = data.to_string_lossy();
+    [
+        "--name",
+        name,
+        "--data-dir",
+        &data,
+        "--listen-client-urls",
+        client,
+        "--advertise-client-urls",
+        client,
+        "--listen-peer-urls",
+        peer,
+        "--initial-advertise-peer-urls",
+        peer,
+        "--initial-cluster",
+        initial,
+        "--initial-cluster-state",
+        state,
+        "--initial-cluster-token",
+        "kuorum-bench",
+        "--logger",
+        "zap",
+        "--log-outputs",
+        "stderr",
+        "--log-level",
+        "warn",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 impl Drop for EtcdCluster {

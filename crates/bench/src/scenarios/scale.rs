@@ -19,8 +19,13 @@
 //! - **restart**: a follower SIGKILLed and started again on its data; the time from its
 //!   start to its first answered consistent read (kuorum: a GET without resourceVersion;
 //!   etcd: a linearizable Get, both on that node), and its RSS then.
-//!
-//! Not measured yet: a new member's catch-up by snapshot at each size.
+//! - **catch-up**: a new member with an empty data directory added as a learner (kuorum:
+//!   `kuorum member add`, its process already up with `--join`; etcd: `MemberAdd` as a
+//!   learner, then its process started); the time from the add to its first answer at
+//!   the current version (kuorum: a consistent GET on it; etcd, whose learners serve
+//!   only serializable reads: a serializable Get at or past the leader's revision at
+//!   the add), and its RSS then. The log behind a filled cluster is compacted, so both
+//!   send it a snapshot. It is then removed again, so every level starts from three.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -69,6 +74,12 @@ pub struct ScaleResult {
     /// RSS in MB then.
     pub restart_to_read_s: Option<f64>,
     pub restart_rss_mb: Option<f64>,
+    /// A new member: from its addition to its first answer at the current version, and
+    /// its RSS in MB then.
+    #[serde(default)]
+    pub catch_up_s: Option<f64>,
+    #[serde(default)]
+    pub catch_up_rss_mb: Option<f64>,
 }
 
 const PREFIX: &str = "sc";
@@ -128,6 +139,8 @@ pub(super) async fn scale_scenario(t: &mut Target, args: &Args) -> Result<Vec<Sc
         creates_at_size(t, args, level, &mut r).await?;
         t.wait_idle(Duration::from_secs(120)).await;
         restart_follower(t, &format!("{prefix}0"), &mut r).await?;
+        t.wait_idle(Duration::from_secs(60)).await;
+        catch_up(t, &format!("{prefix}0"), &mut r).await?;
         out.push(r);
     }
     Ok(out)
@@ -306,9 +319,9 @@ async fn restart_follower(t: &mut Target, key: &str, r: &mut ScaleResult) -> Res
         }
     };
     let http = http_client(Duration::from_secs(2))?;
-    let deadline = started + Duration::from_secs(900);
-    loop {
-        let ok = match t.sys {
+    let sys = t.sys;
+    wait_until(started, "the restarted follower answered no consistent read", || async {
+        match sys {
             Sys::Kuorum => http
                 .get(format!("{url}/api/v1/namespaces/default/configmaps/{key}"))
                 .header("Accept", "application/json")
@@ -319,15 +332,9 @@ async fn restart_follower(t: &mut Target, key: &str, r: &mut ScaleResult) -> Res
                 Ok(mut c) => c.get(key, None).await.is_ok_and(|g| !g.kvs().is_empty()),
                 Err(_) => false,
             },
-        };
-        if ok {
-            break;
         }
-        if Instant::now() > deadline {
-            bail!("the restarted follower {url} answered no consistent read in 900 s");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await?;
     let s = started.elapsed().as_secs_f64();
     r.restart_to_read_s = Some(s);
     r.restart_rss_mb = Some(proc_status_kb(t.pids[1], "VmRSS:") as f64 / 1024.0);
@@ -335,6 +342,103 @@ async fn restart_follower(t: &mut Target, key: &str, r: &mut ScaleResult) -> Res
         "  restarted follower: first consistent read {s:.2} s after its start, RSS {:.0} MB",
         r.restart_rss_mb.unwrap_or(0.0)
     );
+    Ok(())
+}
+
+/// Adds a new member with an empty data directory as a learner, times its catch-up to
+/// its first answer at the current version, and removes it again.
+async fn catch_up(t: &mut Target, key: &str, r: &mut ScaleResult) -> Result<()> {
+    let servers = t.urls.join(",");
+    let (elapsed, rss_kb) = match t.sys {
+        Sys::Kuorum => {
+            let Some(c) = t._kuorum.as_mut() else { return Ok(()) };
+            let new = c.start_joining_node()?;
+            let peer = format!("127.0.0.1:{}", c.node(new).peer_port);
+            let url = c.url(new);
+            let started = Instant::now();
+            if let Err(e) = c.cli(&["member", "add", &new.to_string(), &peer, "--server", &servers]) {
+                // The add answers 504 if the learner has not caught up in 120 s; it goes on.
+                if !format!("{e:#}").contains("has not caught up") {
+                    return Err(e);
+                }
+            }
+            let http = http_client(Duration::from_secs(2))?;
+            let read = format!("{url}/api/v1/namespaces/default/configmaps/{key}");
+            wait_until(started, "the new member answered no consistent read", || async {
+                http.get(&read).header("Accept", "application/json").send().await.is_ok_and(|x| x.status() == 200)
+            })
+            .await?;
+            let elapsed = started.elapsed().as_secs_f64();
+            let pid = c.node(new).pid().unwrap_or(0);
+            let rss = proc_status_kb(pid, "VmRSS:");
+            c.cli(&["member", "remove", &new.to_string(), "--server", &servers])?;
+            c.kill(new);
+            (elapsed, rss)
+        }
+        Sys::Etcd => {
+            let Some(e) = t._etcd.as_mut() else { return Ok(()) };
+            let mut admin = etcd_connect(&t.urls[0]).await?;
+            let rev = admin.get(key, None).await?.header().map(|h| h.revision()).unwrap_or(0);
+            let ports = kuorum_e2e::free_ports(2);
+            // etcd refuses an add ("unhealthy cluster") until every member has been
+            // connected for a while, which the follower restarted just before has not.
+            let tried = Instant::now();
+            let (started, added) = loop {
+                let started = Instant::now();
+                let add = admin
+                    .member_add(
+                        [format!("http://127.0.0.1:{}", ports[1])],
+                        Some(etcd_client::MemberAddOptions::new().with_is_learner()),
+                    )
+                    .await;
+                match add {
+                    Ok(added) => break (started, added),
+                    Err(e) if e.to_string().contains("unhealthy cluster") && tried.elapsed().as_secs() < 60 => {
+                        tokio::time::sleep(Duration::from_millis(500)).await
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            };
+            let id = added.member().map(|m| m.id()).ok_or_else(|| anyhow!("MemberAdd answered no member"))?;
+            let existing: Vec<String> = added
+                .member_list()
+                .iter()
+                .filter(|m| m.id() != id)
+                .map(|m| format!("{}={}", m.name(), m.peer_urls().first().map(String::as_str).unwrap_or("")))
+                .collect();
+            let i = e.start_joining(&existing.join(","), ports[0], ports[1])?;
+            let url = e.endpoints[i].clone();
+            wait_until(started, "the new member never reached the revision", || async {
+                let Ok(mut c) = etcd_connect_with(&url, Duration::from_secs(2)).await else { return false };
+                let opts = etcd_client::GetOptions::new().with_serializable();
+                c.get(key, Some(opts)).await.is_ok_and(|g| g.header().is_some_and(|h| h.revision() >= rev))
+            })
+            .await?;
+            let elapsed = started.elapsed().as_secs_f64();
+            let rss = proc_status_kb(e.children[i].id(), "VmRSS:");
+            admin.member_remove(id).await?;
+            e.kill(i);
+            (elapsed, rss)
+        }
+    };
+    r.catch_up_s = Some(elapsed);
+    r.catch_up_rss_mb = Some(rss_kb as f64 / 1024.0);
+    eprintln!("  new member caught up in {elapsed:.2} s, RSS {:.0} MB", rss_kb as f64 / 1024.0);
+    Ok(())
+}
+
+/// Polls `ok` every 20 ms until it answers true; an error after 900 s from `started`.
+async fn wait_until<F, Fut>(started: Instant, what: &str, mut ok: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    while !ok().await {
+        if started.elapsed() > Duration::from_secs(900) {
+            bail!("{what} in 900 s");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     Ok(())
 }
 
@@ -376,11 +480,11 @@ pub(crate) fn markdown(report: &Report) {
         return;
     }
     println!("\n#### Scale: costs against the number of stored objects\n");
-    println!("| system | objects (stored) | object B | fill/s | RSS MB per server | RSS growth per object B | disk MB per server | written per create B | LIST whole / paged s | creates/s at 64 (p99 ms) | restart → consistent read s (RSS MB) |");
-    println!("|---|---:|---:|---:|---|---|---|---|---|---|---|");
+    println!("| system | objects (stored) | object B | fill/s | RSS MB per server | RSS growth per object B | disk MB per server | written per create B | LIST whole / paged s | creates/s at 64 (p99 ms) | restart → consistent read s (RSS MB) | new member caught up s (RSS MB) |");
+    println!("|---|---:|---:|---:|---|---|---|---|---|---|---|---|");
     for r in &report.scale {
         println!(
-            "| {} | {} ({}) | {} | {:.0} | {} | {} | {} | {} | {} / {} | {:.0} ({:.1}) | {} ({}) |",
+            "| {} | {} ({}) | {} | {:.0} | {} | {} | {} | {} | {} / {} | {:.0} ({:.1}) | {} ({}) | {} ({}) |",
             r.system,
             r.objects,
             r.stored,
@@ -395,7 +499,9 @@ pub(crate) fn markdown(report: &Report) {
             r.creates_per_sec,
             r.creates_p99_ms,
             f2(r.restart_to_read_s),
-            f0(r.restart_rss_mb)
+            f0(r.restart_rss_mb),
+            f2(r.catch_up_s),
+            f0(r.catch_up_rss_mb)
         );
     }
     for r in report.scale.iter().filter(|r| !r.memory_parts_mb.is_empty()) {
