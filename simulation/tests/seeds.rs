@@ -29,8 +29,10 @@ fn regression_seeds_are_clean() {
     // a purge point and purging left a log openraft called corrupted (bug 8). 1118 and
     // 1257: a create recognised as its own success by uid alone answered with a later
     // update's resourceVersion (bug 9). 239: a membership change on a leader that a
-    // half-done change was removing (bug 11).
-    for seed in ["1532", "1587", "2452", "1118", "1257", "239"] {
+    // half-done change was removing (bug 11). 1613: an update through a node behind its
+    // precondition answered 409 though it applied; 1709: a create without a request id
+    // retried after an unknown outcome was made a second time (bug 12).
+    for seed in ["1532", "1587", "2452", "1118", "1257", "239", "1613", "1709"] {
         let (ok, text) = run(&["--seed", seed]);
         assert!(ok, "seed {seed} failed:\n{text}");
     }

@@ -35,7 +35,7 @@ use crate::pb;
 use crate::read_rounds::ReadRounds;
 use crate::reply::{propose_local, read_index_local, ForwardReply, ReadIndexReply};
 use crate::requests::{AwaitedRequests, Awaiting, Outcome};
-use crate::settle::{settle, Settled};
+use crate::settle::{settle, settle_unretried, Settled};
 use crate::state_machine::StateMachine;
 use crate::types::{NodeId, Raft};
 
@@ -195,6 +195,23 @@ impl<E: ObjectEngine> RaftReplicator<E> {
         }
     }
 
+    /// What a write without a request id answers after an attempt with an unknown
+    /// outcome, which it does not retry: see [`settle_unretried`].
+    async fn settle_unretried(
+        &self,
+        cmd: &Command,
+        since: u64,
+        deadline: Instant,
+    ) -> Result<WriteResult, ClusterError> {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let upto = self.read_barrier(remaining).await.map_err(|_| ClusterError::Timeout)?;
+        match settle_unretried(self.engine.as_ref(), cmd, since, upto) {
+            Settled::Ours(object) => Ok(Ok(object)),
+            Settled::NotOurs => Ok(Err(WriteError::Conflict)),
+            Settled::Unknown => Err(ClusterError::Timeout),
+        }
+    }
+
     async fn wait_applied(&self, index: u64, deadline: Instant) -> Result<u64, ClusterError> {
         let mut rx = self.applied_rx.clone();
         let res = tokio::time::timeout_at(deadline, rx.wait_for(|a| *a >= index)).await;
@@ -329,14 +346,17 @@ impl<E: ObjectEngine> Replicator for RaftReplicator<E> {
                     Attempt::Retry => {}
                     Attempt::Uncertain => {
                         uncertain = true;
+                        let Some(a) = &awaiting else {
+                            // Without a request id, a retry cannot be told from a second
+                            // write of the same content: answer what the history says.
+                            return self.settle_unretried(&cmd, since, deadline).await;
+                        };
                         // The attempt may have committed already: learn that before a retry
                         // applies the write a second time.
-                        if let Some(a) = &awaiting {
-                            let remaining = deadline.saturating_duration_since(Instant::now());
-                            if self.read_barrier(remaining).await.is_ok() {
-                                if let Outcome::Applied(answer) = a.outcome() {
-                                    return Ok(answer);
-                                }
+                        let remaining = deadline.saturating_duration_since(Instant::now());
+                        if self.read_barrier(remaining).await.is_ok() {
+                            if let Outcome::Applied(answer) = a.outcome() {
+                                return Ok(answer);
                             }
                         }
                     }

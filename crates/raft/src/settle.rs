@@ -15,6 +15,11 @@
 //!   version after the precondition's is whoever won; if it holds exactly the update's
 //!   content it is the update's own, otherwise the update lost and the conflict is true.
 //!
+//! A write without a request id (data format 1) is not retried after such an attempt: a
+//! retry could apply it twice. [`settle_unretried`] then tells from the history only
+//! what already happened: the write's own success, or for an update a precondition
+//! another write took.
+//!
 //! Anything else stays unknown (504, as kube-apiserver answers when etcd's outcome is
 //! unknown), and so does every case where the history since `since` was compacted away.
 //! A delete that meets "not found" in particular: the log does not say which of two
@@ -51,7 +56,7 @@ pub(crate) fn settle<E: ObjectEngine>(
         Ok(compacted) if compacted <= since => {}
         _ => return Settled::Unknown,
     }
-    let h = History { engine, since, upto };
+    let h = History { engine, since, upto, refused: true };
     match (cmd, refusal) {
         (Command::Create { key, object, .. }, WriteError::AlreadyExists) => h.create(key, object),
         (
@@ -62,11 +67,35 @@ pub(crate) fn settle<E: ObjectEngine>(
     }
 }
 
+/// Settles `cmd` after an attempt whose outcome was unknown and that is not retried, from
+/// the history between `since` and `upto`: a write without a request id (data format 1),
+/// whose retry could apply it a second time (a create made again after another client
+/// deleted the first one: simulator seed 1709). `NotOurs` only where the write can no
+/// longer apply, with the refusal it would meet: an update whose precondition's version
+/// another write replaced (a conflict).
+pub(crate) fn settle_unretried<E: ObjectEngine>(engine: &E, cmd: &Command, since: u64, upto: u64) -> Settled {
+    match compacted_rv(engine) {
+        Ok(compacted) if compacted <= since => {}
+        _ => return Settled::Unknown,
+    }
+    let h = History { engine, since, upto, refused: false };
+    match cmd {
+        Command::Create { key, object, .. } => h.create(key, object),
+        Command::Update { key, object, precondition: Precondition { resource_version: Some(p), .. }, .. } => {
+            h.update(key, object, *p)
+        }
+        _ => Settled::Unknown,
+    }
+}
+
 /// One key's versions between two applied indexes.
 struct History<'a, E> {
     engine: &'a E,
     since: u64,
     upto: u64,
+    /// Whether a retry was refused at or below `upto` (else the first attempt may still
+    /// be on its way to the leader, and only what already happened can be told).
+    refused: bool,
 }
 
 impl<E: ObjectEngine> History<'_, E> {
@@ -74,11 +103,11 @@ impl<E: ObjectEngine> History<'_, E> {
         self.engine.get_at(key, rv).ok()
     }
 
-    /// The smallest rv in `(since, upto]` where `hit` holds, given that it holds at
+    /// The smallest rv in `(from, upto]` where `hit` holds, given that it holds at
     /// `upto` and, once it holds, holds at every later rv. `None` if a read fails.
-    fn first(&self, key: &str, hit: impl Fn(Option<&Bytes>) -> bool) -> Option<u64> {
-        let (mut lo, mut hi) = (self.since, self.upto);
-        // Invariant: `hit` is false at `lo` (or lo == since) and true at `hi`.
+    fn first(&self, key: &str, from: u64, hit: impl Fn(Option<&Bytes>) -> bool) -> Option<u64> {
+        let (mut lo, mut hi) = (from, self.upto);
+        // Invariant: `hit` is false at `lo` (or lo == from) and true at `hi`.
         while hi > lo + 1 {
             let mid = lo + (hi - lo) / 2;
             if hit(self.at(key, mid)?.as_ref()) {
@@ -98,11 +127,15 @@ impl<E: ObjectEngine> History<'_, E> {
         let ours = |v: Option<&Bytes>| v.is_some_and(|v| uid_of(v).as_deref() == Some(uid.as_str()));
         if ours(now.as_ref()) {
             // The uid appears once, at the create, and stays until the object goes.
-            let Some(rv) = self.first(key, ours) else { return Settled::Unknown };
+            let Some(rv) = self.first(key, self.since, ours) else { return Settled::Unknown };
             return match self.at(key, rv).flatten() {
                 Some(created) if same_content(&created, object) => Settled::Ours(created),
                 _ => Settled::Unknown,
             };
+        }
+        if !self.refused {
+            // It may yet apply.
+            return Settled::Unknown;
         }
         // One object (one uid) at both ends held the key throughout.
         match (then.as_deref().and_then(uid_of), now.as_deref().and_then(uid_of)) {
@@ -113,12 +146,24 @@ impl<E: ObjectEngine> History<'_, E> {
 
     fn update(&self, key: &str, object: &Bytes, precondition: u64) -> Settled {
         let moved = |v: Option<&Bytes>| v.and_then(|v| resource_version_of(v)) != Some(precondition);
-        let Some(then) = self.at(key, self.since) else { return Settled::Unknown };
+        // The precondition's version begins at its own rv (a resourceVersion is the index
+        // that wrote it). This node may have been behind it when the update began (the
+        // client read it elsewhere): what the key held at `since` then says nothing.
+        let from = self.since.max(precondition);
+        if from > self.upto {
+            return Settled::Unknown;
+        }
+        let Some(then) = self.at(key, from) else { return Settled::Unknown };
         if moved(then.as_ref()) {
-            // Past the precondition before the update was first sent: it cannot apply.
+            // Past the precondition before the update was first sent, or the
+            // precondition is no version of this key: it cannot apply.
             return Settled::NotOurs;
         }
-        let Some(rv) = self.first(key, moved) else { return Settled::Unknown };
+        if !self.refused && !matches!(self.at(key, self.upto), Some(now) if moved(now.as_ref())) {
+            // Still at the precondition: it may yet apply.
+            return Settled::Unknown;
+        }
+        let Some(rv) = self.first(key, from, moved) else { return Settled::Unknown };
         match self.at(key, rv) {
             Some(Some(next)) if same_content(&next, object) => Settled::Ours(next),
             Some(_) => Settled::NotOurs,
@@ -244,12 +289,63 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_update_sent_through_a_node_behind_its_precondition_is_answered_as_written() {
+        // Created at 1, updated at 3 (the client read rv 3 elsewhere); ours (on rv 3)
+        // applied at 5 and its retry was refused at 6. This node was at 2 when the update
+        // began: the key's version there (rv 1) is older than the precondition, not past
+        // it (simulator seed 1613).
+        let mine = update("u", "mine", 3);
+        let e =
+            engine(&[Some(create("u")), None, Some(update("u", "x", 1)), None, Some(mine.clone()), Some(mine.clone())])
+                .await;
+        let s = settle(&e, &mine, &WriteError::Conflict, 2, 6);
+        assert_eq!(rv(&s), Some(5), "{s:?}");
+        // And beaten to it by another update at 4: the conflict is true.
+        let e = engine(&[
+            Some(create("u")),
+            None,
+            Some(update("u", "x", 1)),
+            Some(update("u", "theirs", 3)),
+            Some(mine.clone()),
+        ])
+        .await;
+        assert_eq!(settle(&e, &mine, &WriteError::Conflict, 2, 5), Settled::NotOurs);
+    }
+
+    #[tokio::test]
     async fn an_update_beaten_to_its_precondition_is_a_conflict() {
         let mine = update("u", "mine", 1);
         let e = engine(&[Some(create("u")), None, Some(update("u", "theirs", 1)), Some(mine.clone())]).await;
         assert_eq!(settle(&e, &mine, &WriteError::Conflict, 2, 4), Settled::NotOurs);
         // Past the precondition before the update began.
         assert_eq!(settle(&e, &mine, &WriteError::Conflict, 3, 4), Settled::NotOurs);
+    }
+
+    #[tokio::test]
+    async fn an_unretried_write_is_settled_only_by_what_happened() {
+        // Ours created at 2 and still there: answered as created at 2.
+        let e = engine(&[None, Some(create("ours")), None]).await;
+        assert_eq!(rv(&settle_unretried(&e, &create("ours"), 1, 3)), Some(2));
+        // Deleted by another at 4: the two ends cannot tell (a retry here would have
+        // created it a second time).
+        let e = engine(&[None, Some(create("ours")), None, Some(delete())]).await;
+        assert_eq!(settle_unretried(&e, &create("ours"), 1, 4), Settled::Unknown);
+        // Another object held the key throughout: the create may still apply later
+        // (if that one goes first), so it stays unknown.
+        let e = engine(&[Some(create("theirs")), None, None]).await;
+        assert_eq!(settle_unretried(&e, &create("ours"), 2, 3), Settled::Unknown);
+        // An update still at its precondition may still apply: unknown. Beaten to it:
+        // the conflict it would meet. Applied: answered as written.
+        let mine = update("u", "mine", 1);
+        let e = engine(&[Some(create("u")), None]).await;
+        assert_eq!(settle_unretried(&e, &mine, 1, 2), Settled::Unknown);
+        let e = engine(&[Some(create("u")), None, Some(update("u", "theirs", 1))]).await;
+        assert_eq!(settle_unretried(&e, &mine, 1, 3), Settled::NotOurs);
+        let e = engine(&[Some(create("u")), None, Some(mine.clone()), Some(update("u", "x", 3))]).await;
+        assert_eq!(rv(&settle_unretried(&e, &mine, 1, 4)), Some(3));
+        // Deletes stay unknown.
+        let e = engine(&[Some(create("u")), Some(delete())]).await;
+        assert_eq!(settle_unretried(&e, &delete(), 1, 2), Settled::Unknown);
     }
 
     #[tokio::test]
