@@ -35,7 +35,7 @@ use crate::pb;
 use crate::read_rounds::ReadRounds;
 use crate::reply::{propose_local, read_index_local, ForwardReply, ReadIndexReply};
 use crate::requests::{AwaitedRequests, Awaiting, Outcome};
-use crate::settle::{settle, settle_unretried, Settled};
+use crate::settle::{settle, settle_unretried, Settled, Unretried};
 use crate::state_machine::StateMachine;
 use crate::types::{NodeId, Raft};
 
@@ -188,7 +188,9 @@ impl<E: ObjectEngine> RaftReplicator<E> {
         if let Some(Outcome::Applied(answer)) = awaiting.map(Awaiting::outcome) {
             return Ok(answer);
         }
-        match settle(self.engine.as_ref(), cmd.unwrapped(), &refusal, since, upto) {
+        let settled = settle(self.engine.as_ref(), cmd.unwrapped(), &refusal, since, upto);
+        tracing::debug!(key = ?cmd.key(), since, upto, ?refusal, ?settled, "a refused retry settled from the history");
+        match settled {
             Settled::Ours(object) => Ok(Ok(object)),
             Settled::NotOurs => Ok(Err(refusal)),
             Settled::Unknown => Err(ClusterError::Timeout),
@@ -205,10 +207,12 @@ impl<E: ObjectEngine> RaftReplicator<E> {
     ) -> Result<WriteResult, ClusterError> {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let upto = self.read_barrier(remaining).await.map_err(|_| ClusterError::Timeout)?;
-        match settle_unretried(self.engine.as_ref(), cmd, since, upto) {
-            Settled::Ours(object) => Ok(Ok(object)),
-            Settled::NotOurs => Ok(Err(WriteError::Conflict)),
-            Settled::Unknown => Err(ClusterError::Timeout),
+        let settled = settle_unretried(self.engine.as_ref(), cmd.unwrapped(), since, upto);
+        tracing::debug!(key = ?cmd.key(), since, upto, ?settled, "an unretried write settled from the history");
+        match settled {
+            Unretried::Ours(object) => Ok(Ok(object)),
+            Unretried::Refused(refusal) => Ok(Err(refusal)),
+            Unretried::Unknown => Err(ClusterError::Timeout),
         }
     }
 

@@ -67,24 +67,42 @@ pub(crate) fn settle<E: ObjectEngine>(
     }
 }
 
+/// What a write not retried after an attempt with an unknown outcome answers.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Unretried {
+    /// The write happened: this is the object as it wrote it.
+    Ours(Bytes),
+    /// The write can no longer apply: the refusal it meets against the state at `upto`.
+    Refused(WriteError),
+    /// The history cannot tell, or the write may still apply.
+    Unknown,
+}
+
 /// Settles `cmd` after an attempt whose outcome was unknown and that is not retried, from
 /// the history between `since` and `upto`: a write without a request id (data format 1),
 /// whose retry could apply it a second time (a create made again after another client
-/// deleted the first one: simulator seed 1709). `NotOurs` only where the write can no
-/// longer apply, with the refusal it would meet: an update whose precondition's version
-/// another write replaced (a conflict).
-pub(crate) fn settle_unretried<E: ObjectEngine>(engine: &E, cmd: &Command, since: u64, upto: u64) -> Settled {
+/// deleted the first one: simulator seed 1709). Refused only where the write can no
+/// longer apply: an update whose precondition's version another write replaced, with
+/// the refusal it meets now (not found if the object is gone, else a conflict).
+pub(crate) fn settle_unretried<E: ObjectEngine>(engine: &E, cmd: &Command, since: u64, upto: u64) -> Unretried {
     match compacted_rv(engine) {
         Ok(compacted) if compacted <= since => {}
-        _ => return Settled::Unknown,
+        _ => return Unretried::Unknown,
     }
     let h = History { engine, since, upto, refused: false };
     match cmd {
-        Command::Create { key, object, .. } => h.create(key, object),
-        Command::Update { key, object, precondition: Precondition { resource_version: Some(p), .. }, .. } => {
-            h.update(key, object, *p)
+        Command::Create { key, object, .. } => match h.create(key, object) {
+            Settled::Ours(object) => Unretried::Ours(object),
+            Settled::NotOurs | Settled::Unknown => Unretried::Unknown,
+        },
+        Command::Update { key, object, precondition: Precondition { resource_version: Some(p), uid }, .. } => {
+            match h.update(key, object, *p) {
+                Settled::Ours(object) => Unretried::Ours(object),
+                Settled::NotOurs => h.refusal_now(key, uid.as_deref()),
+                Settled::Unknown => Unretried::Unknown,
+            }
         }
-        _ => Settled::Unknown,
+        _ => Unretried::Unknown,
     }
 }
 
@@ -117,6 +135,21 @@ impl<E: ObjectEngine> History<'_, E> {
             }
         }
         Some(hi)
+    }
+
+    /// What an update whose precondition is gone meets at `upto`: not found if the
+    /// object is gone, a uid mismatch if another object took the key, else a conflict.
+    fn refusal_now(&self, key: &str, uid: Option<&str>) -> Unretried {
+        match self.at(key, self.upto) {
+            Some(None) => Unretried::Refused(WriteError::NotFound),
+            Some(Some(now)) => match (uid, uid_of(&now)) {
+                (Some(wanted), Some(actual)) if wanted != actual => {
+                    Unretried::Refused(WriteError::UidMismatch { wanted: wanted.to_string(), actual })
+                }
+                _ => Unretried::Refused(WriteError::Conflict),
+            },
+            None => Unretried::Unknown,
+        }
     }
 
     fn create(&self, key: &str, object: &Bytes) -> Settled {
@@ -325,27 +358,32 @@ mod tests {
     async fn an_unretried_write_is_settled_only_by_what_happened() {
         // Ours created at 2 and still there: answered as created at 2.
         let e = engine(&[None, Some(create("ours")), None]).await;
-        assert_eq!(rv(&settle_unretried(&e, &create("ours"), 1, 3)), Some(2));
+        assert!(
+            matches!(settle_unretried(&e, &create("ours"), 1, 3), Unretried::Ours(b) if resource_version_of(&b) == Some(2))
+        );
         // Deleted by another at 4: the two ends cannot tell (a retry here would have
         // created it a second time).
         let e = engine(&[None, Some(create("ours")), None, Some(delete())]).await;
-        assert_eq!(settle_unretried(&e, &create("ours"), 1, 4), Settled::Unknown);
+        assert_eq!(settle_unretried(&e, &create("ours"), 1, 4), Unretried::Unknown);
         // Another object held the key throughout: the create may still apply later
         // (if that one goes first), so it stays unknown.
         let e = engine(&[Some(create("theirs")), None, None]).await;
-        assert_eq!(settle_unretried(&e, &create("ours"), 2, 3), Settled::Unknown);
+        assert_eq!(settle_unretried(&e, &create("ours"), 2, 3), Unretried::Unknown);
         // An update still at its precondition may still apply: unknown. Beaten to it:
-        // the conflict it would meet. Applied: answered as written.
+        // the conflict it meets now; the object deleted since: not found (simulator
+        // seed 47). Applied: answered as written.
         let mine = update("u", "mine", 1);
         let e = engine(&[Some(create("u")), None]).await;
-        assert_eq!(settle_unretried(&e, &mine, 1, 2), Settled::Unknown);
+        assert_eq!(settle_unretried(&e, &mine, 1, 2), Unretried::Unknown);
         let e = engine(&[Some(create("u")), None, Some(update("u", "theirs", 1))]).await;
-        assert_eq!(settle_unretried(&e, &mine, 1, 3), Settled::NotOurs);
+        assert_eq!(settle_unretried(&e, &mine, 1, 3), Unretried::Refused(WriteError::Conflict));
+        let e = engine(&[Some(create("u")), None, Some(delete())]).await;
+        assert_eq!(settle_unretried(&e, &mine, 1, 3), Unretried::Refused(WriteError::NotFound));
         let e = engine(&[Some(create("u")), None, Some(mine.clone()), Some(update("u", "x", 3))]).await;
-        assert_eq!(rv(&settle_unretried(&e, &mine, 1, 4)), Some(3));
+        assert!(matches!(settle_unretried(&e, &mine, 1, 4), Unretried::Ours(b) if resource_version_of(&b) == Some(3)));
         // Deletes stay unknown.
         let e = engine(&[Some(create("u")), Some(delete())]).await;
-        assert_eq!(settle_unretried(&e, &delete(), 1, 2), Settled::Unknown);
+        assert_eq!(settle_unretried(&e, &delete(), 1, 2), Unretried::Unknown);
     }
 
     #[tokio::test]
