@@ -11,7 +11,8 @@
 //!
 //! Worked example: the cache is at rv 12 with events 9..=12 and oldest 8. A watch from 10
 //! is given events 11 and 12 at once, then live events from 13 on. A watch from 5 is
-//! refused ([`TooOld`]): the client relists. After `compact(11)`, oldest is 11.
+//! refused ([`TooOld`]): the client relists. After `compact(11)`, oldest is 11. A watch
+//! whose replay holds more events than a watcher's queue is refused the same way.
 
 use kuorum_mutation::{self as mutation, Mutation};
 use std::collections::btree_map::Entry;
@@ -39,8 +40,8 @@ pub struct CacheConfig {
     pub max_events: usize,
     /// Items a watcher may have queued before it is cut off as too slow (16 bytes each:
     /// the events are shared). A watch from a resourceVersion gets its replay through
-    /// the same queue, so this is also how far back a watch can start without being cut
-    /// off at once.
+    /// the same queue, so this is also how many of its events back a watch can start:
+    /// from further back it is refused as too old (410; the client relists).
     pub watcher_queue: usize,
     /// How often a watcher that asked for bookmarks gets one.
     pub bookmark_every: Duration,
@@ -70,7 +71,8 @@ pub enum WatchStart {
     Now,
 }
 
-/// A watch from an rv the window no longer covers.
+/// A watch from an rv the window no longer covers, or from so far back that its replay
+/// would not fit its queue (`oldest` is then the event it overflowed at).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooOld {
     pub requested: u64,
@@ -444,22 +446,20 @@ impl WatchCache {
         };
         let mut w =
             Watcher { filter, after, bookmarks, last_bookmark: Instant::now(), queue: Arc::clone(&queue), sent: 0 };
-        // Replay the window after the start.
+        // Replay the window after the start. A replay longer than the queue would cut the
+        // watcher off before its first event, and its client, resuming from the same rv,
+        // again, for ever: it is refused as too old instead, so the client relists.
         let first = s.events.partition_point(|e| e.rv <= after);
-        let mut alive = true;
         for e in s.events.range(first..) {
             if !deliver(&mut w, e) {
-                alive = false;
-                break;
+                return Err(TooOld { requested: after, oldest: e.rv });
             }
         }
         let id = s.next_watcher;
         s.next_watcher += 1;
         let rv = s.rv;
-        if alive {
-            s.watchers.insert(id, w);
-            self.recount(s);
-        }
+        s.watchers.insert(id, w);
+        self.recount(s);
         Ok(WatchStarted { watch: Watch { rx: WatchReceiver { queue }, id, cache: Arc::downgrade(self) }, rv, initial })
     }
 

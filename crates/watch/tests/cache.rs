@@ -119,6 +119,22 @@ fn a_slow_watcher_is_cut_off_and_others_go_on() {
 }
 
 #[test]
+fn a_watch_whose_replay_outgrows_its_queue_is_refused_as_too_old() {
+    // Cut off at once, its client would resume from the same rv and be cut off again,
+    // for ever (the one-hour chaos run's replay from rv 1 met it): 410, and it relists.
+    let c = WatchCache::new(CacheConfig { watcher_queue: 4, ..CacheConfig::default() });
+    c.reset(0, 0, vec![], vec![]);
+    for rv in 1..=10u64 {
+        c.apply(rv, vec![change(ChangeKind::Added, &format!("o{rv}"), rv, "x", None)]);
+    }
+    let refused = c.watch(WatchFilter::prefix(P), WatchStart::After(0), false).err();
+    assert_eq!(refused, Some(TooOld { requested: 0, oldest: 5 }), "the fifth event overflowed");
+    assert_eq!(c.watcher_count(), 0);
+    let mut w = c.watch(WatchFilter::prefix(P), WatchStart::After(6), false).unwrap().watch;
+    assert_eq!(drain(&mut w).len(), 4, "events 7..=10 fit");
+}
+
+#[test]
 fn bookmarks_follow_the_events_they_cover() {
     let c = WatchCache::new(CacheConfig { bookmark_every: Duration::ZERO, ..CacheConfig::default() });
     c.reset(0, 0, vec![], vec![]);
