@@ -143,7 +143,13 @@ impl Lab {
         let peers: Vec<String> = (1..=NODES).map(|i| format!("{i}={SUBNET}.{i}:6543")).collect();
         let log_path = self.dir.path().join(format!("node{id}.log"));
         let mut log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).unwrap();
-        let (bin, extra) = self.release.get(&id).cloned().unwrap_or_else(|| (self.bin.clone(), vec![]));
+        // This release's nodes queue a whole run's events per watcher, so the checkers'
+        // replay from rv 1 fits even after an hour (the previous release's flags are its own).
+        let (bin, extra) = self
+            .release
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| (self.bin.clone(), vec!["--watch-queue-events".to_string(), "1000000".to_string()]));
         writeln!(log, "===== chaos: start node {id} ({} {})", bin.display(), extra.join(" ")).unwrap();
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.ns(&format!("n{id}"))])

@@ -61,6 +61,11 @@ pub struct ServeArgs {
     /// agreeing majority stops serving. Each check scans the node's state once. 0: never.
     #[arg(long, default_value_t = 300)]
     pub consistency_check_secs: u64,
+    /// Events one watcher may have queued before it is cut off as too slow (its client
+    /// resumes); also how many events back a watch can start before it gets 410 and
+    /// relists. Each queued event costs the node 16 bytes.
+    #[arg(long, default_value_t = 4096)]
+    pub watch_queue_events: usize,
     /// Applied entries between two Raft snapshots (etcd's flag and default). A snapshot is
     /// a RocksDB checkpoint in the data directory; after it, the log it covers (less
     /// --snapshot-catchup-entries) is purged.
@@ -614,6 +619,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         authentication_info: authentication_info(&args)?,
         service_map: service_map(&args)?,
         background_cpu: background_cpu(&args)?,
+        cache: kuorum_watch::CacheConfig {
+            watcher_queue: args.watch_queue_events.max(1),
+            ..kuorum_watch::CacheConfig::default()
+        },
         ..NodeConfig::new(args.id, members)
     };
     let seams = NodeSeams {
