@@ -442,12 +442,9 @@ where
     Ok(())
 }
 
-/// Values as "a / b / c" with no decimals, or "-".
+/// Values as "a / b / c" with no decimals, or "-" (the per-server MB lists' format).
 fn f0_list(v: &[f64]) -> String {
-    if v.is_empty() {
-        return "-".into();
-    }
-    v.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(" / ")
+    mb_list(v)
 }
 
 /// Objects stored in all: kuorum's watch cache count on the leader (the system
