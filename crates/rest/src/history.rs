@@ -33,13 +33,16 @@ pub(crate) fn too_old(requested: u64, oldest: u64) -> ApiError {
 }
 
 /// The objects under `filter.prefix` matching `filter` as they were at `rv`, strictly
-/// after `start_after`, in key order, at most `limit` of them.
+/// after `start_after`, in key order, at most `limit` of them. `known`: how many objects
+/// of the snapshot follow `start_after` (from the continue token), so that a full page
+/// need not count the rest of the collection again.
 pub(crate) fn page_at(
     st: &RestState,
     filter: &WatchFilter,
     rv: u64,
     start_after: Option<&str>,
     limit: Option<usize>,
+    known: Option<usize>,
 ) -> Result<SnapshotPage, ApiError> {
     let compacted = st.cluster.compacted().map_err(cluster_error)?;
     if rv < compacted {
@@ -73,11 +76,25 @@ pub(crate) fn page_at(
             break;
         }
     }
-    let remaining = match (&last_key, more && selects_all) {
-        (Some(last), true) => {
-            Some(st.cluster.scan_at(&filter.prefix, rv, Some(last), usize::MAX).map_err(cluster_error)?.len())
-        }
+    let remaining = match (&last_key, more && selects_all, known) {
+        (Some(_), true, Some(k)) => Some(k.saturating_sub(items.len())),
+        (Some(last), true, None) => Some(count_after(st, &filter.prefix, rv, last)?),
         _ => None,
     };
     Ok(SnapshotPage { items, last_key, more, remaining })
+}
+
+/// How many objects under `prefix` follow `after` at `rv`, read a chunk at a time so that
+/// counting holds no more than one chunk.
+fn count_after(st: &RestState, prefix: &str, rv: u64, after: &str) -> Result<usize, ApiError> {
+    let mut n = 0;
+    let mut cursor = after.to_string();
+    loop {
+        let chunk = st.cluster.scan_at(prefix, rv, Some(&cursor), CHUNK).map_err(cluster_error)?;
+        n += chunk.len();
+        match chunk.last() {
+            Some((k, _)) if chunk.len() == CHUNK => cursor.clone_from(k),
+            _ => return Ok(n),
+        }
+    }
 }

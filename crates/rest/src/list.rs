@@ -4,14 +4,15 @@
 //! - Most recent / Any / Not older than: the watch cache, once fresh enough; the list's
 //!   `metadata.resourceVersion` is the cache's rv at the moment the page was cut.
 //! - Exact N and continue tokens: the snapshot at N. While nothing has been applied since
-//!   N the cache *is* that snapshot and serves it; otherwise [`crate::history`] rebuilds
-//!   the page from the cache's event window (selectors applied while merging until
-//!   `limit` items match). Below the window (compaction): 410 Expired (for a token, with
+//!   N the cache *is* that snapshot and serves it; otherwise [`crate::history`] reads
+//!   the page from the object store's history (selectors applied while reading until
+//!   `limit` items match). Below the history (compaction): 410 Expired (for a token, with
 //!   a fresh token that continues at the newest state in the Status's
 //!   `metadata.continue`, as kube-apiserver does).
 //!
 //! `metadata.remainingItemCount` is set when a page is full, more objects follow, and the
-//! list has no selectors. Bodies are assembled from the stored bytes of each object
+//! list has no selectors: counted by the first page, carried by the token to the next
+//! ([`crate::token`]), so that a paged list costs linear time in all. Bodies are assembled from the stored bytes of each object
 //! (which carry kind and apiVersion) without re-encoding them; or, as `Accept`
 //! negotiated, the page is a Table or a PartialObjectMetadataList with the same metadata.
 
@@ -101,7 +102,7 @@ pub(crate) async fn list(st: &RestState, ctx: Ctx) -> Result<Response, ApiError>
         }
         ListPlan::Exact(n) => {
             wait_for_index(st, n).await?;
-            exact_page(st, &filter, n, None, limit)?
+            exact_page(st, &filter, n, None, limit, None)?
         }
         ListPlan::Continue(raw) => {
             let tok = token::decode(&raw, &filter.prefix)?;
@@ -113,7 +114,7 @@ pub(crate) async fn list(st: &RestState, ctx: Ctx) -> Result<Response, ApiError>
             } else {
                 let rv = tok.rv as u64;
                 wait_for_index(st, rv).await?;
-                match exact_page(st, &filter, rv, Some(&start), limit) {
+                match exact_page(st, &filter, rv, Some(&start), limit, tok.remaining) {
                     Err(e) if e.code == 410 => return Ok(continue_expired(&filter.prefix, &tok.from_key)),
                     other => other?,
                 }
@@ -152,37 +153,46 @@ async fn converted_page(st: &RestState, t: &Target, mut page: Page) -> Result<Pa
 
 /// A page of the watch cache as it is now.
 fn cache_page(st: &RestState, filter: &WatchFilter, start_after: Option<&str>, limit: Option<usize>) -> Page {
-    let cl = st.cache.list(filter, start_after, limit.unwrap_or(usize::MAX));
-    page_of_cache(cl, filter)
+    let cl = st.cache.page(filter, start_after, limit.unwrap_or(usize::MAX), filter.selects_all());
+    page_of_cache(cl, None)
 }
 
-fn page_of_cache(cl: kuorum_watch::CacheList, filter: &WatchFilter) -> Page {
-    let more = cl.remaining.is_some_and(|r| r > 0);
+/// `known`: how many objects the page's snapshot holds after `start_after`, from the
+/// token; the page then counts nothing ([`token`]).
+fn page_of_cache(cl: kuorum_watch::CacheList, known: Option<usize>) -> Page {
+    let remaining = match known {
+        Some(k) => Some(k.saturating_sub(cl.items.len())),
+        None => cl.remaining,
+    };
     Page {
         rv: cl.rv,
         last_key: cl.items.last().map(|o| o.key.clone()),
         items: cl.items.into_iter().map(Item::Cached).collect(),
-        more,
-        remaining: if more && filter.selects_all() { cl.remaining } else { None },
+        more: cl.more,
+        remaining: remaining.filter(|_| cl.more),
     }
 }
 
 /// A page of the snapshot at exactly `rv` (410 Expired if the history no longer has it).
+/// `known`: how many objects of the snapshot follow `start_after`, from the token.
 fn exact_page(
     st: &RestState,
     filter: &WatchFilter,
     rv: u64,
     start_after: Option<&str>,
     limit: Option<usize>,
+    known: Option<usize>,
 ) -> Result<Page, ApiError> {
+    let all = filter.selects_all();
+    let known = known.filter(|_| all);
     // Nothing applied since rv: the cache is the snapshot.
     if st.cache.rv() == rv {
-        let cl = st.cache.list(filter, start_after, limit.unwrap_or(usize::MAX));
+        let cl = st.cache.page(filter, start_after, limit.unwrap_or(usize::MAX), all && known.is_none());
         if cl.rv == rv {
-            return Ok(page_of_cache(cl, filter));
+            return Ok(page_of_cache(cl, known));
         }
     }
-    let p = history::page_at(st, filter, rv, start_after, limit)?;
+    let p = history::page_at(st, filter, rv, start_after, limit, known)?;
     let items = p.items.into_iter().map(Item::Read).collect();
     Ok(Page { rv, items, last_key: p.last_key, more: p.more, remaining: p.remaining })
 }
@@ -225,7 +235,7 @@ fn page_meta(prefix: &str, page: &Page) -> ListMeta {
     let mut meta = ListMeta { resource_version: page.rv.to_string(), ..Default::default() };
     if page.more {
         if let Some(last) = &page.last_key {
-            meta.continue_token = Some(token::encode(prefix, last, page.rv as i64));
+            meta.continue_token = Some(token::encode(prefix, last, page.rv as i64, page.remaining));
             meta.remaining = page.remaining;
         }
     }

@@ -7,9 +7,18 @@
 //! the same snapshot; `-1` (what kube-apiserver hands out with a 410 when the snapshot is
 //! compacted) means "continue at the newest state".
 //!
+//! One field is kuorum's own: `remaining`, how many objects of the snapshot follow the
+//! last item (written when the list has no selectors). The next page's
+//! `remainingItemCount` is that count less the page's items, where counting again would
+//! read every object after the page: each page of a paged list would cost the whole rest
+//! of the list, and the list quadratic time. Clients treat tokens as opaque and
+//! kube-apiserver ignores unknown fields; a token that lies about it gets a wrong count
+//! for its own list and nothing else.
+//!
 //! Worked example: a page of `/registry/core/configmaps/` ending at `default/b`, read at
 //! rv 12, gives `{"v":"meta.k8s.io/v1","rv":12,"start":"default/b\u0000"}`, which encodes
-//! as `eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTIsInN0YXJ0IjoiZGVmYXVsdC9iXHUwMDAwIn0`.
+//! as `eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTIsInN0YXJ0IjoiZGVmYXVsdC9iXHUwMDAwIn0`; with 40
+//! objects after it, `..."start":"default/b\u0000","remaining":40}`.
 
 use kuorum_api::ApiError;
 use serde::{Deserialize, Serialize};
@@ -23,6 +32,9 @@ pub(crate) struct ContinueToken {
     pub rv: i64,
     /// The full storage key the next page starts at (inclusive).
     pub from_key: String,
+    /// How many objects of the snapshot are at or after `from_key`, when the page that
+    /// handed out the token knew it.
+    pub remaining: Option<usize>,
 }
 
 impl ContinueToken {
@@ -40,19 +52,22 @@ struct Wire {
     rv: i64,
     #[serde(default)]
     start: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    remaining: Option<usize>,
 }
 
-/// The token for the page after `last_key` of the collection under `prefix`, read at `rv`.
-pub(crate) fn encode(prefix: &str, last_key: &str, rv: i64) -> String {
+/// The token for the page after `last_key` of the collection under `prefix`, read at `rv`,
+/// with `remaining` objects after it when that is known.
+pub(crate) fn encode(prefix: &str, last_key: &str, rv: i64, remaining: Option<usize>) -> String {
     let rel = last_key.strip_prefix(prefix).unwrap_or(last_key);
-    let wire = Wire { v: TOKEN_VERSION.to_string(), rv, start: format!("{rel}\0") };
+    let wire = Wire { v: TOKEN_VERSION.to_string(), rv, start: format!("{rel}\0"), remaining };
     base64_url_encode(&serde_json::to_vec(&wire).unwrap_or_default())
 }
 
 /// The token for a page starting at `from_key` (inclusive), as [`encode`] would write it.
 pub(crate) fn encode_from(prefix: &str, from_key: &str, rv: i64) -> String {
     let rel = from_key.strip_prefix(prefix).unwrap_or(from_key);
-    let wire = Wire { v: TOKEN_VERSION.to_string(), rv, start: rel.to_string() };
+    let wire = Wire { v: TOKEN_VERSION.to_string(), rv, start: rel.to_string(), remaining: None };
     base64_url_encode(&serde_json::to_vec(&wire).unwrap_or_default())
 }
 
@@ -82,7 +97,9 @@ pub(crate) fn decode(token: &str, prefix: &str) -> Result<ContinueToken, ApiErro
     if !is_clean_path(&key) {
         return Err(invalid(format!("continue key is not valid: {}", wire.start)));
     }
-    Ok(ContinueToken { rv: wire.rv, from_key: format!("{prefix}{}", &key[1..]) })
+    // A count belongs to the snapshot at rv; "the newest state" has none.
+    let remaining = wire.remaining.filter(|_| wire.rv > 0);
+    Ok(ContinueToken { rv: wire.rv, from_key: format!("{prefix}{}", &key[1..]), remaining })
 }
 
 /// Whether `p` (starting with `/`) is what Go's `path.Clean` would leave unchanged.
@@ -168,16 +185,32 @@ mod tests {
 
     #[test]
     fn tokens_have_kubes_shape() {
-        let t = encode(P, "/registry/core/configmaps/default/b", 12);
+        let t = encode(P, "/registry/core/configmaps/default/b", 12, None);
         assert_eq!(t, "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTIsInN0YXJ0IjoiZGVmYXVsdC9iXHUwMDAwIn0");
         assert!(!t.contains('=') && !t.contains('+') && !t.contains('/'));
         let raw = String::from_utf8(base64_decode(&t).unwrap()).unwrap();
         assert_eq!(raw, r#"{"v":"meta.k8s.io/v1","rv":12,"start":"default/b\u0000"}"#);
         let d = decode(&t, P).unwrap();
-        assert_eq!(d, ContinueToken { rv: 12, from_key: "/registry/core/configmaps/default/b\0".into() });
+        assert_eq!(
+            d,
+            ContinueToken { rv: 12, from_key: "/registry/core/configmaps/default/b\0".into(), remaining: None }
+        );
         assert_eq!(d.start_after(), "/registry/core/configmaps/default/b");
         let d = decode(&encode_from(P, "/registry/core/configmaps/default/b\0", -1), P).unwrap();
         assert_eq!((d.rv, d.start_after().as_str()), (-1, "/registry/core/configmaps/default/b"));
+    }
+
+    #[test]
+    fn a_token_carries_the_count_of_its_snapshot_only() {
+        let t = encode(P, "/registry/core/configmaps/default/b", 12, Some(40));
+        let raw = String::from_utf8(base64_decode(&t).unwrap()).unwrap();
+        assert_eq!(raw, r#"{"v":"meta.k8s.io/v1","rv":12,"start":"default/b\u0000","remaining":40}"#);
+        assert_eq!(decode(&t, P).unwrap().remaining, Some(40));
+        // kube-apiserver's tokens have none; "the newest state" keeps none.
+        let kube = base64_url_encode(br#"{"v":"meta.k8s.io/v1","rv":12,"start":"default/b\u0000"}"#);
+        assert_eq!(decode(&kube, P).unwrap().remaining, None);
+        let newest = base64_url_encode(br#"{"v":"meta.k8s.io/v1","rv":-1,"start":"default/b","remaining":3}"#);
+        assert_eq!(decode(&newest, P).unwrap().remaining, None);
     }
 
     #[test]

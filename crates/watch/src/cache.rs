@@ -204,7 +204,10 @@ pub struct CacheList {
     /// The rv the list was read at.
     pub rv: u64,
     pub items: Vec<Arc<Obj>>,
-    /// Objects under the prefix after the last item (set when the page is full).
+    /// Whether objects under the prefix (matching or not) follow a full page.
+    pub more: bool,
+    /// How many objects under the prefix follow the last item (set when the page is full
+    /// and the caller asked for the count).
     pub remaining: Option<usize>,
 }
 
@@ -391,8 +394,16 @@ impl WatchCache {
         (s.rv, s.objects.get(key).cloned())
     }
 
-    /// Matching objects after `start_after`, in key order, at most `limit` of them.
+    /// Matching objects after `start_after`, in key order, at most `limit` of them, with
+    /// the count of the objects after a full page.
     pub fn list(&self, filter: &WatchFilter, start_after: Option<&str>, limit: usize) -> CacheList {
+        self.page(filter, start_after, limit, true)
+    }
+
+    /// [`WatchCache::list`], counting what follows a full page only when `count` is set:
+    /// the count walks every later key under the lock, which the later pages of a paged
+    /// list need not do again.
+    pub fn page(&self, filter: &WatchFilter, start_after: Option<&str>, limit: usize, count: bool) -> CacheList {
         let s = self.lock();
         let lower = match start_after {
             Some(a) if a >= filter.prefix.as_str() => Bound::Excluded(a.to_string()),
@@ -415,8 +426,15 @@ impl WatchCache {
                 }
             }
         }
-        let remaining = if items.len() >= limit { Some(range.count()) } else { None };
-        CacheList { rv: s.rv, items, remaining }
+        let (more, remaining) = match items.len() >= limit {
+            false => (false, None),
+            true if count => {
+                let n = range.count();
+                (n > 0, Some(n))
+            }
+            true => (range.next().is_some(), None),
+        };
+        CacheList { rv: s.rv, items, more, remaining }
     }
 
     /// How many objects are under `prefix`, counted up to `max`: what a LIST of it will

@@ -156,10 +156,15 @@ fn lists_page_in_key_order_with_remaining_counts() {
     let p1 = c.list(&WatchFilter::prefix(P), None, 2);
     assert_eq!(p1.rv, 5);
     assert_eq!(p1.items.len(), 2);
-    assert_eq!(p1.remaining, Some(3));
+    assert_eq!((p1.more, p1.remaining), (true, Some(3)));
     let p2 = c.list(&WatchFilter::prefix(P), Some(&p1.items[1].key), 10);
     assert_eq!(p2.items.len(), 3);
-    assert_eq!(p2.remaining, None);
+    assert_eq!((p2.more, p2.remaining), (false, None));
+    // Uncounted: whether more follow, not how many.
+    let p1 = c.page(&WatchFilter::prefix(P), None, 2, false);
+    assert_eq!((p1.items.len(), p1.more, p1.remaining), (2, true, None));
+    let last = c.page(&WatchFilter::prefix(P), Some(&key("o2")), 2, false);
+    assert_eq!((last.items.len(), last.more, last.remaining), (2, false, None));
     assert_eq!(c.get(&key("o3")).1.map(|o| o.rv), Some(4));
     let _ = EventType::Added;
 }
