@@ -28,7 +28,8 @@ use tonic::{Status, Streaming};
 use crate::codec::{decode, encode};
 use crate::network::Channels;
 use crate::pb;
-use crate::reply::{refused_reply, ForwardReply, ReplyStream};
+use crate::proposed::ProposedIds;
+use crate::reply::{current_term, refused_reply, ForwardReply, ReplyStream, ATTEMPT_IN_FLIGHT};
 use crate::types::{Raft, TypeConfig};
 
 /// Why a forwarded write has no reply.
@@ -179,6 +180,7 @@ const MAX_PROPOSAL_BATCH: usize = 256;
 /// been answered.
 pub(crate) fn serve_stream<SM: RaftStateMachine<TypeConfig>>(
     raft: Raft<SM>,
+    proposed: Arc<ProposedIds>,
     mut incoming: Streaming<pb::RaftMessage>,
 ) -> ReplyStream {
     let (replies, outgoing) = mpsc::unbounded_channel();
@@ -193,13 +195,28 @@ pub(crate) fn serve_stream<SM: RaftStateMachine<TypeConfig>>(
                 }
             }
             let decoded: Result<Vec<(u64, Command)>, _> = batch.iter().map(|m| decode(&m.data)).collect();
-            let (ids, cmds): (Vec<u64>, Vec<Command>) = match decoded {
-                Ok(d) => d.into_iter().unzip(),
+            let decoded = match decoded {
+                Ok(d) => d,
                 Err(e) => {
                     let _ = replies.send(Err(Status::invalid_argument(e.to_string())));
                     return;
                 }
             };
+            // A second attempt of a write proposed in this term is not proposed again.
+            let term = current_term(&raft);
+            let (ids, cmds): (Vec<u64>, Vec<Command>) = decoded
+                .into_iter()
+                .filter(|(id, cmd)| {
+                    let first = proposed.first_in_term(term, cmd);
+                    if !first {
+                        let _ = replies.send(Ok(reply_message(*id, &ForwardReply::Unknown(ATTEMPT_IN_FLIGHT.into()))));
+                    }
+                    first
+                })
+                .unzip();
+            if cmds.is_empty() {
+                continue;
+            }
             let answered = match raft.client_write_many(cmds).await {
                 Ok(results) => results,
                 Err(fatal) => {

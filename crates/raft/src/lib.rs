@@ -18,6 +18,7 @@ pub mod log_store;
 pub(crate) mod lost_data;
 pub mod network;
 pub mod node;
+pub(crate) mod proposed;
 pub(crate) mod read_rounds;
 pub(crate) mod replicator;
 pub mod reply;

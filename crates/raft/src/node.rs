@@ -247,6 +247,7 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
     }
 
     crate::status::count_leader_changes(raft.clone(), counters.leader_changes.clone());
+    let proposed = Arc::new(crate::proposed::ProposedIds::default());
     let replicator = RaftReplicator {
         id: cfg.id,
         raft: raft.clone(),
@@ -262,6 +263,7 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
         requests: state_machine.awaited_requests(),
         next_request: cfg.first_request_seq.into(),
         format_lock: Arc::default(),
+        proposed: proposed.clone(),
     };
     let spool_dir = object_engine.spool_dir();
     let cluster = Cluster {
@@ -269,7 +271,7 @@ pub async fn start_raft<L: LogEngine, E: ObjectEngine>(
         reader: Arc::new(EngineReader(object_engine)),
         integrity: Arc::default(),
     };
-    let peer_service = Some(PeerService::new(raft.clone(), spool_dir, cluster.clone(), cfg.max_data_format));
+    let peer_service = Some(PeerService::new(raft.clone(), spool_dir, cluster.clone(), cfg.max_data_format, proposed));
     Ok(StartedRaft { cluster, raft, state_machine, peer_service })
 }
 

@@ -7,7 +7,8 @@
 //! "not found". Once the cluster's data format is 2 ([`crate::format`]), every attempt
 //! of a write carries one request id, and once this node has caught up with the leader,
 //! what the first entry carrying the id answered is the write's outcome
-//! ([`crate::requests`]). Before that, or when a snapshot skipped the entries, the
+//! ([`crate::requests`]); the leader does not propose a second attempt of an id it
+//! proposed in its term ([`crate::proposed`]). Before that, or when a snapshot skipped the entries, the
 //! refusal is settled from the key's history ([`crate::settle`]): the write's own
 //! success, the refusal when the history proves the attempt never applied, otherwise a
 //! timeout (504, as kube-apiserver answers when etcd's outcome is unknown). (Updates
@@ -32,6 +33,7 @@ use crate::format::Raise;
 use crate::forward::{ForwardPipes, NoReply};
 use crate::network::Channels;
 use crate::pb;
+use crate::proposed::ProposedIds;
 use crate::read_rounds::ReadRounds;
 use crate::reply::{propose_local, read_index_local, ForwardReply, ReadIndexReply};
 use crate::requests::{AwaitedRequests, Awaiting, Outcome};
@@ -72,6 +74,8 @@ pub(crate) struct RaftReplicator<E: ObjectEngine> {
     /// member add from its check of the node to the node added: so the raise asks every
     /// member added meanwhile, and the add checks against a raise made meanwhile.
     pub(crate) format_lock: Arc<tokio::sync::Mutex<()>>,
+    /// The request ids this node proposed in its term as leader ([`crate::proposed`]).
+    pub(crate) proposed: Arc<ProposedIds>,
 }
 
 /// Where the leader's "not a member" was heard (see [`RaftReplicator::told_not_member`]).
@@ -122,7 +126,7 @@ impl<E: ObjectEngine> RaftReplicator<E> {
             return Attempt::Retry;
         };
         let reply = if leader == self.id {
-            match tokio::time::timeout(remaining, propose_local(&self.raft, cmd.clone())).await {
+            match tokio::time::timeout(remaining, propose_local(&self.raft, &self.proposed, cmd.clone())).await {
                 Ok(r) => r,
                 Err(_) => return Attempt::Uncertain,
             }

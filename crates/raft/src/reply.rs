@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use tonic::Status;
 
 use crate::pb;
+use crate::proposed::ProposedIds;
 use crate::types::{NodeId, Raft, TypeConfig};
 use kuorum_store::{Command, WriteResult};
 
@@ -47,8 +48,16 @@ pub enum ReadIndexReply {
 /// The leader's side of a stream: its replies.
 pub type ReplyStream = Pin<Box<dyn Stream<Item = Result<pb::RaftMessage, Status>> + Send>>;
 
-/// Answers the leader's write for a command proposed on this node.
-pub(crate) async fn propose_local<SM: RaftStateMachine<TypeConfig>>(raft: &Raft<SM>, cmd: Command) -> ForwardReply {
+/// Answers the leader's write for a command proposed on this node; "unknown" for a
+/// second attempt of a write this leader proposed already in its term ([`ProposedIds`]).
+pub(crate) async fn propose_local<SM: RaftStateMachine<TypeConfig>>(
+    raft: &Raft<SM>,
+    proposed: &ProposedIds,
+    cmd: Command,
+) -> ForwardReply {
+    if !proposed.first_in_term(current_term(raft), &cmd) {
+        return ForwardReply::Unknown(ATTEMPT_IN_FLIGHT.into());
+    }
     match raft.client_write(cmd).await {
         Ok(resp) => ForwardReply::Applied(resp.data),
         Err(e) => match e.api_error() {
@@ -56,6 +65,15 @@ pub(crate) async fn propose_local<SM: RaftStateMachine<TypeConfig>>(raft: &Raft<
             None => ForwardReply::Failed(e.to_string()),
         },
     }
+}
+
+/// Why a leader answers "unknown" to a write's second attempt.
+pub(crate) const ATTEMPT_IN_FLIGHT: &str = "an earlier attempt of this write is in flight on the leader";
+
+/// The term this node is in now (the one its proposals are appended in while it leads).
+pub(crate) fn current_term<SM: RaftStateMachine<TypeConfig>>(raft: &Raft<SM>) -> u64 {
+    use openraft::async_runtime::WatchReceiver;
+    raft.metrics().borrow_watched().current_term
 }
 
 /// The reply for a write the leader refused or lost.

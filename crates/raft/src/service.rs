@@ -3,6 +3,7 @@
 //! leader; `StateHash` is what any member asks of the others ([`crate::consistency`]).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use openraft::storage::RaftStateMachine;
@@ -11,6 +12,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::codec::{decode, encode};
 use crate::pb;
+use crate::proposed::ProposedIds;
 use crate::reply::{propose_local, read_index_local};
 use crate::snapshot::SnapshotData;
 use crate::state_machine::Snapshot;
@@ -27,11 +29,20 @@ pub struct PeerService<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotD
     /// The newest data format this node reads; 1 answers as a release before formats
     /// were numbered did (upgrade tests run such nodes).
     max_data_format: u32,
+    /// The request ids this node proposed in its term as leader (shared with its own
+    /// writes).
+    proposed: Arc<ProposedIds>,
 }
 
 impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> PeerService<SM> {
-    pub fn new(raft: Raft<SM>, spool_dir: Option<PathBuf>, cluster: crate::Cluster, max_data_format: u32) -> Self {
-        Self { raft, spool_dir, cluster, max_data_format }
+    pub(crate) fn new(
+        raft: Raft<SM>,
+        spool_dir: Option<PathBuf>,
+        cluster: crate::Cluster,
+        max_data_format: u32,
+        proposed: Arc<ProposedIds>,
+    ) -> Self {
+        Self { raft, spool_dir, cluster, max_data_format, proposed }
     }
 
     pub fn into_server(self) -> pb::peer_server::PeerServer<Self> {
@@ -84,7 +95,7 @@ impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_ser
 
     async fn forward(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
         let cmd: Command = decode(&req.into_inner().data).map_err(bad)?;
-        reply(&propose_local(&self.raft, cmd).await)
+        reply(&propose_local(&self.raft, &self.proposed, cmd).await)
     }
 
     type ForwardStreamStream = crate::reply::ReplyStream;
@@ -93,7 +104,7 @@ impl<SM: RaftStateMachine<TypeConfig, SnapshotData = SnapshotData>> pb::peer_ser
         &self,
         req: Request<Streaming<pb::RaftMessage>>,
     ) -> Result<Response<Self::ForwardStreamStream>, Status> {
-        Ok(Response::new(crate::forward::serve_stream(self.raft.clone(), req.into_inner())))
+        Ok(Response::new(crate::forward::serve_stream(self.raft.clone(), self.proposed.clone(), req.into_inner())))
     }
 
     async fn transfer_leader(&self, req: Request<pb::RaftMessage>) -> Result<Response<pb::RaftMessage>, Status> {
