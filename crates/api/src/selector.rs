@@ -284,15 +284,26 @@ impl FieldSelector {
     /// Whether `obj` is selected; a missing field reads as `""`. A field read as `a|b` is
     /// the first of `a` and `b` that is not empty.
     pub fn matches(&self, obj: &Value) -> bool {
+        self.matches_by(|path| field_text(obj, path))
+    }
+
+    /// [`FieldSelector::matches`] of an object whose field at each path reads as
+    /// `text(path)` (one of [`FieldSelector::paths`]).
+    pub fn matches_by(&self, mut text: impl FnMut(&str) -> String) -> bool {
         self.0.iter().all(|r| {
-            let actual = r.field.split('|').map(|path| field_text(obj, path)).find(|v| !v.is_empty());
+            let actual = r.field.split('|').map(&mut text).find(|v| !v.is_empty());
             (actual.unwrap_or_default() == r.value) == r.equals
         })
+    }
+
+    /// Every field path the selector reads.
+    pub fn paths(&self) -> impl Iterator<Item = &str> + Clone {
+        self.0.iter().flat_map(|r| r.field.split('|'))
     }
 }
 
 /// The value at the dotted `path` of `obj` as a field selector compares it.
-fn field_text(obj: &Value, path: &str) -> String {
+pub fn field_text(obj: &Value, path: &str) -> String {
     let mut v = obj;
     for seg in path.split('.') {
         v = v.get(seg).unwrap_or(&Value::Null);

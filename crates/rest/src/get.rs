@@ -27,16 +27,14 @@ pub(crate) async fn get(st: &RestState, ctx: Ctx) -> Result<Response, ApiError> 
         Output::Json => return Ok(json_response(StatusCode::OK, conversion::served_bytes(st, t, &obj.bytes).await?)),
         Output::Table(version) => {
             let view = TableView::for_request(t, version, &ctx.query)?;
-            let converted;
             let parsed = if conversion::by_webhook(t) {
-                converted = Value::Object(conversion::parse_served(st, t, &obj.bytes).await?);
-                &converted
+                Value::Object(conversion::parse_served(st, t, &obj.bytes).await?)
             } else {
-                obj.value()
+                obj.parse()
                     .filter(|v| v.is_object())
                     .ok_or_else(|| ApiError::internal(format!("stored object {} is not a JSON object", obj.key)))?
             };
-            view.object(parsed, true, st.clock.now_unix_seconds())
+            view.object(&parsed, true, st.clock.now_unix_seconds())
         }
         Output::PartialObjectMetadata(version) => table::partial_object(version, &obj.bytes)?,
         Output::PartialObjectMetadataList(_) => return Err(table::partial_list_of_object(t.def)),

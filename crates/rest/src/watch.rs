@@ -214,8 +214,8 @@ pub(crate) fn bookmark_line(def: &ResourceDef, rv: u64, initial_end: bool) -> By
 /// The event line of `obj` as `view` presents it (empty for an object that cannot be
 /// served).
 fn view_line(view: &mut WatchView, event_type: &str, obj: &Obj) -> Bytes {
-    match obj.value().filter(|v| v.is_object()) {
-        Some(v) => event_line(event_type, &view.encode(v)),
+    match obj.parse().filter(|v| v.is_object()) {
+        Some(v) => event_line(event_type, &view.encode(&v)),
         None => {
             tracing::warn!("unservable object {}: not a JSON object", obj.key);
             Bytes::new()

@@ -62,6 +62,35 @@ const INITIAL: [&str; 3] = [
     "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
 ];
 
+/// Lists and watches with selectors over a large namespace keep, of each object they
+/// looked at, its labels and the fields they read, not its parsed JSON: they once kept
+/// that for as long as the object lived, several times the namespace's bytes after one
+/// LIST with a label selector.
+#[tokio::test]
+async fn selectors_keep_no_parsed_copy_of_the_namespace() {
+    let _one = alone();
+    let app = app().await;
+    let namespace = big_namespace(&app).await as isize;
+    let before = live();
+    for query in [
+        "labelSelector=app%3Dweb",
+        "fieldSelector=metadata.name%3Do00007",
+        "labelSelector=!missing&fieldSelector=metadata.namespace%3Dbig&limit=10",
+    ] {
+        let r = app.get(&format!("{CMS}?{query}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{query}");
+        if query.starts_with("field") {
+            assert_eq!(r.json()["items"].as_array().map(Vec::len), Some(1));
+        }
+    }
+    let mut w = app.watch(&format!("{CMS}?watch=1&labelSelector=app%3Dweb&resourceVersion=0")).await;
+    w.silent_for(Duration::from_millis(100)).await;
+    drop(w);
+    let kept = live() - before;
+    eprintln!("selector lists and a watch over {namespace} bytes: {kept} bytes kept");
+    assert!(kept < namespace / 10, "{kept} bytes kept after selector lists over a namespace of {namespace}");
+}
+
 #[tokio::test]
 async fn a_hundred_watches_with_initial_events_hold_no_copy_of_the_namespace() {
     let _one = alone();

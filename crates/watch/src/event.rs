@@ -3,10 +3,10 @@
 //! line is built once per event type and then shared by every watcher.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The type of a watch event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,11 +45,42 @@ pub struct Obj {
     /// answer; and it sits beside the count a list takes on the object anyway, so a
     /// list of 10,000 cached objects does not read the head of each one's bytes first.
     served_as: AtomicUsize,
+    /// What selectors read of the object, taken from its JSON the first time a selector
+    /// asks: its labels and the field paths asked so far (at most the kind's selectable
+    /// fields). Not the parsed JSON: that is several times the bytes, and one LIST with
+    /// a selector would keep it for every object of the collection.
+    selectable: Mutex<Option<Box<Selectable>>>,
+}
+
+/// The labels and field texts of an object, as selectors read them.
+#[derive(Debug)]
+pub struct Selectable {
+    pub labels: Option<Map<String, Value>>,
+    /// Each path asked and its text ([`kuorum_api::selector::field_text`]).
+    fields: Vec<(Box<str>, String)>,
+}
+
+impl Selectable {
+    /// The text at `path`, `""` when it was not asked for.
+    pub fn field(&self, path: &str) -> String {
+        self.fields.iter().find(|(p, _)| &**p == path).map(|(_, t)| t.clone()).unwrap_or_default()
+    }
+
+    fn has(&self, path: &str) -> bool {
+        self.fields.iter().any(|(p, _)| &**p == path)
+    }
 }
 
 impl Obj {
     pub fn new(key: String, rv: u64, bytes: Bytes) -> Arc<Obj> {
-        Arc::new(Obj { key, rv, bytes, parsed: OnceLock::new(), served_as: AtomicUsize::new(0) })
+        Arc::new(Obj {
+            key,
+            rv,
+            bytes,
+            parsed: OnceLock::new(),
+            served_as: AtomicUsize::new(0),
+            selectable: Mutex::new(None),
+        })
     }
 
     /// Builds an object from stored bytes, reading its resourceVersion from them. Only
@@ -84,9 +115,52 @@ impl Obj {
         self.served_as.store(tag, Ordering::Relaxed);
     }
 
-    /// The object as JSON (None if the stored bytes are not JSON, never expected).
+    /// The object as JSON (None if the stored bytes are not JSON, never expected), parsed
+    /// once and kept as long as the object: for the few objects read on every request
+    /// (RBAC roles and bindings, CRDs). Objects of large collections use
+    /// [`Obj::parse`] or [`Obj::with_selectable`].
     pub fn value(&self) -> Option<&Value> {
         self.parsed.get_or_init(|| serde_json::from_slice(&self.bytes).ok()).as_ref()
+    }
+
+    /// The object as JSON, parsed for the caller and not kept (unless [`Obj::value`]
+    /// kept it already).
+    pub fn parse(&self) -> Option<Value> {
+        match self.parsed.get() {
+            Some(v) => v.clone(),
+            None => serde_json::from_slice(&self.bytes).ok(),
+        }
+    }
+
+    /// `f` of the object's labels and the texts of `paths`, read from its JSON once per
+    /// path ([`Obj::selectable`]); None if the bytes are not a JSON object.
+    pub fn with_selectable<'a, R>(
+        &self,
+        paths: impl Iterator<Item = &'a str> + Clone,
+        f: impl FnOnce(&Selectable) -> R,
+    ) -> Option<R> {
+        let mut memo = self.selectable.lock().unwrap_or_else(|e| e.into_inner());
+        let complete = memo.as_ref().is_some_and(|s| paths.clone().all(|p| s.has(p)));
+        if !complete {
+            let parsed;
+            let v = match self.parsed.get() {
+                Some(v) => v.as_ref(),
+                None => {
+                    parsed = serde_json::from_slice::<Value>(&self.bytes).ok();
+                    parsed.as_ref()
+                }
+            };
+            let v = v.filter(|v| v.is_object())?;
+            let s = memo.get_or_insert_with(|| {
+                Box::new(Selectable { labels: v["metadata"]["labels"].as_object().cloned(), fields: Vec::new() })
+            });
+            for p in paths {
+                if !s.has(p) {
+                    s.fields.push((p.into(), kuorum_api::selector::field_text(v, p)));
+                }
+            }
+        }
+        memo.as_deref().map(f)
     }
 }
 
@@ -130,6 +204,7 @@ pub fn event_line(event_type: &str, object: &[u8]) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn lines_are_single_line_json() {
@@ -145,6 +220,25 @@ mod tests {
         assert_eq!(v["type"], "ADDED");
         assert_eq!(v["object"]["metadata"]["resourceVersion"], "7");
         assert_eq!(e.line(EventType::Added).as_ptr(), line.as_ptr(), "encoded once, then shared");
+    }
+
+    #[test]
+    fn selectors_keep_what_they_read_not_the_json() {
+        let bytes = br#"{"metadata":{"name":"p","labels":{"app":"web"}},"spec":{"nodeName":"n1"},"data":{"k":"big"}}"#;
+        let o = Obj::new("/registry/core/pods/default/p".into(), 3, Bytes::from_static(bytes));
+        let read = |paths: &[&str]| {
+            o.with_selectable(paths.iter().copied(), |s| {
+                (s.labels.as_ref().map(|l| l["app"].clone()), paths.iter().map(|p| s.field(p)).collect::<Vec<_>>())
+            })
+        };
+        assert_eq!(read(&["spec.nodeName"]), Some((Some(json!("web")), vec!["n1".to_string()])));
+        assert_eq!(read(&["metadata.name", "spec.missing"]), Some((Some(json!("web")), vec!["p".into(), "".into()])));
+        assert!(o.parsed.get().is_none(), "the JSON is not kept");
+        let s = o.selectable.lock().unwrap();
+        assert_eq!(s.as_ref().unwrap().fields.len(), 3, "each path read once");
+        drop(s);
+        let not_json = Obj::new("/k".into(), 1, Bytes::from_static(b"[1]"));
+        assert_eq!(not_json.with_selectable(std::iter::empty(), |_| ()), None);
     }
 
     #[test]

@@ -32,8 +32,10 @@ impl WatchFilter {
         if self.selects_all() {
             return true;
         }
-        let Some(v) = obj.value() else { return false };
-        self.labels.matches(v["metadata"]["labels"].as_object()) && self.fields.matches(v)
+        obj.with_selectable(self.fields.paths(), |s| {
+            self.labels.matches(s.labels.as_ref()) && self.fields.matches_by(|path| s.field(path))
+        })
+        .unwrap_or(false)
     }
 
     /// How `event` looks through this filter, if it is seen at all.

@@ -330,8 +330,8 @@ pub fn cached_list(cache: &WatchCache, group: &str, plural: &str, namespace: Opt
     listed
         .items
         .into_iter()
-        .filter_map(|item| match item.value() {
-            Some(Value::Object(o)) => Some(o.clone()),
+        .filter_map(|item| match item.parse() {
+            Some(Value::Object(o)) => Some(o),
             _ => None,
         })
         .collect()
