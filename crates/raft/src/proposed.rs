@@ -22,10 +22,12 @@ use std::time::Duration;
 use kuorum_store::{Command, RequestId};
 use tokio::time::Instant;
 
-/// How long an id is remembered: longer than a write's deadline, after which it is not
-/// retried.
+/// How long an id is remembered: twice the default request timeout (60 s), a write's
+/// deadline, after which it is not retried. (A node run with a longer timeout keeps the
+/// ids no longer: a retry after 120 s can then be proposed again.)
 const KEEP: Duration = Duration::from_secs(120);
-/// The most ids remembered (the oldest are forgotten first): 1 Mi ids is ~40 MB.
+/// The most ids remembered (the oldest are forgotten first): about 70 B each with the
+/// map and the queue, 1 Mi ids ~70 MB; at 5,000 writes/s, 120 s of them ~40 MB.
 const MAX_IDS: usize = 1 << 20;
 
 #[derive(Default)]
