@@ -33,16 +33,15 @@ pub(crate) fn too_old(requested: u64, oldest: u64) -> ApiError {
 }
 
 /// The objects under `filter.prefix` matching `filter` as they were at `rv`, strictly
-/// after `start_after`, in key order, at most `limit` of them. `known`: how many objects
-/// of the snapshot follow `start_after` (from the continue token), so that a full page
-/// need not count the rest of the collection again.
+/// after `start_after`, in key order, at most `limit` of them; `count`: whether a full
+/// page counts the objects after it (not when the continue token carries the count).
 pub(crate) fn page_at(
     st: &RestState,
     filter: &WatchFilter,
     rv: u64,
     start_after: Option<&str>,
     limit: Option<usize>,
-    known: Option<usize>,
+    count: bool,
 ) -> Result<SnapshotPage, ApiError> {
     let compacted = st.cluster.compacted().map_err(cluster_error)?;
     if rv < compacted {
@@ -76,9 +75,8 @@ pub(crate) fn page_at(
             break;
         }
     }
-    let remaining = match (&last_key, more && selects_all, known) {
-        (Some(_), true, Some(k)) => Some(k.saturating_sub(items.len())),
-        (Some(last), true, None) => Some(count_after(st, &filter.prefix, rv, last)?),
+    let remaining = match (&last_key, more && selects_all && count) {
+        (Some(last), true) => Some(count_after(st, &filter.prefix, rv, last)?),
         _ => None,
     };
     Ok(SnapshotPage { items, last_key, more, remaining })

@@ -12,8 +12,9 @@
 //!
 //! `metadata.remainingItemCount` is set when a page is full, more objects follow, and the
 //! list has no selectors: counted by the first page, carried by the token to the next
-//! ([`crate::token`]), so that a paged list costs linear time in all. Bodies are assembled from the stored bytes of each object
-//! (which carry kind and apiVersion) without re-encoding them; or, as `Accept`
+//! ([`crate::token`]), so that a paged list costs linear time in all. Bodies are
+//! assembled from the stored bytes of each object (which carry kind and apiVersion)
+//! without re-encoding them; or, as `Accept`
 //! negotiated, the page is a Table or a PartialObjectMetadataList with the same metadata.
 
 use std::sync::Arc;
@@ -154,27 +155,22 @@ async fn converted_page(st: &RestState, t: &Target, mut page: Page) -> Result<Pa
 /// A page of the watch cache as it is now.
 fn cache_page(st: &RestState, filter: &WatchFilter, start_after: Option<&str>, limit: Option<usize>) -> Page {
     let cl = st.cache.page(filter, start_after, limit.unwrap_or(usize::MAX), filter.selects_all());
-    page_of_cache(cl, None)
+    page_of_cache(cl)
 }
 
-/// `known`: how many objects the page's snapshot holds after `start_after`, from the
-/// token; the page then counts nothing ([`token`]).
-fn page_of_cache(cl: kuorum_watch::CacheList, known: Option<usize>) -> Page {
-    let remaining = match known {
-        Some(k) => Some(k.saturating_sub(cl.items.len())),
-        None => cl.remaining,
-    };
+fn page_of_cache(cl: kuorum_watch::CacheList) -> Page {
     Page {
         rv: cl.rv,
         last_key: cl.items.last().map(|o| o.key.clone()),
         items: cl.items.into_iter().map(Item::Cached).collect(),
         more: cl.more,
-        remaining: remaining.filter(|_| cl.more),
+        remaining: cl.remaining.filter(|_| cl.more),
     }
 }
 
 /// A page of the snapshot at exactly `rv` (410 Expired if the history no longer has it).
-/// `known`: how many objects of the snapshot follow `start_after`, from the token.
+/// `known`: how many objects of the snapshot follow `start_after`, from the token; the
+/// page then counts nothing and tells that count less its items ([`token`]).
 fn exact_page(
     st: &RestState,
     filter: &WatchFilter,
@@ -183,16 +179,31 @@ fn exact_page(
     limit: Option<usize>,
     known: Option<usize>,
 ) -> Result<Page, ApiError> {
-    let all = filter.selects_all();
-    let known = known.filter(|_| all);
+    let known = known.filter(|_| filter.selects_all());
+    let count = filter.selects_all() && known.is_none();
+    let mut page = exact_page_counted(st, filter, rv, start_after, limit, count)?;
+    if let Some(k) = known.filter(|_| page.more) {
+        page.remaining = Some(k.saturating_sub(page.items.len()));
+    }
+    Ok(page)
+}
+
+fn exact_page_counted(
+    st: &RestState,
+    filter: &WatchFilter,
+    rv: u64,
+    start_after: Option<&str>,
+    limit: Option<usize>,
+    count: bool,
+) -> Result<Page, ApiError> {
     // Nothing applied since rv: the cache is the snapshot.
     if st.cache.rv() == rv {
-        let cl = st.cache.page(filter, start_after, limit.unwrap_or(usize::MAX), all && known.is_none());
+        let cl = st.cache.page(filter, start_after, limit.unwrap_or(usize::MAX), count);
         if cl.rv == rv {
-            return Ok(page_of_cache(cl, known));
+            return Ok(page_of_cache(cl));
         }
     }
-    let p = history::page_at(st, filter, rv, start_after, limit, known)?;
+    let p = history::page_at(st, filter, rv, start_after, limit, count)?;
     let items = p.items.into_iter().map(Item::Read).collect();
     Ok(Page { rv, items, last_key: p.last_key, more: p.more, remaining: p.remaining })
 }
