@@ -199,3 +199,21 @@ fn leader_kill_under_load_loses_no_acknowledged_write() {
     }
     c.check_alive().unwrap();
 }
+
+/// A node is not ready before it has the bootstrap roles and bindings (kube's
+/// `poststarthook/rbac/bootstrap-roles`), and one an administrator deleted does not keep
+/// a restarted follower from ever being ready: the follower makes it again itself.
+#[test]
+fn a_follower_restarted_after_a_bootstrap_binding_was_deleted_makes_it_again() {
+    let Some(mut c) = Cluster::start_or_skip(3) else { return };
+    let follower = c.followers().unwrap()[0];
+    let url = format!("{}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/system:basic-user", c.url(follower));
+    let before = c.http().get(&url).unwrap();
+    assert_eq!(before.status, 200, "{}", before.text);
+    let r = c.http().delete(&url).unwrap();
+    assert_eq!(r.status, 200, "{}", r.text);
+    c.restart(follower).unwrap(); // waits for its /readyz
+    let after = c.http().get(&url).unwrap();
+    assert_eq!(after.status, 200, "made again before the node was ready: {}", after.text);
+    assert_ne!(after.body["metadata"]["uid"], before.body["metadata"]["uid"], "a new object");
+}

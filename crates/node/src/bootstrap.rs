@@ -40,6 +40,10 @@ const SYSTEM_PRIORITY_CLASSES: [(&str, i64, &str); 2] = [
     ),
 ];
 
+/// The start hook `/readyz` waits for until [`ensure_bootstrap_objects`] is done on this
+/// node (kube's `poststarthook/rbac/bootstrap-roles`).
+pub const ROLES_HOOK: &str = "rbac/bootstrap-roles";
+
 /// Creates the system namespaces, then the bootstrap roles and bindings, then the default
 /// priority levels and flow schemas.
 pub async fn ensure_bootstrap_objects(cluster: Cluster, clock: Arc<dyn Clock>, entropy: Arc<dyn Entropy>) {
@@ -219,6 +223,10 @@ async fn ensure(cluster: &Cluster, clock: &dyn Clock, entropy: &dyn Entropy, key
     ensure_in(cluster, clock, entropy, key, None, object).await
 }
 
+/// How many times (200 ms apart) a follower looks for a bootstrap object before it
+/// creates it itself.
+const FOLLOWER_WAITS: u32 = 25;
+
 /// Creates `object` at `key` (in `namespace`) unless it exists, retrying until it does.
 async fn ensure_in(
     cluster: &Cluster,
@@ -228,12 +236,16 @@ async fn ensure_in(
     namespace: Option<&str>,
     mut object: Value,
 ) {
+    // Followers first wait for the leader's create to arrive by replication; one still
+    // missing after that (deleted since the leader started) they create themselves, or
+    // this node would never be ready.
+    let mut follower_waits = 0;
     loop {
         if matches!(cluster.get(&key), Ok(Some(_))) {
             return;
         }
-        if cluster.leader() != Some(cluster.node_id()) {
-            // Followers wait: the leader creates it, and it arrives by replication.
+        if cluster.leader() != Some(cluster.node_id()) && follower_waits < FOLLOWER_WAITS {
+            follower_waits += 1;
             tokio::time::sleep(Duration::from_millis(200)).await;
             continue;
         }

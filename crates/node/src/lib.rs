@@ -297,6 +297,9 @@ where
         service_map: Arc::new(cfg.service_map.clone()),
         ..RestState::new(cluster.clone(), cache.clone(), seams.clock.clone(), seams.entropy.clone())
     };
+    // Not ready before this node has the bootstrap roles and bindings (started before
+    // anything serves).
+    rest.start_hooks.started(bootstrap::ROLES_HOOK);
     rest.metrics.set_inflight_limits(cfg.max_requests_inflight, cfg.max_mutating_requests_inflight);
     rest.apf = cfg.priority_and_fairness.then(|| {
         let total = cfg.max_requests_inflight + cfg.max_mutating_requests_inflight;
@@ -319,6 +322,7 @@ where
     if let Some(c) = &chaos {
         own = own.merge(kuorum_rest::chaos::router(c.clone(), cache.clone(), cluster.clone()));
     }
+    let start_hooks = rest.start_hooks.clone();
     let app = kuorum_rest::router_with(rest, own);
     // Each connection's requests carry its client certificate's user (http_server).
     tasks.push(tokio::spawn(http_server::serve(
@@ -336,7 +340,13 @@ where
         let (clock, entropy, data) = (seams.clock.clone(), seams.entropy.clone(), cfg.authentication_info.clone());
         tasks.push(tokio::spawn(bootstrap::ensure_authentication_info(cluster.clone(), clock, entropy, data)));
     }
-    tasks.push(tokio::spawn(bootstrap::ensure_bootstrap_objects(cluster.clone(), seams.clock.clone(), seams.entropy)));
+    {
+        let made = bootstrap::ensure_bootstrap_objects(cluster.clone(), seams.clock.clone(), seams.entropy);
+        tasks.push(tokio::spawn(async move {
+            made.await;
+            start_hooks.finished(bootstrap::ROLES_HOOK);
+        }));
+    }
     tasks.push(tokio::spawn(namespace_controller::run(cluster.clone(), seams.clock.clone())));
     tasks.push(tokio::spawn(crd_controller::run(cluster.clone(), seams.clock)));
     tasks.push(tokio::spawn(compaction::run(cluster.clone(), cfg.compaction_window)));

@@ -61,8 +61,9 @@ const READY_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(1);
 /// `GET /readyz`: ready unless this node found its state corrupt or is not a member of
 /// the cluster, once a leader is known, this node has caught up with it (a
 /// linearizable read barrier completes within a second: the leader's commit index is
-/// applied here), and it has applied the namespaces every cluster starts with (so a
-/// create in `default` cannot meet "not found").
+/// applied here), its start-up hooks are done (it has the bootstrap roles and bindings),
+/// and it has applied the namespaces every cluster starts with (so a create in `default`
+/// cannot meet "not found").
 pub(crate) async fn ready(
     axum::extract::State(st): axum::extract::State<std::sync::Arc<crate::RestState>>,
 ) -> Response {
@@ -87,6 +88,12 @@ pub(crate) async fn ready(
                 "[-]caught-up: applied {} and not caught up with the leader: {e}\nreadyz check failed\n",
                 st.cluster.applied_index()
             ),
+        );
+    }
+    if let Some(hook) = st.start_hooks.first_pending() {
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("[-]poststarthook/{hook} failed: not finished\nreadyz check failed\n"),
         );
     }
     for ns in ["default", "kube-system", "kube-public"] {

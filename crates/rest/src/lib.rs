@@ -69,6 +69,7 @@ pub mod request;
 pub mod request_log;
 mod route;
 pub mod sa_token;
+pub mod start_hooks;
 mod strategy;
 mod subresource;
 mod table;
@@ -135,6 +136,8 @@ pub struct RestState {
     pub clients: Arc<webhook::Clients>,
     /// Which admission configuration `cache` holds any of.
     pub configured: Arc<admission::Configured>,
+    /// Start-up work `/readyz` waits for.
+    pub start_hooks: Arc<start_hooks::StartHooks>,
 }
 
 impl RestState {
@@ -162,6 +165,7 @@ impl RestState {
             service_map: Default::default(),
             apf: Some(Arc::default()),
             clients: Default::default(),
+            start_hooks: Default::default(),
         }
     }
 }

@@ -41,6 +41,13 @@ async fn version_and_health() {
     let r = app.get("/readyz").await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.bytes, b"ok");
+    // Nor while a start hook runs (the node's bootstrap roles and bindings).
+    app.state.start_hooks.started("rbac/bootstrap-roles");
+    let r = app.get("/readyz").await;
+    assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(String::from_utf8_lossy(&r.bytes).contains("[-]poststarthook/rbac/bootstrap-roles failed"));
+    app.state.start_hooks.finished("rbac/bootstrap-roles");
+    assert_eq!(app.get("/readyz").await.status, StatusCode::OK);
     let r = app.request(Method::POST, "/version", &[], Body::empty()).await;
     r.status_of(405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
     let r = app.get("/nothing/here").await;
