@@ -47,6 +47,8 @@ enum Cmd {
 /// CPU under creates went to `clear_page`, mostly for Raft message buffers). It is
 /// mimalloc 2 (the `v2` feature), not the crate's default 3: with 3, 64 create clients
 /// cost 10% more server CPU per create and made 10% fewer creates/s (session 18, A/B).
+/// The `system-alloc` feature leaves it out, for heap profilers that hook malloc.
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -66,6 +66,11 @@ pub struct ServeArgs {
     /// relists. Each queued event costs the node 16 bytes.
     #[arg(long, default_value_t = 4096)]
     pub watch_queue_events: usize,
+    /// Bytes the watch cache's history window may keep beyond the current objects (the
+    /// versions updates replaced, deleted objects, the events themselves); past it the
+    /// oldest events fall out, and a watch from before them gets 410 and relists.
+    #[arg(long, default_value_t = kuorum_watch::cache::DEFAULT_MAX_EVENT_BYTES)]
+    pub watch_history_bytes: usize,
     /// Applied entries between two Raft snapshots (etcd's flag and default). A snapshot is
     /// a RocksDB checkpoint in the data directory; after it, the log it covers (less
     /// --snapshot-catchup-entries) is purged.
@@ -621,6 +626,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         background_cpu: background_cpu(&args)?,
         cache: kuorum_watch::CacheConfig {
             watcher_queue: args.watch_queue_events.max(1),
+            max_event_bytes: args.watch_history_bytes,
             ..kuorum_watch::CacheConfig::default()
         },
         ..NodeConfig::new(args.id, members)

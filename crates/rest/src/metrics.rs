@@ -181,6 +181,7 @@ struct NodeGauges {
     cache_objects: Gauge,
     cache_object_bytes: Gauge,
     cache_events: Gauge,
+    cache_event_bytes: Gauge,
     resident_bytes: Gauge,
     /// The storage engine's memory, by part.
     storage_memory: Family<MemoryPart, Gauge>,
@@ -276,7 +277,7 @@ impl Metrics {
             chaos_injected.clone(),
         );
         let node = NodeGauges::default();
-        let gauges: [(&str, &str, &Gauge); 19] = [
+        let gauges: [(&str, &str, &Gauge); 20] = [
             ("kuorum_raft_term", "This node's current Raft term.", &node.term),
             ("kuorum_raft_is_leader", "1 if this node is the Raft leader.", &node.is_leader),
             ("kuorum_raft_has_leader", "1 if this node knows a Raft leader.", &node.has_leader),
@@ -301,6 +302,11 @@ impl Metrics {
                 &node.cache_object_bytes,
             ),
             ("kuorum_watch_cache_events", "Events in the watch cache's window.", &node.cache_events),
+            (
+                "kuorum_watch_cache_event_bytes",
+                "Bytes the watch cache's window keeps beyond the current objects (replaced and deleted versions, the events).",
+                &node.cache_event_bytes,
+            ),
             ("process_resident_memory_bytes", "Resident memory size in bytes.", &node.resident_bytes),
             (
                 "kuorum_state_corrupt",
@@ -378,6 +384,7 @@ impl Metrics {
         set(&n.cache_objects, size.objects as u64);
         set(&n.cache_object_bytes, size.object_bytes as u64);
         set(&n.cache_events, size.events as u64);
+        set(&n.cache_event_bytes, size.event_bytes as u64);
         if let Some(rss) = resident_bytes() {
             set(&n.resident_bytes, rss);
         }

@@ -16,7 +16,7 @@
 
 use kuorum_mutation::{self as mutation, Mutation};
 use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -31,6 +31,7 @@ use crate::event::{Event, EventType, Obj};
 use crate::filter::WatchFilter;
 use crate::initial::{InitialState, Snapshot};
 use crate::queue::{Queue, WatchReceiver};
+use crate::window::Window;
 
 /// Sizes of the cache and of each watcher's queue.
 #[derive(Debug, Clone)]
@@ -38,6 +39,10 @@ pub struct CacheConfig {
     /// Events kept at most; older ones fall out of the window (and a watch from before
     /// them gets 410) even before compaction.
     pub max_events: usize,
+    /// Bytes the window may keep beyond the current objects ([`crate::window`]): the
+    /// versions changes replaced, deleted objects, the events themselves. Older events
+    /// fall out past it, as past `max_events`.
+    pub max_event_bytes: usize,
     /// Items a watcher may have queued before it is cut off as too slow (16 bytes each:
     /// the events are shared). A watch from a resourceVersion gets its replay through
     /// the same queue, so this is also how many of its events back a watch can start:
@@ -47,9 +52,18 @@ pub struct CacheConfig {
     pub bookmark_every: Duration,
 }
 
+/// 256 MiB: 200,000 events of 1 KiB objects each replacing one (the count bound is
+/// met first), or 250 rewrites of a 1 MiB object.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 256 << 20;
+
 impl Default for CacheConfig {
     fn default() -> Self {
-        CacheConfig { max_events: 200_000, watcher_queue: 4096, bookmark_every: Duration::from_secs(10) }
+        CacheConfig {
+            max_events: 200_000,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            watcher_queue: 4096,
+            bookmark_every: Duration::from_secs(10),
+        }
     }
 }
 
@@ -116,7 +130,7 @@ struct State {
     objects: BTreeMap<String, Arc<Obj>>,
     /// The encoded size of `objects`' bytes, kept with every change to it.
     object_bytes: usize,
-    events: VecDeque<Arc<Event>>,
+    events: Window,
     watchers: BTreeMap<u64, Watcher>,
     next_watcher: u64,
     snapshots: Vec<SnapshotMemo>,
@@ -149,6 +163,8 @@ pub struct CacheSize {
     pub object_bytes: usize,
     /// Events in the window (their objects are shared with `objects` while current).
     pub events: usize,
+    /// What the window keeps beyond the current objects ([`crate::window::weight`]).
+    pub event_bytes: usize,
 }
 
 /// The watch cache of one node. Shared as `Arc<WatchCache>`.
@@ -220,7 +236,7 @@ impl WatchCache {
                 oldest: 0,
                 objects: BTreeMap::new(),
                 object_bytes: 0,
-                events: VecDeque::new(),
+                events: Window::default(),
                 watchers: BTreeMap::new(),
                 next_watcher: 1,
                 snapshots: Vec::new(),
@@ -249,7 +265,7 @@ impl WatchCache {
         // current version, and its prev the object of the key's event before it (the
         // engine hands both over as copies of their own).
         let mut last: HashMap<String, Arc<Obj>> = HashMap::new();
-        let mut events: VecDeque<Arc<Event>> = VecDeque::with_capacity(changes.len());
+        let mut events = Window::with_capacity(changes.len());
         for c in changes {
             let before = last.get(&c.key).cloned();
             let mut event = to_event(c, before);
@@ -260,7 +276,7 @@ impl WatchCache {
             events.push_back(event);
         }
         let mut oldest = oldest;
-        while events.len() > self.config.max_events {
+        while events.over(self.config.max_events, self.config.max_event_bytes) {
             if let Some(e) = events.pop_front() {
                 oldest = e.rv;
             }
@@ -333,7 +349,7 @@ impl WatchCache {
             s.events.push_back(event);
         }
         self.recount(s);
-        while s.events.len() > self.config.max_events {
+        while s.events.over(self.config.max_events, self.config.max_event_bytes) {
             if let Some(e) = s.events.pop_front() {
                 s.oldest = e.rv;
             }
@@ -346,7 +362,12 @@ impl WatchCache {
     /// How many objects and events the cache holds, and the objects' encoded bytes.
     pub fn size(&self) -> CacheSize {
         let s = self.lock();
-        CacheSize { objects: s.objects.len(), object_bytes: s.object_bytes, events: s.events.len() }
+        CacheSize {
+            objects: s.objects.len(),
+            object_bytes: s.object_bytes,
+            events: s.events.len(),
+            event_bytes: s.events.bytes(),
+        }
     }
 
     /// History at or below `rv` is gone cluster-wide: watches from before it get 410.
@@ -467,7 +488,7 @@ impl WatchCache {
         // Replay the window after the start. A replay longer than the queue would cut the
         // watcher off before its first event, and its client, resuming from the same rv,
         // again, for ever: it is refused as too old instead, so the client relists.
-        let first = s.events.partition_point(|e| e.rv <= after);
+        let first = s.events.first_after(after);
         for e in s.events.range(first..) {
             if !deliver(&mut w, e) {
                 return Err(TooOld { requested: after, oldest: e.rv });

@@ -2,7 +2,7 @@
 //!
 //! It holds the current objects at the applied resourceVersion ([`cache::WatchCache`]),
 //! indexed by storage key so a collection is one range scan, and a window of recent
-//! events in resourceVersion order. It is fed by the node's own state machine, after each
+//! events in resourceVersion order, bounded by count, time and bytes ([`window`]). It is fed by the node's own state machine, after each
 //! applied batch is written, with the changes in log order: so it is never ahead of the
 //! local state machine, and it has one event per change ([`event`]). Watchers
 //! ([`cache::Watch`]) get events through a bounded queue each ([`queue`]); one that falls
@@ -18,6 +18,7 @@ pub mod event;
 pub mod filter;
 pub mod initial;
 pub mod queue;
+pub mod window;
 
 pub use cache::{
     CacheConfig, CacheList, CacheSize, PrefixCount, TooOld, Watch, WatchCache, WatchItem, WatchStart, WatchStarted,

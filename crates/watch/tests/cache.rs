@@ -7,9 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use kuorum_api::selector::LabelSelector;
 use kuorum_store::apply::{Change, ChangeKind};
-use kuorum_watch::{
-    CacheConfig, CacheSize, EventType, TooOld, TryRecvError, WatchCache, WatchFilter, WatchItem, WatchStart,
-};
+use kuorum_watch::{CacheConfig, EventType, TooOld, TryRecvError, WatchCache, WatchFilter, WatchItem, WatchStart};
 
 const P: &str = "/registry/core/configmaps/";
 
@@ -62,6 +60,39 @@ fn watches_resume_exactly_after_their_rv() {
     let mut w = c.watch(WatchFilter::prefix(P), WatchStart::After(8), false).unwrap().watch;
     c.apply(10, vec![change(ChangeKind::Added, "c", 10, "x", None)]);
     assert_eq!(drain(&mut w), vec![("DELETED".into(), 9), ("ADDED".into(), 10)]);
+}
+
+/// (objects, object_bytes, events) of `c`.
+fn sizes(c: &WatchCache) -> (usize, usize, usize) {
+    let s = c.size();
+    (s.objects, s.object_bytes, s.events)
+}
+
+/// A client rewriting a big object: every event keeps the version it replaced, and the
+/// window is cut at its byte budget instead of holding `max_events` of them; a watch from
+/// before what is left gets 410 (the client relists), one from inside it resumes.
+#[test]
+fn rewrites_of_a_big_object_keep_the_window_within_its_bytes() {
+    const BIG: usize = 64 << 10;
+    const BUDGET: usize = 4 << 20;
+    let c = WatchCache::new(CacheConfig { max_event_bytes: BUDGET, ..CacheConfig::default() });
+    c.reset(1, 1, vec![], vec![]);
+    let big =
+        |rv: u64| Bytes::from(format!(r#"{{"metadata":{{"resourceVersion":"{rv}"}},"pad":"{}"}}"#, "x".repeat(BIG)));
+    c.apply(2, vec![Change { key: key("big"), rv: 2, kind: ChangeKind::Added, object: big(2), prev: None }]);
+    for rv in 3..1003 {
+        let (object, prev) = (big(rv), Some(big(rv - 1)));
+        c.apply(rv, vec![Change { key: key("big"), rv, kind: ChangeKind::Modified, object, prev }]);
+    }
+    let size = c.size();
+    assert!(size.event_bytes <= BUDGET, "{size:?}");
+    assert!(size.events < 70 && size.events > 50, "about 4 MiB / 64 KiB events: {size:?}");
+    let oldest = c.oldest();
+    assert_eq!(oldest, 1002 - size.events as u64, "every change after oldest is in the window");
+    let refused = c.watch(WatchFilter::prefix(P), WatchStart::After(oldest - 1), false).err();
+    assert_eq!(refused, Some(TooOld { requested: oldest - 1, oldest }));
+    let mut w = c.watch(WatchFilter::prefix(P), WatchStart::After(oldest), false).unwrap().watch;
+    assert_eq!(drain(&mut w).len(), size.events);
 }
 
 #[test]
@@ -244,19 +275,19 @@ fn the_size_follows_every_change_and_a_reset() {
     let c = cache_with_history();
     // After history: "a" at rv 8 is the only object; events 5, 6, 8, 9.
     let a8 = obj("a", 8, "y").len();
-    assert_eq!(c.size(), CacheSize { objects: 1, object_bytes: a8, events: 4 });
+    assert_eq!(sizes(&c), (1, a8, 4));
     c.apply(10, vec![change(ChangeKind::Added, "c", 10, "longer-label", None)]);
     let c10 = obj("c", 10, "longer-label").len();
-    assert_eq!(c.size(), CacheSize { objects: 2, object_bytes: a8 + c10, events: 5 });
+    assert_eq!(sizes(&c), (2, a8 + c10, 5));
     c.apply(11, vec![change(ChangeKind::Modified, "a", 11, "z", Some((8, "y")))]);
     let a11 = obj("a", 11, "z").len();
     assert_eq!(c.size().object_bytes, a11 + c10);
     c.apply(12, vec![change(ChangeKind::Deleted, "c", 12, "longer-label", Some((10, "longer-label")))]);
-    assert_eq!(c.size(), CacheSize { objects: 1, object_bytes: a11, events: 7 });
+    assert_eq!(sizes(&c), (1, a11, 7));
     // A reset counts what it is given.
     c.reset(20, 20, vec![(key("x"), obj("x", 20, "q")), (key("y"), obj("y", 19, "q"))], vec![]);
     let want = obj("x", 20, "q").len() + obj("y", 19, "q").len();
-    assert_eq!(c.size(), CacheSize { objects: 2, object_bytes: want, events: 0 });
+    assert_eq!(sizes(&c), (2, want, 0));
 }
 
 #[test]
