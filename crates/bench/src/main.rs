@@ -330,6 +330,10 @@ struct Machine {
     /// floor under every replicated write (all members share this disk).
     #[serde(default)]
     fdatasync_ms: Option<Percentiles>,
+    /// A 1,200-byte request and a 300-byte answer over one loopback TCP connection
+    /// (no delay), 2,000 times: what each hop of a replicated write costs at least.
+    #[serde(default)]
+    loopback_rtt_ms: Option<Percentiles>,
     /// Threads per server (kuorum `--worker-threads`, etcd `GOMAXPROCS`); None: each
     /// server's default, all CPUs (every run before session 20).
     #[serde(default)]
@@ -624,6 +628,10 @@ fn etcd_member_args(name: &str, data: &Path, client: &str, peer: &str, initial: 
         state,
         "--initial-cluster-token",
         "kuorum-bench",
+        // etcd's largest recommended backend (the default 2 GiB is reached by the scale
+        // scenario's million objects and their history); only refuses writes past it.
+        "--quota-backend-bytes",
+        "8589934592",
         "--logger",
         "zap",
         "--log-outputs",
@@ -1078,6 +1086,7 @@ fn machine(args: &Args) -> Machine {
         etcd_version,
         kuorum_git,
         fdatasync_ms: fsync_probe(args.dir.as_deref()).ok(),
+        loopback_rtt_ms: rtt_probe().ok(),
         server_threads: server_threads(args),
     }
 }
@@ -1112,6 +1121,48 @@ fn fsync_probe(dir: Option<&Path>) -> Result<Percentiles> {
     ms.sort_by(|a, b| a.total_cmp(b));
     let at = |p: f64| ms[((p / 100.0 * ms.len() as f64) as usize).min(ms.len() - 1)];
     Ok(Percentiles { p50: at(50.0), p90: at(90.0), p99: at(99.0), max: ms[ms.len() - 1] })
+}
+
+/// Round trips over loopback TCP to an echo thread (see [`Machine::loopback_rtt_ms`]).
+fn rtt_probe() -> Result<Percentiles> {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    const ASK: usize = 1200;
+    const ANSWER: usize = 300;
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    let echo = std::thread::spawn(move || -> std::io::Result<()> {
+        let (mut s, _) = listener.accept()?;
+        s.set_nodelay(true)?;
+        let mut ask = [0u8; ASK];
+        let answer = [b'y'; ANSWER];
+        while s.read_exact(&mut ask).is_ok() {
+            s.write_all(&answer)?;
+        }
+        Ok(())
+    });
+    let mut c = TcpStream::connect(addr)?;
+    c.set_nodelay(true)?;
+    let (ask, mut answer) = ([b'x'; ASK], [0u8; ANSWER]);
+    let mut ms: Vec<f64> = Vec::with_capacity(2000);
+    for _ in 0..2000 {
+        let t = Instant::now();
+        c.write_all(&ask)?;
+        c.read_exact(&mut answer)?;
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    drop(c);
+    let _ = echo.join();
+    ms.sort_by(|a, b| a.total_cmp(b));
+    let at = |p: f64| ms[((p / 100.0 * ms.len() as f64) as usize).min(ms.len() - 1)];
+    Ok(Percentiles { p50: at(50.0), p90: at(90.0), p99: at(99.0), max: ms[ms.len() - 1] })
+}
+
+/// The least a single client's replicated write can take here: the client's round trip
+/// to the leader, the leader's to a follower, and the follower's fdatasync (the leader's
+/// own runs beside it), all at their medians.
+fn write_floor_ms(m: &Machine) -> Option<f64> {
+    Some(m.fdatasync_ms.as_ref()?.p50 + 2.0 * m.loopback_rtt_ms.as_ref()?.p50)
 }
 
 /// Raises the soft open-files limit to the hard one (1000 watchers need 1000+ sockets here

@@ -71,6 +71,15 @@ pub struct ServeArgs {
     /// oldest events fall out, and a watch from before them gets 410 and relists.
     #[arg(long, default_value_t = kuorum_watch::cache::DEFAULT_MAX_EVENT_BYTES)]
     pub watch_history_bytes: usize,
+    /// Bytes of RocksDB memtables (writes not yet flushed to table files), all column
+    /// families together; past it they are flushed.
+    #[arg(long, default_value_t = kuorum_store_rocks::MemoryBudget::default().memtables)]
+    pub storage_memtable_bytes: usize,
+    /// Bytes of RocksDB's block cache (table file blocks read), one for all column
+    /// families. Reads are served by the watch cache; RocksDB is read for a create's
+    /// existence check, history (paged LISTs at an old resourceVersion) and snapshots.
+    #[arg(long, default_value_t = kuorum_store_rocks::MemoryBudget::default().block_cache)]
+    pub storage_block_cache_bytes: usize,
     /// Applied entries between two Raft snapshots (etcd's flag and default). A snapshot is
     /// a RocksDB checkpoint in the data directory; after it, the log it covers (less
     /// --snapshot-catchup-entries) is purged.
@@ -551,7 +560,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     crate::data_dir::claim(&args.data_dir, args.max_data_format)?;
-    let objects = RocksStore::open(&args.data_dir.join("objects")).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let budget = kuorum_store_rocks::MemoryBudget {
+        memtables: args.storage_memtable_bytes,
+        block_cache: args.storage_block_cache_bytes,
+    };
+    let objects =
+        RocksStore::open_within(&args.data_dir.join("objects"), budget).map_err(|e| anyhow::anyhow!("{e}"))?;
     let log = FileLogEngine::open(&args.data_dir.join("log")).map_err(|e| anyhow::anyhow!("{e}"))?;
 
     let (rest_tls, auth) = rest_security(&args)?;

@@ -7,8 +7,8 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use kuorum_store::{StoreError, StoreResult};
 use rocksdb::{
-    BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, FlushOptions, Options, WriteBatch,
-    WriteOptions, DB,
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, FlushOptions, Options,
+    WriteBatch, WriteOptions, DB,
 };
 
 /// Raft log entries: key = index as u64 big-endian, value = the entry bytes.
@@ -40,11 +40,37 @@ pub(crate) fn cf<'a>(db: &'a DB, name: &str) -> StoreResult<&'a ColumnFamily> {
     db.cf_handle(name).ok_or_else(|| err("column family", format!("{name} is missing")))
 }
 
-/// The options of one column family: what it is opened with, and what table files
-/// written outside the database for it (an installed snapshot) are built with.
-pub(crate) fn family_options(name: &str) -> Options {
+/// What RocksDB may hold in memory, for all its column families together
+/// (`kuorum serve --storage-memtable-bytes`, `--storage-block-cache-bytes`). Without it
+/// each family had its own memtables (two of 64 MiB) and its own 32 MiB block cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryBudget {
+    /// Memtables, active and waiting to be flushed: past it the families are flushed
+    /// (all at one point: atomic flush).
+    pub memtables: usize,
+    /// Data blocks read from table files, one LRU cache shared by every family.
+    pub block_cache: usize,
+}
+
+impl Default for MemoryBudget {
+    /// 128 MiB of memtables (a flush every ~45,000 creates of 1 KiB objects, as with one
+    /// family's 64 MiB before) and a 64 MiB block cache (the watch cache serves reads;
+    /// RocksDB's reads are a create's existence checks, history pages and snapshots).
+    fn default() -> Self {
+        MemoryBudget { memtables: 128 << 20, block_cache: 64 << 20 }
+    }
+}
+
+/// The options of one column family: what it is opened with (`cache`: the block cache
+/// the families share), and what table files written outside the database for it (an
+/// installed snapshot) are built with (no cache).
+pub(crate) fn family_options(name: &str, cache: Option<&Cache>) -> Options {
     let mut cf_opts = Options::default();
     cf_opts.set_compression_type(DBCompressionType::Lz4);
+    let mut table = BlockBasedOptions::default();
+    if let Some(cache) = cache {
+        table.set_block_cache(cache);
+    }
     if name == CF_OBJECTS {
         // Every create looks up its key, and a namespace's, on every node, and the
         // key is absent: a bloom filter over the memtable's keys answers that
@@ -53,10 +79,9 @@ pub(crate) fn family_options(name: &str) -> Options {
         cf_opts.set_memtable_whole_key_filtering(true);
         // And the table files' filters, once the key has been flushed out of
         // the memtable: without them an absent key is looked up in every level.
-        let mut table = BlockBasedOptions::default();
         table.set_bloom_filter(10.0, false);
-        cf_opts.set_block_based_table_factory(&table);
     }
+    cf_opts.set_block_based_table_factory(&table);
     cf_opts
 }
 
@@ -136,6 +161,8 @@ pub(crate) struct Shared {
     /// it ingests its files one family after another, so no read sees objects of one
     /// state beside the history of another.
     install: RwLock<()>,
+    /// The block cache every family reads through.
+    cache: Cache,
 }
 
 /// Where checkpoints (frozen copies of the database) are made, inside its directory:
@@ -146,7 +173,7 @@ const CHECKPOINT_DIR: &str = "checkpoints";
 const SPOOL_DIR: &str = "incoming-snapshots";
 
 impl Shared {
-    pub(crate) fn open(path: &Path) -> StoreResult<Arc<Self>> {
+    pub(crate) fn open(path: &Path, budget: MemoryBudget) -> StoreResult<Arc<Self>> {
         std::fs::create_dir_all(path).map_err(|e| err("create directory", e))?;
         // Checkpoints belong to the process that made them (what it froze for its Raft
         // snapshot); one a crashed process left is only disk held.
@@ -173,8 +200,10 @@ impl Shared {
         // was flushed to table files is there. Flushing every family at one point keeps
         // that a prefix of the writes: objects, history and the applied log id agree.
         opts.set_atomic_flush(true);
+        opts.set_db_write_buffer_size(budget.memtables);
+        let cache = Cache::new_lru_cache(budget.block_cache);
 
-        let cfs = ALL_CFS.iter().map(|name| ColumnFamilyDescriptor::new(*name, family_options(name)));
+        let cfs = ALL_CFS.iter().map(|name| ColumnFamilyDescriptor::new(*name, family_options(name, Some(&cache))));
         let db = DB::open_cf_descriptors(&opts, path, cfs).map_err(|e| err("open", e))?;
 
         // Whatever a previous process wrote without syncing may still sit in the page
@@ -189,30 +218,26 @@ impl Shared {
             memtables: GroupCommit::default(),
             checkpoints: AtomicU64::new(0),
             install: RwLock::new(()),
+            cache,
         }))
     }
 
-    /// RocksDB's memory by part, summed over the column families (each has its own
-    /// block cache): what its memtables hold (the active ones and those waiting to be
-    /// flushed), its block caches, and the table files' index and filter blocks kept
-    /// outside the caches.
+    /// RocksDB's memory by part: what the memtables hold (the active ones and those
+    /// waiting to be flushed) and the table files' index and filter blocks kept outside
+    /// the cache, summed over the column families, and the block cache they share.
     pub(crate) fn memory(&self) -> Vec<(&'static str, u64)> {
-        let parts = [
-            ("memtables", "rocksdb.cur-size-all-mem-tables"),
-            ("block_cache", "rocksdb.block-cache-usage"),
-            ("table_readers", "rocksdb.estimate-table-readers-mem"),
-        ];
-        parts
-            .iter()
-            .map(|&(part, property)| {
-                let sum = ALL_CFS
-                    .iter()
-                    .filter_map(|name| self.cf(name).ok())
-                    .filter_map(|cf| self.db.property_int_value_cf(cf, property).ok().flatten())
-                    .sum();
-                (part, sum)
-            })
-            .collect()
+        let summed = |property: &str| -> u64 {
+            ALL_CFS
+                .iter()
+                .filter_map(|name| self.cf(name).ok())
+                .filter_map(|cf| self.db.property_int_value_cf(cf, property).ok().flatten())
+                .sum()
+        };
+        vec![
+            ("memtables", summed("rocksdb.cur-size-all-mem-tables")),
+            ("block_cache", self.cache.get_usage() as u64),
+            ("table_readers", summed("rocksdb.estimate-table-readers-mem")),
+        ]
     }
 
     /// Makes a checkpoint: a new directory holding the database as it is now, as hard

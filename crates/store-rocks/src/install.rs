@@ -104,7 +104,7 @@ impl<'a> FamilyFile<'a> {
 
 /// Step 1: writes the parts to one table file per family. Blocking.
 fn write_files(dir: &Path, parts: DumpParts) -> StoreResult<()> {
-    let opts: Vec<rocksdb::Options> = FAMILIES.iter().map(|(family, _)| family_options(family)).collect();
+    let opts: Vec<rocksdb::Options> = FAMILIES.iter().map(|(family, _)| family_options(family, None)).collect();
     let mut objects = FamilyFile::open(&opts[0], &dir.join(FAMILIES[0].1), CF_OBJECTS)?;
     let mut history = FamilyFile::open(&opts[1], &dir.join(FAMILIES[1].1), CF_HISTORY)?;
     // The metadata is a handful of pairs, sorted here since parts need not order them.

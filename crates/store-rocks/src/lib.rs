@@ -72,6 +72,7 @@ use std::sync::Arc;
 
 use kuorum_store::StoreResult;
 
+pub use crate::db::MemoryBudget;
 pub use crate::install::InstallUntil;
 pub use crate::log::RocksLogEngine;
 pub use crate::object::{RocksFrozen, RocksObjectEngine};
@@ -93,7 +94,12 @@ impl RocksStore {
     /// Opens the database in `path`, creating the directory and the column families if
     /// they are missing.
     pub fn open(path: &Path) -> StoreResult<Self> {
-        let shared = db::Shared::open(path)?;
+        RocksStore::open_within(path, MemoryBudget::default())
+    }
+
+    /// [`RocksStore::open`], with RocksDB's memory held to `budget`.
+    pub fn open_within(path: &Path, budget: MemoryBudget) -> StoreResult<Self> {
+        let shared = db::Shared::open(path, budget)?;
         install::resume(&shared)?;
         object::migrate(&shared)?;
         Ok(RocksStore { shared })

@@ -9,7 +9,7 @@ use kuorum_store::conformance::{log_engine_suite, log_reopen_suite, object_engin
 use kuorum_store::engine::{ObjectDump, ObjectWrite};
 use kuorum_store::memory::MemoryObjectEngine;
 use kuorum_store::{LogEngine, ObjectBatch, ObjectEngine};
-use kuorum_store_rocks::{RocksLogEngine, RocksObjectEngine, RocksStore};
+use kuorum_store_rocks::{MemoryBudget, RocksLogEngine, RocksObjectEngine, RocksStore};
 use tempfile::TempDir;
 
 fn b(s: &str) -> Bytes {
@@ -541,4 +541,35 @@ async fn memory_reports_the_memtables_growing_with_writes() {
     objects.write(ObjectBatch { objects: writes, meta: vec![] }).await.unwrap();
     let after = part(&objects, "memtables");
     assert!(after >= before + 1000 * 1024, "1,000 unflushed KiB values: {before} -> {after}");
+}
+
+/// RocksDB's memory stays within the budget the store was opened with: writes past the
+/// memtable budget are flushed to table files (and still read back), and reading them
+/// all back fills the one shared block cache only up to its size.
+#[tokio::test]
+async fn memory_stays_within_the_budget() {
+    let dirs = Dirs::default();
+    let path = dirs.fresh();
+    let budget = MemoryBudget { memtables: 4 << 20, block_cache: 1 << 20 };
+    let store = RocksStore::open_within(&path, budget).unwrap();
+    let objects = store.object_engine();
+    let part = |name: &str| objects.memory().into_iter().find(|(p, _)| *p == name).map(|(_, bytes)| bytes).unwrap();
+    let value = "x".repeat(4 << 10);
+    let mut highest = 0;
+    for round in 0..16 {
+        // 4 MiB of values a round: 64 MiB in all, sixteen times the memtable budget.
+        let writes = (0..1024).map(|i| put(&format!("/r/{round:02}/{i:04}"), &value)).collect();
+        objects.write(ObjectBatch { objects: writes, meta: vec![] }).await.unwrap();
+        highest = highest.max(part("memtables"));
+    }
+    // A flush starts past the budget and the full memtable waits for it: at most two.
+    assert!(highest <= 2 * budget.memtables as u64 + (1 << 20), "memtables reached {highest}");
+    for round in 0..16 {
+        for i in (0..1024).step_by(97) {
+            let got = objects.get(&format!("/r/{round:02}/{i:04}")).unwrap().expect("written");
+            assert_eq!(got, b(&value));
+        }
+    }
+    let cached = part("block_cache");
+    assert!(cached > 0 && cached <= budget.block_cache as u64, "block cache {cached}");
 }

@@ -40,7 +40,7 @@ pub struct CacheConfig {
     /// them gets 410) even before compaction.
     pub max_events: usize,
     /// Bytes the window may keep beyond the current objects ([`crate::window`]): the
-    /// versions changes replaced, deleted objects, the events themselves. Older events
+    /// versions changes replaced, deleted objects, watch lines, the events themselves. Older events
     /// fall out past it, as past `max_events`.
     pub max_event_bytes: usize,
     /// Items a watcher may have queued before it is cut off as too slow (16 bytes each:
@@ -52,8 +52,8 @@ pub struct CacheConfig {
     pub bookmark_every: Duration,
 }
 
-/// 256 MiB: 200,000 events of 1 KiB objects each replacing one (the count bound is
-/// met first), or 250 rewrites of a 1 MiB object.
+/// 256 MiB: about 200,000 creates of 1 KiB objects (with their watch lines), 115,000
+/// updates of them, or 125 rewrites of a 1 MiB object.
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 256 << 20;
 
 impl Default for CacheConfig {

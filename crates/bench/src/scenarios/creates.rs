@@ -237,6 +237,12 @@ pub(crate) fn markdown(report: &Report) {
             .unwrap_or_else(|| "not measured".into()),
         m.server_threads.map_or("each server's default (all CPUs)".into(), |n| n.to_string())
     );
+    if let Some(floor) = crate::write_floor_ms(m) {
+        let rtt = m.loopback_rtt_ms.as_ref().map_or(0.0, |p| p.p50);
+        println!(
+            "A replicated write's floor here: {floor:.2} ms (fdatasync p50 + 2 × loopback TCP round trip p50 {rtt:.3} ms); a 1-client create's p50 is compared with it."
+        );
+    }
     if report.results.is_empty() {
         return;
     }
@@ -276,6 +282,17 @@ pub(crate) fn markdown(report: &Report) {
             r.server_idle_cpu_cores.map(|c| format!("{c:.3}")).unwrap_or_else(|| "?".into()),
             r.client0_target.as_deref().unwrap_or("(unknown)")
         );
+    }
+    if let Some(floor) = crate::write_floor_ms(m) {
+        for r in report.results.iter().filter(|r| r.clients == 1) {
+            println!(
+                "- {} {} B, 1 client: p50 {:.2} ms, {:.2}× the floor ({floor:.2} ms).",
+                r.system,
+                r.value_size,
+                r.p50_ms,
+                r.p50_ms / floor
+            );
+        }
     }
 }
 
