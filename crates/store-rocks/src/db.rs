@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use kuorum_store::{StoreError, StoreResult};
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, FlushOptions, Options,
-    WriteBatch, WriteOptions, DB,
+    WriteBatch, WriteBufferManager, WriteOptions, DB,
 };
 
 /// Raft log entries: key = index as u64 big-endian, value = the entry bytes.
@@ -46,7 +46,7 @@ pub(crate) fn cf<'a>(db: &'a DB, name: &str) -> StoreResult<&'a ColumnFamily> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryBudget {
     /// Memtables, active and waiting to be flushed: past it the families are flushed
-    /// (all at one point: atomic flush).
+    /// (all at one point: atomic flush), and writes wait for the flush.
     pub memtables: usize,
     /// Data blocks read from table files, one LRU cache shared by every family.
     pub block_cache: usize,
@@ -200,7 +200,9 @@ impl Shared {
         // was flushed to table files is there. Flushing every family at one point keeps
         // that a prefix of the writes: objects, history and the applied log id agree.
         opts.set_atomic_flush(true);
-        opts.set_db_write_buffer_size(budget.memtables);
+        // Past the budget the families are flushed, and a write waits for a flush to free
+        // memory rather than grow the memtables further.
+        opts.set_write_buffer_manager(&WriteBufferManager::new_write_buffer_manager(budget.memtables, true));
         let cache = Cache::new_lru_cache(budget.block_cache);
 
         let cfs = ALL_CFS.iter().map(|name| ColumnFamilyDescriptor::new(*name, family_options(name, Some(&cache))));
